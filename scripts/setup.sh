@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One-command set-up of forkbox on this machine: system packages (Debian/Ubuntu, as root), npm
+# dependencies, the build, and the default image. Safe to run again: every step is cached.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(runc debootstrap btrfs-progs slirp4netns uidmap attr util-linux iproute2 python3 make g++)
+
+need_pkgs=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need_pkgs+=("$p")
+done
+
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "forkbox setup: run as root to install system packages: ${need_pkgs[*]}" >&2
+    exit 1
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "forkbox setup: not a Debian/Ubuntu system. Install these with your package manager, then re-run:" >&2
+    echo "  runc, debootstrap, btrfs-progs, slirp4netns, uidmap (newuidmap), attr (getfattr/setfattr), util-linux, python3, make, g++" >&2
+    exit 1
+  fi
+  echo "==> installing system packages: ${need_pkgs[*]}" >&2
+  # A third-party apt source that is unreachable must not stop the install of Debian's own packages.
+  apt-get update -qq >/dev/null 2>&1 || apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
+fi
+
+echo "==> installing npm dependencies" >&2
+if [ -d node_modules/better-sqlite3/build/Release ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
+  echo "    (up to date)" >&2
+else
+  npm ci --no-audit --no-fund >&2
+fi
+
+echo "==> building" >&2
+npm run -s build >&2
+
+if [ "$(id -u)" -eq 0 ]; then
+  echo "==> building the default image (Debian bookworm + python3; cached after the first time)" >&2
+  node bin/forkbox.js images build debian >&2
+  node bin/forkbox.js doctor >&2 || true
+else
+  echo "==> skipping the default image: building images needs root ('sudo npm run setup')" >&2
+fi
+echo "forkbox is set up. Try: npx forkbox run -- python3 -c 'print(6*7)'" >&2

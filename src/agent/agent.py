@@ -1,0 +1,446 @@
+#!/usr/bin/env python3
+"""forkbox agent: PID 1 of every native sandbox and template (docs/AGENT-PROTOCOL.md, DESIGN.md section 3).
+
+One thread, one selectors loop: it reaps zombies (SIGCHLD through a wakeup pipe, then waitpid(-1) until
+empty), connects to the host's control socket (reconnecting with backoff forever), serves the protocol's
+operations, and never runs user code itself: commands run in forked children, Python in the REPL worker.
+Standard library only, Python >= 3.8.
+"""
+
+import gc
+import os
+import signal
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import fileops  # noqa: E402
+import sysc  # noqa: E402
+from channel import Channel, Loop, log  # noqa: E402
+from execs import Exec, OpError  # noqa: E402
+from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header  # noqa: E402
+from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, Repl  # noqa: E402
+from worker import Worker  # noqa: E402
+
+AGENT_VERSION = "0.1.0"
+DEFAULT_CTL_SOCKET = "/.forkbox/inbox/ctl.sock"
+BACKOFF_MIN_S, BACKOFF_MAX_S = 0.05, 1.0
+HIGH_WATER, LOW_WATER = 8 << 20, 1 << 20  # bytes queued to the host: pause / resume reading exec output
+SHUTDOWN_GRACE_S = 3.0
+# Not for user code: the control socket path is plumbing, and the nonce proves this agent to the host.
+INTERNAL_ENV = ("FORKBOX_CTL_SOCKET", "FORKBOX_NONCE")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _noop(signum, frame):
+    pass
+
+
+def _int_arg(args, key, default, limit=None):
+    v = args.get(key, default)
+    if v is None:
+        v = default
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise OpError("bad_request", "%s must be a non-negative integer" % key)
+    return min(v, limit) if limit is not None else v
+
+
+class Agent:
+    def __init__(self, adopt=None, restrict_error=None):
+        env = os.environ
+        # Commands must not run with the capabilities the agent keeps for forking: refuse execs instead.
+        self.restrict_error = restrict_error
+        self.role = env.get("FORKBOX_ROLE", "sandbox")
+        self.sandbox_id = env.get("FORKBOX_SANDBOX_ID") or env.get("FORKBOX_TEMPLATE_ID") or ""
+        self.nonce = env.get("FORKBOX_NONCE", "")
+        self.ctl_path = env.get("FORKBOX_CTL_SOCKET") or DEFAULT_CTL_SOCKET
+        for k in INTERNAL_ENV:
+            env.pop(k, None)
+        self.base_env = dict(env)
+        self.base_env.setdefault("PATH", DEFAULT_PATH)
+        self.loop = Loop()
+        self.sel = self.loop.sel
+        self.add_timer = self.loop.add_timer
+        self.conn = None
+        self.ever_connected = False
+        self.backoff = BACKOFF_MIN_S
+        self.exec_by_pid = {}
+        self.paused = set()  # Execs waiting for the host connection to drain
+        self.repl = Repl(self)
+        self.adopt = adopt  # a Worker (user state) to fork off once the host has welcomed us
+        self.shutting_down = False
+        self.t0 = time.monotonic()
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, _noop)  # a Python handler must exist for the wakeup fd to be written
+        self.sel.register(self.wake_r, 1, self._on_wakeup)
+
+    # ---- main loop, signals, reaping ----
+
+    def run(self):
+        if self.adopt is None:
+            self.repl.start()
+        self._connect()
+        self._reap()  # a child may have ended before the wakeup fd existed
+        while True:
+            self.loop.run_once()
+
+    def _on_wakeup(self, mask):
+        try:
+            data = os.read(self.wake_r, 512)
+        except BlockingIOError:
+            data = b""
+        for signum in set(data):
+            if signum in (signal.SIGTERM, signal.SIGINT):
+                self.shutdown("signal %d" % signum)
+        self._reap()
+
+    def _reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            ex = self.exec_by_pid.pop(pid, None)
+            if ex is not None:
+                ex.on_exit(status)
+            elif self.repl.worker is not None and pid == self.repl.worker.pid:
+                self.repl.lost("it exited with status %d" % status, pid)
+        if self.shutting_down and not self.exec_by_pid and self.repl.worker is None:
+            self._exit()
+
+    def shutdown(self, why):
+        """SIGTERM/SIGINT to the agent: pass SIGTERM on to every command group and the worker, then leave."""
+        if self.shutting_down:
+            return
+        log("shutting down (%s)" % why)
+        self.shutting_down = True
+        for ex in list(self.exec_by_pid.values()):
+            ex.kill_group(signal.SIGTERM)
+        if self.repl.worker is not None:
+            self.repl.lost("the agent is shutting down")
+        self.add_timer(SHUTDOWN_GRACE_S, self._exit)
+
+    def _exit(self):
+        for ex in list(self.exec_by_pid.values()):
+            ex.kill_group(signal.SIGKILL)
+        os._exit(0)
+
+    # ---- worker process ----
+
+    def spawn_worker(self, adopt):
+        parent_sock, child_sock = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self._close_in_worker(child_sock, sweep=adopt is None)
+                w = adopt if adopt is not None else Worker(become_child=become_child)
+                w.setup_process()
+                if adopt is None:
+                    w.prewarm()
+                w.serve(child_sock)
+            finally:
+                os._exit(1)
+        child_sock.close()
+        from repl import WorkerHandle
+
+        return WorkerHandle(pid, Channel(self.loop, parent_sock, self.repl.on_frame, self.repl.on_channel_close))
+
+    def _close_in_worker(self, keep, sweep):
+        """In the new worker: drop every agent fd. User code must not inherit the host connection (it would
+        speak as the agent) or exec pipes (their commands would never see EOF)."""
+        signal.set_wakeup_fd(-1)
+        self.sel.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+        if self.conn is not None:
+            self.conn.close_in_child()
+        w = self.repl.worker
+        if w is not None:
+            w.channel.close_in_child()
+        for ex in self.exec_by_pid.values():
+            for fd in list(ex.open_fds) + ([ex.stdin_fd] if ex.stdin_fd is not None else []):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if sweep:
+            # A fresh worker has no user state: close whatever else is open (e.g. files the agent of a forked
+            # sandbox inherited from its parent's worker). The objects owning them stay referenced by this
+            # never-returning stack, so nothing closes a reused fd number later.
+            for name in os.listdir("/proc/self/fd"):
+                fd = int(name)
+                if fd > 2 and fd != keep.fileno():
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+
+    # ---- host connection ----
+
+    def _connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(self.ctl_path)
+        except OSError:
+            s.close()
+            self.add_timer(self.backoff, self._connect)
+            self.backoff = min(self.backoff * 2, BACKOFF_MAX_S)
+            return
+        conn = Channel(self.loop, s, self._on_frame, self._on_conn_close, self._on_drain)
+        conn.welcomed = False
+        conn.execs = {}
+        self.conn = conn
+        w = self.repl.worker
+        conn.send({
+            "t": "hello",
+            "v": PROTOCOL_VERSION,
+            "role": self.role,
+            "sandbox_id": self.sandbox_id,
+            "nonce": self.nonce,
+            "agent_version": AGENT_VERSION,
+            "worker_pid": w.pid if w is not None else None,
+            "reconnect": self.ever_connected,
+        })
+        self.ever_connected = True
+
+    def _on_conn_close(self, conn, reason):
+        log("host connection lost (%s); reconnecting" % reason)
+        for ex in conn.execs.values():
+            ex.conn = None  # keeps running; later output is discarded
+        conn.execs = {}
+        for ex in list(self.paused):
+            ex.resume()
+        self.paused.clear()
+        self.repl.drop_conn(conn)
+        if self.conn is conn:
+            self.conn = None
+            self.add_timer(self.backoff, self._connect)
+            self.backoff = min(self.backoff * 2, BACKOFF_MAX_S)
+
+    def _on_drain(self, conn):
+        if conn.pending < LOW_WATER and self.paused:
+            for ex in list(self.paused):
+                ex.resume()
+            self.paused.clear()
+
+    def congested(self, conn):
+        return conn.pending > HIGH_WATER
+
+    def _on_frame(self, conn, h, body):
+        t = h["t"]
+        if not conn.welcomed:
+            if t != "welcome":
+                conn.close("expected 'welcome' before '%s'" % t)
+                return
+            conn.welcomed = True
+            self.backoff = BACKOFF_MIN_S
+            if self.adopt is not None:
+                # The host has moved this PID 1 into the sandbox's cgroups: the worker inherits them.
+                w, self.adopt = self.adopt, None
+                self.repl.start(adopt=w)
+            return
+        if t == "req":
+            rid = h.get("id")
+            if not isinstance(rid, int) or isinstance(rid, bool) or rid <= 0:
+                conn.close("request without a positive integer id")
+                return
+            try:
+                self._request(conn, rid, h.get("op"), h, body)
+            except OpError as e:
+                self.send_error(conn, rid, e.code, e.message)
+            except Exception as e:
+                log("op %r failed: %r" % (h.get("op"), e))
+                self.send_error(conn, rid, "internal", "%s failed inside the agent: %s: %s" % (h.get("op"), type(e).__name__, e))
+        elif t == "cancel":
+            cid = h.get("id")
+            ex = conn.execs.get(cid)
+            if ex is not None:
+                ex.cancel()
+            else:
+                self.repl.cancel(conn, cid)
+        # Other kinds (a repeated welcome, future additions) are ignored.
+
+    # ---- sending ----
+
+    def send_res(self, conn, rid, result, body=b""):
+        if conn is None or conn.closed:
+            return
+        rj = encode_header(result)
+        if len(rj) <= MAX_HEADER - 64:
+            conn.send_raw(b'{"t":"res","id":%d,"ok":true,"result":%s}' % (rid, rj), body)
+        elif not body and len(rj) <= MAX_BODY:
+            conn.send_raw(b'{"t":"res","id":%d,"ok":true,"result_in_body":true}' % rid, rj)
+        else:
+            self.send_error(conn, rid, "too_large", "the result of request %d is %d bytes, over the frame limits"
+                            % (rid, len(rj)))
+
+    def send_error(self, conn, rid, code, message):
+        if conn is not None and not conn.closed:
+            conn.send({"t": "res", "id": rid, "ok": False, "error": {"code": code, "message": str(message)[:4000]}})
+
+    def send_event(self, conn, rid, kind, body=b"", extra=None, seq=0):
+        if conn is None or conn.closed:
+            return
+        h = {"t": "ev", "id": rid, "kind": kind, "seq": seq}
+        if extra:
+            h.update(extra)
+        conn.send(h, body)
+
+    def exec_done(self, ex):
+        if ex.conn is not None and ex.conn.execs.get(ex.id) is ex:
+            del ex.conn.execs[ex.id]
+        self.paused.discard(ex)
+
+    # ---- operations ----
+
+    def _request(self, conn, rid, op, a, body):
+        handler = fileops.OPS.get(op)
+        if handler is not None:
+            result, rbody = handler(a, body)
+            self.send_res(conn, rid, result, rbody)
+        elif op == "ping":
+            self.send_res(conn, rid, {"pong": True, "pid": os.getpid(), "time_ns": time.time_ns()})
+        elif op == "exec":
+            if self.restrict_error is not None:
+                raise OpError("permission_denied", self.restrict_error)
+            ex = Exec(self, conn, rid, a, self.base_env)
+            conn.execs[rid] = ex
+            self.exec_by_pid[ex.pid] = ex
+        elif op == "exec.stdin":
+            self._find_exec(conn, a).write_stdin(rid, body, a.get("eof"))
+        elif op == "exec.signal":
+            sig = a.get("signal")
+            if not isinstance(sig, int) or isinstance(sig, bool) or not 1 <= sig <= 64:
+                raise OpError("bad_request", "signal must be an integer from 1 to 64")
+            self._find_exec(conn, a).kill_group(sig)
+            self.send_res(conn, rid, {})
+        elif op == "repl.eval":
+            code = a.get("code")
+            if not isinstance(code, str):
+                raise OpError("bad_request", "repl.eval needs code (a string)")
+            args = {"code": code,
+                    "max_output_bytes": _int_arg(a, "max_output_bytes", DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT)}
+            self.repl.submit(conn, rid, "eval", args, _int_arg(a, "timeout_ms", 0))
+        elif op == "repl.interrupt":
+            self.repl.interrupt()
+            self.send_res(conn, rid, {})
+        elif op == "repl.restart":
+            self.repl.restart("restart requested")
+            w = self.repl.worker
+            self.send_res(conn, rid, {"worker_pid": w.pid if w is not None else None})
+        elif op == "fork":
+            children = a.get("children")
+            if not isinstance(children, list) or not children or not all(
+                    isinstance(c, dict) and isinstance(c.get("sandbox_id"), str) for c in children):
+                raise OpError("bad_request", "fork needs children: a non-empty array of objects with a sandbox_id")
+            if a.get("wait") is False and (self.repl.busy() or self.repl.queue):
+                raise OpError("busy", "the REPL is running code; wait for it or interrupt it, then fork")
+            self.repl.submit(conn, rid, "fork", {"children": children})
+        elif op == "stats":
+            self.send_res(conn, rid, self._stats())
+        else:
+            raise OpError("unknown_op", "unknown op %r (agent version %s)" % (op, AGENT_VERSION))
+
+    def _find_exec(self, conn, a):
+        ex = conn.execs.get(a.get("exec_id"))
+        if ex is None:
+            raise OpError("not_found", "no running exec with id %r on this connection" % (a.get("exec_id"),))
+        return ex
+
+    def _stats(self):
+        try:
+            procs = sum(1 for n in os.listdir("/proc") if n.isdigit())
+        except OSError:
+            procs = 0
+        w = self.repl.worker
+        return {
+            "processes": procs,
+            "load": list(os.getloadavg()),
+            "uptime_s": time.monotonic() - self.t0,
+            "worker_pid": w.pid if w is not None else None,
+            "repl_busy": self.repl.busy(),
+        }
+
+
+def become_child(spec, worker):
+    """Called by forking.fork_children in PID 1 of a new sandbox's pid namespace (a copy of the source's
+    worker, user state included). Turn this process into the sandbox's agent; the worker is forked off it
+    once the host says welcome. Never returns."""
+    env = os.environ
+    # A forked sandbox talks to its own inbox's socket, unless the host names another one in the child's env.
+    env.pop("FORKBOX_CTL_SOCKET", None)
+    extra = spec.get("env")
+    if isinstance(extra, dict):
+        env.update({k: v for k, v in extra.items() if isinstance(k, str) and isinstance(v, str)})
+    env["FORKBOX_SANDBOX_ID"] = str(spec.get("sandbox_id", ""))
+    env["FORKBOX_NONCE"] = str(spec.get("nonce") or "")
+    parent = spec.get("parent_id") or worker.fork_source_id
+    if parent:
+        env["FORKBOX_PARENT_ID"] = str(parent)
+    else:
+        env.pop("FORKBOX_PARENT_ID", None)  # forked from a template: no parent sandbox
+    if "fork_index" in spec:
+        env["FORKBOX_FORK_INDEX"] = str(spec["fork_index"])
+    env["FORKBOX_ROLE"] = "sandbox"
+    try:
+        # Leave the source worker's session and process group: the source agent signals that group (SIGINT
+        # on an eval timeout, SIGKILL on a worker restart) and must never hit this sandbox's agent.
+        os.setsid()
+    except OSError:
+        pass
+    if worker.sock is not None:
+        try:
+            worker.sock.close()  # our copy of the source worker's link to the source agent
+        except OSError:
+            pass
+        worker.sock = None
+    worker.running = False
+    # No gc.collect() here: it would write to every object's header and copy every page shared with the
+    # source. Keep everything frozen (forking froze it before fork()) so the cycle collector never visits
+    # the user's objects: pages stay shared, and no user object is ever finalized in the agent (which
+    # could close an fd number the agent reuses).
+    gc.freeze()
+    Agent(adopt=worker).run()
+    os._exit(70)
+
+
+def _ensure_std_fds():
+    # Sockets must never land on fds 0-2: a stray print would then write into the host protocol.
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            nfd = os.open("/dev/null", os.O_RDWR)
+            if nfd != fd:
+                os.dup2(nfd, fd)
+                os.close(nfd)
+
+
+def main():
+    _ensure_std_fds()
+    os.chdir("/")
+    restrict_error = None
+    try:
+        sysc.restrict_agent()
+    except OSError as e:
+        restrict_error = ("the agent cannot drop CAP_SYS_ADMIN/CAP_NET_ADMIN/CAP_SYS_CHROOT from the bounding "
+                          "set for commands (%s); give the template CAP_SETPCAP" % e)
+        log(restrict_error)
+    try:
+        sysc.set_child_subreaper()
+    except OSError as e:
+        log("cannot become a child subreaper: %s" % e)
+    Agent(restrict_error=restrict_error).run()
+
+
+if __name__ == "__main__":
+    main()

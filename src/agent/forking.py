@@ -1,0 +1,295 @@
+"""Forking a REPL worker into new sandboxes (DESIGN.md 2.3, the steps inside the source).
+
+Runs in the REPL worker of a template or a sandbox. For each child the host has already mounted the
+child's root filesystem at ``spec["root"]`` and its inbox at ``spec["inbox"]`` (both seen here through
+the rslave ``/.forkbox/inbox`` mount). For each child:
+
+    fork -> [middle] unshare(mnt, pid, net, uts, ipc) -> fork -> [grandchild = PID 1 of the new pid ns]
+        mounts (inbox, agent code, fresh /dev, proc, sys) -> pivot_root -> reopen open files
+        -> hostname, lo up, reseed RNGs, env -> become_child(spec)   (never returns)
+
+The middle process reports the grandchild's pid (as seen in this pid namespace) on a pipe and exits;
+the grandchild reports "OK" (or an error) on the same pipe once its set-up is done, then closes it.
+Everything is standard library (ctypes for the syscalls Python 3.11 lacks).
+"""
+
+import ctypes
+import errno
+import fcntl
+import gc
+import os
+import random
+import socket
+import stat
+import struct
+import sys
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+MS_SLAVE = 1 << 19
+MNT_DETACH = 0x2
+
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+
+# Device nodes a fresh /dev gets, bound from this sandbox's /dev (never the whole parent /dev: siblings
+# would then share /dev/shm, terminals and mqueues).
+_DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+
+def _b(s):
+    return None if s is None else s.encode()
+
+
+def unshare(flags):
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source, target, fstype, flags, data=None):
+    _check(
+        _libc.mount(_b(source), _b(target), _b(fstype), ctypes.c_ulong(flags), _b(data)),
+        "mount %s on %s" % (fstype or source, target),
+    )
+
+
+def umount2(target, flags):
+    _check(_libc.umount2(_b(target), ctypes.c_int(flags)), "umount %s" % target)
+
+
+def pivot_root(new_root, put_old):
+    nr = _SYS_PIVOT_ROOT.get(os.uname().machine)
+    if nr is None:
+        raise OSError(errno.ENOSYS, "pivot_root: unsupported machine %s" % os.uname().machine)
+    _check(_libc.syscall(ctypes.c_long(nr), _b(new_root), _b(put_old)), "pivot_root")
+
+
+def sethostname(name):
+    raw = name.encode()[:64]
+    _check(_libc.sethostname(raw, ctypes.c_size_t(len(raw))), "sethostname")
+
+
+def loopback_up():
+    """Bring `lo` up in the fresh network namespace (ioctl: no iproute2 needed in the image)."""
+    SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+
+
+def open_regular_files(skip_fds=()):
+    """The regular files this process has open: [(fd, path, flags, pos)], read before pivoting.
+
+    A forked fd still points at the source's file, so writes through it would land in the source;
+    the child reopens each by path in its own root instead. Pipes, sockets, memfds and deleted files
+    cannot be carried.
+    """
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd in skip_fds or fd <= 2:
+            continue
+        try:
+            path = os.readlink("/proc/self/fd/%d" % fd)
+            if not path.startswith("/") or path.endswith(" (deleted)") or path.startswith("/memfd:"):
+                continue
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            flags, pos = None, 0
+            with open("/proc/self/fdinfo/%d" % fd) as f:
+                for line in f:
+                    if line.startswith("flags:"):
+                        flags = int(line.split()[1], 8)
+                    elif line.startswith("pos:"):
+                        pos = int(line.split()[1])
+            if flags is not None:
+                found.append((fd, path, flags, pos))
+        except OSError:
+            continue
+    return found
+
+
+def _reopen(files):
+    strip = os.O_CREAT | os.O_TRUNC | os.O_EXCL
+    for fd, path, flags, pos in files:
+        try:
+            nfd = os.open(path, flags & ~strip)
+            os.lseek(nfd, pos, os.SEEK_SET)
+            os.dup2(nfd, fd, inheritable=False)
+            os.close(nfd)
+        except OSError:
+            # The path is gone in the child's root; the fd is left pointing at the source's file.
+            # Closing it is safer than letting the child write into its parent.
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _fresh_dev(newroot):
+    dev = newroot + "/dev"
+    os.makedirs(dev, exist_ok=True)
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k")
+    for node in _DEV_NODES:
+        target = dev + "/" + node
+        with open(target, "w"):
+            pass
+        mount("/dev/" + node, target, None, MS_BIND)
+    for d in ("pts", "shm", "mqueue"):
+        os.mkdir(dev + "/" + d)
+    # A new devpts instance: the child's terminals are its own, not its parent's or siblings'.
+    mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5")
+    os.symlink("pts/ptmx", dev + "/ptmx")
+    mount("shm", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=65536k")
+    try:
+        mount("mqueue", dev + "/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError:
+        pass  # mqueue is optional; POSIX message queues then fail inside the child
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, dev + "/" + name)
+
+
+def _setup_child(spec, cwd, files):
+    newroot = spec["root"]
+    # Nothing this child mounts may propagate back to its parent; mounts from the host (its inbox)
+    # must still propagate in, so slave, not private.
+    mount(None, "/", None, MS_REC | MS_SLAVE)
+    for d in ("/.forkbox/inbox", "/.forkbox/bin", "/proc", "/sys"):
+        os.makedirs(newroot + d, exist_ok=True)
+    # The child's inbox: a bind of a slave stays a slave, so the host's later mounts for *its*
+    # children reach it and it can fork in turn.
+    mount(spec["inbox"], newroot + "/.forkbox/inbox", None, MS_BIND)
+    mount("/.forkbox/bin", newroot + "/.forkbox/bin", None, MS_BIND)
+    mount(None, newroot + "/.forkbox/bin", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _fresh_dev(newroot)
+    # proc before pivoting: the kernel refuses a new proc in a user namespace unless a fully visible
+    # proc is already mounted (mnt_already_visible). We are PID 1 of the new pid ns, so it shows ours.
+    mount("proc", newroot + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    try:
+        mount("sysfs", newroot + "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError:
+        pass  # /sys stays empty; nothing forkbox needs reads it
+    # Private, so the host's lazy unmount of <inbox>/<child> does not propagate into our root.
+    mount(None, newroot, None, MS_PRIVATE)
+    os.chdir(newroot)
+    pivot_root(".", ".")
+    umount2(".", MNT_DETACH)
+    try:
+        os.chdir(cwd)
+    except OSError:
+        os.chdir("/")
+    _reopen(files)
+    sethostname(spec.get("hostname") or spec["sandbox_id"])
+    loopback_up()
+    # Parallel attempts must not draw the same numbers.
+    random.seed()
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            np.random.seed()
+        except Exception:
+            pass
+    env = spec.get("env") or {}
+    for k, v in env.items():
+        os.environ[str(k)] = str(v)
+    os.environ["FORKBOX_SANDBOX_ID"] = spec["sandbox_id"]
+    os.environ["FORKBOX_FORK_INDEX"] = str(spec.get("fork_index", 0))
+    if spec.get("parent_id"):
+        os.environ["FORKBOX_PARENT_ID"] = spec["parent_id"]
+    else:
+        os.environ.pop("FORKBOX_PARENT_ID", None)
+
+
+def _write(fd, data):
+    try:
+        os.write(fd, data)
+    except OSError:
+        pass
+
+
+def _fork_one(spec, cwd, files, become_child):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        # middle
+        os.close(r)
+        code = 1
+        try:
+            unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
+            gpid = os.fork()
+            if gpid == 0:
+                try:
+                    _setup_child(spec, cwd, files)
+                    _write(w, b"OK\n")
+                    os.close(w)
+                except BaseException as e:  # report, never fall back into the parent's code
+                    _write(w, ("E%s\n" % e).encode()[:2000])
+                    os._exit(1)
+                try:
+                    become_child(spec)
+                finally:
+                    os._exit(1)
+            _write(w, ("P%d\n" % gpid).encode())
+            code = 0
+        except BaseException as e:
+            _write(w, ("E%s\n" % e).encode()[:2000])
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 4096)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    out = b"".join(chunks).decode(errors="replace")
+    gpid, err, ok = None, None, False
+    for line in out.splitlines():
+        if line.startswith("P"):
+            gpid = int(line[1:])
+        elif line == "OK":
+            ok = True
+        elif line.startswith("E") and err is None:
+            err = line[1:]
+    if ok and gpid is not None:
+        return {"sandbox_id": spec["sandbox_id"], "ok": True, "pid": gpid}
+    return {"sandbox_id": spec["sandbox_id"], "ok": False, "error": err or "child set-up failed without a message"}
+
+
+def fork_children(children, become_child, skip_fds=()):
+    """Fork this process into one new sandbox per spec. Returns one result per child, in order."""
+    # Objects allocated so far stop being touched by the GC, so children share more pages.
+    gc.freeze()
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = "/"
+    files = open_regular_files(skip_fds)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return [_fork_one(spec, cwd, files, become_child) for spec in children]

@@ -1,0 +1,220 @@
+"""The agent's side of the REPL worker: the queue of evals/forks, timeouts, interrupts, restarts.
+Standard library only, Python >= 3.8.
+"""
+
+import collections
+import json
+import os
+import signal
+import time
+
+from channel import log
+
+DEFAULT_MAX_OUTPUT = 1 << 20
+MAX_OUTPUT_LIMIT = 2 << 20  # stdout+stderr travel JSON-escaped inside one frame of <= 16 MiB
+INTERRUPT_GRACE_S = 2.0
+
+
+class Item:
+    """One queued repl.eval or fork request."""
+
+    __slots__ = ("conn", "id", "kind", "args", "wid", "timeout_ms", "timed_out", "interrupted", "timers", "t0")
+
+    def __init__(self, conn, req_id, kind, args, wid, timeout_ms=0):
+        self.conn, self.id, self.kind, self.args, self.wid = conn, req_id, kind, args, wid
+        self.timeout_ms = timeout_ms
+        self.timed_out = self.interrupted = False
+        self.timers = []
+        self.t0 = time.monotonic()
+
+
+class WorkerHandle:
+    __slots__ = ("pid", "channel", "current", "started")
+
+    def __init__(self, pid, channel):
+        self.pid, self.channel, self.current, self.started = pid, channel, None, time.monotonic()
+
+
+def _signal_group(pid, sig):
+    for f in (os.killpg, os.kill):
+        try:
+            f(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _lost_result(item, reason):
+    return {
+        "ok": False,
+        "value": None,
+        "stdout": "",
+        "stderr": "",
+        "error": {
+            "type": "WorkerRestarted",
+            "message": "the Python worker was killed and restarted (%s); all REPL state was lost" % reason,
+            "traceback": "",
+        },
+        "timed_out": item.timed_out,
+        "interrupted": item.timed_out or item.interrupted,
+        "restarted": True,
+        "truncated": False,
+        "images": [],
+        "duration_ms": (time.monotonic() - item.t0) * 1000.0,
+    }
+
+
+class Repl:
+    """Owns the worker process handle and the request queue. `agent` provides loop, send_res, send_error,
+    spawn_worker() -> WorkerHandle, shutting_down."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.worker = None
+        self.queue = collections.deque()
+        self._wid = 0
+        self._starts = collections.deque(maxlen=5)
+        self._start_timer = None
+
+    # ---- requests ----
+
+    def submit(self, conn, req_id, kind, args, timeout_ms=0):
+        self._wid += 1
+        self.queue.append(Item(conn, req_id, kind, args, self._wid, timeout_ms))
+        self._pump()
+
+    def busy(self):
+        return self.worker is not None and self.worker.current is not None
+
+    def interrupt(self):
+        w = self.worker
+        if w is not None and w.current is not None and w.current.kind == "eval":
+            w.current.interrupted = True
+            _signal_group(w.pid, signal.SIGINT)
+
+    def cancel(self, conn, req_id):
+        w = self.worker
+        if w is not None and w.current is not None and w.current.conn is conn and w.current.id == req_id:
+            self.interrupt()
+            return True
+        for item in self.queue:
+            if item.conn is conn and item.id == req_id:
+                self.queue.remove(item)
+                if item.kind == "eval":
+                    r = _lost_result(item, "")
+                    r.update(restarted=False, interrupted=True, error={
+                        "type": "Cancelled", "message": "cancelled before it started", "traceback": ""})
+                    self.agent.send_res(conn, req_id, r)
+                else:
+                    self.agent.send_error(conn, req_id, "internal", "fork cancelled before it started")
+                return True
+        return False
+
+    def drop_conn(self, conn):
+        """The host connection is gone: its queued requests are abandoned (their results would be lost)."""
+        self.queue = collections.deque(i for i in self.queue if i.conn is not conn)
+
+    # ---- worker lifecycle ----
+
+    def start(self, adopt=None):
+        now = time.monotonic()
+        if adopt is None and len(self._starts) == self._starts.maxlen and now - self._starts[0] < 5.0:
+            # The worker keeps dying at once (broken prewarm, OOM at start): do not spin on fork().
+            if self._start_timer is None:
+                log("REPL worker restarting too often; waiting 1 s")
+                self._start_timer = self.agent.loop.add_timer(1.0, self._delayed_start)
+            return
+        self._starts.append(now)
+        self.worker = self.agent.spawn_worker(adopt)
+        self._pump()
+
+    def _delayed_start(self):
+        self._start_timer = None
+        self._starts.clear()
+        if self.worker is None and not self.agent.shutting_down:
+            self.start()
+
+    def restart(self, reason):
+        self.lost(reason)
+        if self.worker is None and self._start_timer is None and not self.agent.shutting_down:
+            self.start()
+
+    def lost(self, reason, pid=None):
+        """The worker died, misbehaved or must go: kill its group, answer its request, start a fresh one."""
+        w = self.worker
+        if w is None or (pid is not None and pid != w.pid):
+            return
+        self.worker = None
+        w.channel.on_close = None
+        w.channel.close()
+        _signal_group(w.pid, signal.SIGKILL)
+        item = w.current
+        if item is not None:
+            for t in item.timers:
+                t.cancel()
+            if item.kind == "eval":
+                self.agent.send_res(item.conn, item.id, _lost_result(item, reason))
+            else:
+                self.agent.send_error(item.conn, item.id, "internal", "the REPL worker died during the fork: %s" % reason)
+        if not self.agent.shutting_down:
+            self.start()
+
+    def on_channel_close(self, ch, reason):
+        if self.worker is not None and self.worker.channel is ch:
+            self.lost("its channel closed: %s" % reason)
+
+    # ---- traffic ----
+
+    def _pump(self):
+        w = self.worker
+        if w is None or w.current is not None or not self.queue:
+            return
+        item = self.queue.popleft()
+        w.current = item
+        if item.kind == "eval":
+            w.channel.send({"t": "eval", "id": item.wid, "code": item.args["code"],
+                            "max_output_bytes": item.args["max_output_bytes"]})
+            if item.timeout_ms:
+                item.timers.append(self.agent.loop.add_timer(item.timeout_ms / 1000.0, lambda: self._timeout(item)))
+        else:
+            w.channel.send({"t": "fork", "id": item.wid, "children": item.args["children"]})
+
+    def _timeout(self, item):
+        w = self.worker
+        if w is None or w.current is not item:
+            return
+        item.timed_out = True
+        _signal_group(w.pid, signal.SIGINT)
+        item.timers.append(self.agent.loop.add_timer(INTERRUPT_GRACE_S, lambda: self._kill_if_stuck(item)))
+
+    def _kill_if_stuck(self, item):
+        if self.worker is not None and self.worker.current is item:
+            self.lost("it did not stop within %d s of SIGINT" % INTERRUPT_GRACE_S)
+
+    def on_frame(self, ch, header, body):
+        w = self.worker
+        if w is None or w.channel is not ch:
+            return
+        item = w.current
+        if header.get("t") != "result" or item is None or header.get("id") != item.wid:
+            self.lost("it sent an unexpected message")
+            return
+        try:
+            result = json.loads(body.decode("utf-8"))
+            if not isinstance(result, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            self.lost("it sent a malformed result: %s" % e)
+            return
+        for t in item.timers:
+            t.cancel()
+        w.current = None
+        if item.kind == "eval":
+            result["timed_out"] = item.timed_out
+            result["interrupted"] = bool(result.get("interrupted")) or (item.timed_out and not result.get("ok"))
+            result["restarted"] = False
+            self.agent.send_res(item.conn, item.id, result)
+        elif "error" in result:
+            self.agent.send_error(item.conn, item.id, "internal", "fork failed: %s" % result["error"])
+        else:
+            self.agent.send_res(item.conn, item.id, result)
+        self._pump()

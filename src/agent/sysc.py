@@ -1,0 +1,77 @@
+"""Small Linux syscall helpers (ctypes) for the agent. Standard library only, Python >= 3.8."""
+
+import ctypes
+import errno
+import os
+
+PR_CAPBSET_READ = 23
+PR_CAPBSET_DROP = 24
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+
+CAP_NET_ADMIN = 12
+CAP_SYS_CHROOT = 18
+CAP_SYS_ADMIN = 21
+
+# What user commands must not keep. CAP_SYS_ADMIN: mount/unshare/pivot_root inside the sandbox's user
+# namespace (the agent and worker need them to fork; a command with them could remount /.forkbox or build
+# its own namespaces to confuse the host). CAP_NET_ADMIN: reconfigure the sandbox's network (routes, the
+# slirp tap). CAP_SYS_CHROOT: chroot games that help break out of the mount view.
+DROPPED_CAPS = (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_CHROOT)
+
+_libc = None
+
+
+def _prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        _libc.prctl.restype = ctypes.c_int
+    r = _libc.prctl(option, arg2, arg3, arg4, arg5)
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "prctl(%d): %s" % (option, os.strerror(e)))
+    return r
+
+
+def restrict_agent():
+    """Run once at agent start-up. Both settings only affect what a later execve() can gain, so the agent
+    and the REPL worker (forked, never exec'd) keep the capabilities they need to fork sandboxes, while
+    every command they start (exec requests, subprocesses of user code) inherits the restriction.
+    Raises OSError when the capabilities cannot be dropped (PR_CAPBSET_DROP needs CAP_SETPCAP)."""
+    set_no_new_privs()
+    drop_bounding_caps()
+
+
+def set_no_new_privs():
+    # Without it a setuid binary (or file capabilities) in the image could regain what we drop below.
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def drop_bounding_caps(caps=DROPPED_CAPS):
+    """Drop caps from the bounding set. A cap already absent is fine; failing to drop a present one raises
+    (PR_CAPBSET_DROP needs CAP_SETPCAP): running user code with CAP_SYS_ADMIN would be worse than failing."""
+    for cap in caps:
+        try:
+            present = _prctl(PR_CAPBSET_READ, cap) == 1
+        except OSError as e:
+            if e.errno == errno.EINVAL:  # kernel does not know this cap
+                continue
+            raise
+        if present:
+            _prctl(PR_CAPBSET_DROP, cap)
+
+
+def set_child_subreaper():
+    # When the agent is not PID 1 (tests on the host, or a runtime that wraps it), orphaned grandchildren
+    # would be reparented away and escape our reaping and process-group accounting.
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def set_oom_score_adj(value, pid="self"):
+    fd = os.open("/proc/%s/oom_score_adj" % pid, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, b"%d" % value)
+    finally:
+        os.close(fd)

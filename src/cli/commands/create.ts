@@ -1,0 +1,25 @@
+/** `forkbox create`: create a sandbox and print its id. */
+import type { Command } from 'commander';
+import type { CreateSandboxRequest } from '../../service/api.ts';
+import type { CliContext } from '../context.ts';
+import { collectKeyValue, parseDurationSeconds } from '../parse.ts';
+import { addLimitOptions, type LimitOptions, limitsToRequest } from './limit-options.ts';
+
+export function register(program: Command, ctx: CliContext): void {
+  const cmd = program
+    .command('create')
+    .description('create a sandbox and print its id')
+    .option('--name <name>', 'a unique name (usable wherever an id is)')
+    .option('--ttl <duration>', 'kill it after this long, e.g. 30m, 2h, 3600 (seconds)', parseDurationSeconds)
+    .option('--label <K=V>', 'a label (repeatable)', collectKeyValue('label'));
+  addLimitOptions(cmd).action(
+    async (o: LimitOptions & { name?: string; ttl?: number; label?: Record<string, string> }) => {
+      const req: CreateSandboxRequest = limitsToRequest(o);
+      if (o.name !== undefined) req.name = o.name;
+      if (o.ttl !== undefined) req.ttlSeconds = o.ttl;
+      if (o.label !== undefined) req.labels = o.label;
+      const sb = await (await ctx.api()).createSandbox(req);
+      ctx.out().result(sb, () => sb.id);
+    },
+  );
+}

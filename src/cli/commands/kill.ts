@@ -1,0 +1,32 @@
+/** `forkbox kill ID...`. */
+import type { Command } from 'commander';
+import type { SandboxInfo } from '../../service/api.ts';
+import type { CliContext } from '../context.ts';
+import { exitCodeFor } from '../output.ts';
+
+export function register(program: Command, ctx: CliContext): void {
+  program
+    .command('kill')
+    .description('kill sandboxes and release their resources')
+    .argument('<ids...>', 'sandbox ids or names')
+    .action(async (ids: string[]) => {
+      const api = await ctx.api();
+      const out = ctx.out();
+      const killed: SandboxInfo[] = [];
+      let firstError: unknown;
+      // Kill every one we can; report each failure, exit with the first one's code.
+      for (const id of ids) {
+        try {
+          killed.push(await api.killSandbox(id));
+        } catch (e) {
+          firstError ??= e;
+          if (ids.length > 1) out.note(`${id}: ${(e as Error).message}`);
+        }
+      }
+      out.result(killed, () => killed.map((s) => s.id).join('\n'));
+      if (firstError !== undefined) {
+        if (ids.length > 1) ctx.setExitCode(exitCodeFor(firstError));
+        else throw firstError;
+      }
+    });
+}

@@ -1,0 +1,45 @@
+/** Options shared by `create` and `run`: image, limits, environment. */
+import type { Command } from 'commander';
+import { ForkboxError } from '../../domain/errors.ts';
+import type { CreateSandboxRequest } from '../../service/api.ts';
+import { collectKeyValue, parseSizeMb } from '../parse.ts';
+
+export interface LimitOptions {
+  image?: string;
+  memory?: number;
+  cpus?: number;
+  pids?: number;
+  env?: Record<string, string>;
+}
+
+function positive(what: string, integer: boolean) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+      throw new ForkboxError(
+        'invalid_argument',
+        `--${what} must be a positive ${integer ? 'integer' : 'number'}, not '${v}'.`,
+      );
+    }
+    return n;
+  };
+}
+
+export function addLimitOptions(cmd: Command): Command {
+  return cmd
+    .option('--image <name>', 'image to use (default: the daemon default)')
+    .option('--memory <size>', 'memory limit, e.g. 512m, 2g (a bare number is MiB)', parseSizeMb)
+    .option('--cpus <n>', 'CPU quota in CPUs, e.g. 0.5, 2', positive('cpus', false))
+    .option('--pids <n>', 'maximum number of processes', positive('pids', true))
+    .option('--env <K=V>', 'environment variable (repeatable)', collectKeyValue('--env'));
+}
+
+export function limitsToRequest(o: LimitOptions): CreateSandboxRequest {
+  const req: CreateSandboxRequest = {};
+  if (o.image !== undefined) req.image = o.image;
+  if (o.memory !== undefined) req.memoryMb = o.memory;
+  if (o.cpus !== undefined) req.cpus = o.cpus;
+  if (o.pids !== undefined) req.pids = o.pids;
+  if (o.env !== undefined) req.env = o.env;
+  return req;
+}

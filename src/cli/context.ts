@@ -1,0 +1,17 @@
+/** What every command gets: global options, output, and (lazily) the engine API from the daemon. */
+import type { ForkboxApi } from '../service/api.ts';
+import type { Output } from './output.ts';
+
+export interface GlobalOptions {
+  stateDir: string;
+  json: boolean;
+}
+
+export interface CliContext {
+  globals(): GlobalOptions;
+  out(): Output;
+  /** A client of the daemon owning the state dir, starting the daemon when absent and allowed. */
+  api(): Promise<ForkboxApi>;
+  /** The process exit code once the command returns (default 0). */
+  setExitCode(code: number): void;
+}

@@ -1,0 +1,183 @@
+/** `forkbox doctor`: every requirement of the native runtime, checked for real, each with its fix. */
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createImageStore } from '../images/index.ts';
+import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
+import { hasCapSysResource } from '../runtimes/native/proc.ts';
+
+export interface DoctorCheck {
+  name: string;
+  ok: boolean;
+  required: boolean;
+  detail: string;
+  fix?: string;
+}
+
+const APT = 'sudo apt-get install -y';
+
+function which(bin: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin'])) {
+    try {
+      accessSync(join(dir, bin), constants.X_OK);
+      return join(dir, bin);
+    } catch {
+      // next
+    }
+  }
+  return null;
+}
+
+function check(
+  name: string,
+  required: boolean,
+  fn: () => { ok: boolean; detail: string; fix?: string },
+): DoctorCheck {
+  try {
+    const r = fn();
+    return {
+      name,
+      required,
+      ok: r.ok,
+      detail: r.detail,
+      ...(r.ok || r.fix === undefined ? {} : { fix: r.fix }),
+    };
+  } catch (e) {
+    return { name, required, ok: false, detail: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+function binary(name: string, bin: string, pkg: string, required: boolean, why: string): DoctorCheck {
+  return check(name, required, () => {
+    const p = which(bin);
+    return p
+      ? { ok: true, detail: p }
+      : { ok: false, detail: `${bin} not found (${why})`, fix: `${APT} ${pkg}` };
+  });
+}
+
+export async function runDoctorChecks(opts: { stateDir: string; image?: string }): Promise<DoctorCheck[]> {
+  const out: DoctorCheck[] = [];
+  out.push(
+    check('linux kernel >= 5.11', true, () => {
+      const rel = readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim();
+      const [maj = 0, min = 0] = rel.split('.').map((x) => Number.parseInt(x, 10));
+      const ok = maj > 5 || (maj === 5 && min >= 11);
+      return { ok, detail: rel, fix: 'upgrade the kernel to 5.11 or newer (overlayfs in user namespaces)' };
+    }),
+  );
+  out.push(
+    check('running as root', true, () => ({
+      ok: process.getuid?.() === 0,
+      detail: `uid ${process.getuid?.()}`,
+      fix: 'run forkbox as root (sudo); a rootless mode is planned',
+    })),
+  );
+  out.push(
+    check('user namespaces enabled', true, () => {
+      const n = Number(readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim());
+      return {
+        ok: n > 0,
+        detail: `max_user_namespaces = ${n}`,
+        fix: 'sudo sysctl -w user.max_user_namespaces=15000',
+      };
+    }),
+  );
+  out.push(
+    check('overlayfs in a user namespace', true, () => {
+      const dir = mkdtempSync(join(tmpdir(), 'forkbox-doctor-'));
+      try {
+        for (const d of ['l', 'u', 'w', 'm']) mkdirSync(join(dir, d));
+        const r = spawnSync(
+          'unshare',
+          [
+            '--user',
+            '--map-root-user',
+            '--mount',
+            'mount',
+            '-t',
+            'overlay',
+            'overlay',
+            '-o',
+            `lowerdir=${dir}/l,upperdir=${dir}/u,workdir=${dir}/w`,
+            `${dir}/m`,
+          ],
+          { encoding: 'utf8', timeout: 10000 },
+        );
+        return {
+          ok: r.status === 0,
+          detail: r.status === 0 ? 'works' : (r.stderr || r.error?.message || 'failed').trim(),
+          fix: 'needs Linux >= 5.11 with overlay and user namespaces (util-linux provides unshare)',
+        };
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }),
+  );
+  out.push(
+    check('cgroup controllers', true, () => {
+      const cg = detectCgroups();
+      return { ok: true, detail: `cgroup ${cg.kind}` };
+    }),
+  );
+  out.push(
+    check('CAP_SYS_RESOURCE (OOM protection for agents)', false, () => ({
+      ok: hasCapSysResource(),
+      detail: hasCapSysResource()
+        ? 'held'
+        : 'not held: agents keep oom_score_adj 0, so an OOM may pick an agent over user code',
+      fix: 'run forkbox with full root capabilities (not inside a container that drops CAP_SYS_RESOURCE)',
+    })),
+  );
+  out.push(binary('runc', process.env.FORKBOX_RUNC ?? 'runc', 'runc', true, 'runs the template containers'));
+  out.push(
+    binary(
+      'getfattr/setfattr',
+      'setfattr',
+      'attr',
+      true,
+      'shifts file capabilities and ACLs when images are imported',
+    ),
+  );
+  out.push(binary('debootstrap', 'debootstrap', 'debootstrap', false, 'builds Debian images'));
+  out.push(
+    binary('btrfs-progs', 'mkfs.btrfs', 'btrfs-progs', false, 'the btrfs storage driver for O(1) snapshots'),
+  );
+  out.push(
+    binary(
+      'slirp4netns',
+      'slirp4netns',
+      'slirp4netns',
+      false,
+      'network egress for sandboxes that ask for it',
+    ),
+  );
+  out.push(
+    check('state dir writable', true, () => {
+      mkdirSync(opts.stateDir, { recursive: true, mode: 0o711 });
+      accessSync(opts.stateDir, constants.W_OK);
+      return { ok: true, detail: opts.stateDir };
+    }),
+  );
+  const imageName = opts.image ?? 'debian';
+  out.push(
+    check(`python3 in the default image '${imageName}'`, true, () => {
+      const img = createImageStore({ stateDir: opts.stateDir }).get(imageName);
+      if (!img)
+        return {
+          ok: false,
+          detail: 'image not built',
+          fix: 'forkbox images build debian   (or: npm run setup)',
+        };
+      return img.python
+        ? { ok: true, detail: img.python }
+        : {
+            ok: false,
+            detail: 'the image has no python3',
+            fix: 'forkbox images build debian --packages python3',
+          };
+    }),
+  );
+  return out;
+}

@@ -1,0 +1,115 @@
+/** Parsing of CLI argument values: sizes, durations, K=V pairs and `ID:/path` operands. Pure functions. */
+import { ForkboxError } from '../domain/errors.ts';
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1024 * 1024, // a bare number is MiB: `--memory 512` means 512 MiB, not 512 bytes
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1024 ** 3,
+  gib: 1024 ** 3,
+  t: 1024 ** 4,
+  tb: 1024 ** 4,
+  tib: 1024 ** 4,
+};
+
+/** `512m`, `2g`, `1.5G`, `256` (MiB) → bytes. */
+export function parseSize(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
+  const unit = m ? SIZE_UNITS[(m[2] ?? '').toLowerCase()] : undefined;
+  if (!m || unit === undefined) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `'${text}' is not a size. Write e.g. 512m, 2g or 1.5g (a bare number is MiB).`,
+    );
+  }
+  const bytes = Math.round(Number(m[1]) * unit);
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+    throw new ForkboxError('invalid_argument', `size '${text}' must be greater than zero.`);
+  }
+  return bytes;
+}
+
+/** A size as whole MiB (rounded up), for CreateSandboxRequest.memoryMb. */
+export function parseSizeMb(text: string): number {
+  return Math.ceil(parseSize(text) / (1024 * 1024));
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
+
+/** `30m`, `2h`, `1h30m`, `90s`, `3600` (seconds), `1.5h` → seconds (may be fractional below 1 s). */
+export function parseDuration(text: string): number {
+  const t = text.trim().toLowerCase();
+  const bad = () =>
+    new ForkboxError(
+      'invalid_argument',
+      `'${text}' is not a duration. Write e.g. 30s, 30m, 2h, 1h30m or 3600 (seconds).`,
+    );
+  if (/^\d+(\.\d+)?$/.test(t)) {
+    const s = Number(t);
+    if (s <= 0) throw bad();
+    return s;
+  }
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
+  let total = 0;
+  let consumed = 0;
+  for (const m of t.matchAll(re)) {
+    if (m.index !== consumed) throw bad();
+    total += Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? Number.NaN);
+    consumed += m[0].length;
+  }
+  if (consumed === 0 || consumed !== t.length || !(total > 0) || !Number.isFinite(total)) throw bad();
+  return total;
+}
+
+/** A duration as whole seconds (rounded up), for TTLs. */
+export function parseDurationSeconds(text: string): number {
+  return Math.ceil(parseDuration(text));
+}
+
+/** `KEY=VALUE` (the value may contain `=` and be empty). */
+export function parseKeyValue(text: string, what = 'value'): [string, string] {
+  const i = text.indexOf('=');
+  if (i <= 0) {
+    throw new ForkboxError('invalid_argument', `${what} '${text}' must be written KEY=VALUE.`);
+  }
+  return [text.slice(0, i), text.slice(i + 1)];
+}
+
+/** Fold repeated `K=V` options into a record (commander's collect-style parser). */
+export function collectKeyValue(what: string) {
+  return (text: string, prev: Record<string, string> | undefined): Record<string, string> => {
+    const [k, v] = parseKeyValue(text, what);
+    return { ...(prev ?? {}), [k]: v };
+  };
+}
+
+export type CpOperand = { kind: 'host'; path: string } | { kind: 'sandbox'; sandbox: string; path: string };
+
+/**
+ * `ID:/path` names a path in a sandbox; anything else is a host path. A host path containing ':' before
+ * any '/' must be written with a './' prefix (`./a:b`). Sandbox paths are absolute (a relative one is
+ * taken from '/').
+ */
+export function parseCpOperand(text: string): CpOperand {
+  const m = /^([A-Za-z0-9][A-Za-z0-9_.-]*):(.*)$/s.exec(text);
+  if (!m) return { kind: 'host', path: text };
+  const rest = m[2] ?? '';
+  return { kind: 'sandbox', sandbox: m[1] ?? '', path: rest.startsWith('/') ? rest : `/${rest}` };
+}
+
+/** The CLI's exit status for a finished command, shell-style: its code, or 128+signal when killed. */
+export function execExitStatus(o: {
+  exitCode: number | null;
+  signal: number | null;
+  timedOut: boolean;
+}): number {
+  if (o.exitCode !== null) return o.exitCode;
+  if (o.signal !== null) return 128 + o.signal;
+  return o.timedOut ? 124 : 1;
+}

@@ -1,0 +1,47 @@
+/** Human renderings of API records (the --json output is the records themselves). */
+import type { SandboxInfo } from '../service/api.ts';
+import { formatBytes, formatRelative, table } from './output.ts';
+
+export function sandboxTable(list: SandboxInfo[]): string {
+  if (list.length === 0) return 'no sandboxes';
+  return table(
+    ['ID', 'NAME', 'STATE', 'IMAGE', 'DEPTH', 'CREATED', 'EXPIRES'],
+    list.map((s) => [
+      s.id,
+      s.name,
+      s.state,
+      s.image,
+      String(s.depth),
+      formatRelative(s.createdAt),
+      formatRelative(s.expiresAt),
+    ]),
+  );
+}
+
+export function sandboxDetail(s: SandboxInfo): string {
+  const rows: [string, string][] = [
+    ['id', s.id],
+    ['name', s.name],
+    ['state', s.state],
+    ['image', s.image],
+    ['parent', s.parentId ?? '-'],
+    ['depth', String(s.depth)],
+    ['memory', formatBytes(s.limits.memoryBytes)],
+    ['cpus', String(s.limits.cpus)],
+    ['pids', String(s.limits.pids)],
+    ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
+    ['expires', s.expiresAt === null ? 'never' : `${s.expiresAt} (${formatRelative(s.expiresAt)})`],
+  ];
+  const labels = Object.entries(s.labels);
+  if (labels.length > 0) rows.push(['labels', labels.map(([k, v]) => `${k}=${v}`).join(', ')]);
+  if (s.endReason !== null) rows.push(['ended', s.endReason]);
+  if (s.usage) {
+    rows.push(['mem used', formatBytes(s.usage.memoryBytes)]);
+    rows.push(['cpu time', `${(s.usage.cpuUsageNs / 1e9).toFixed(2)}s`]);
+    rows.push(['processes', String(s.usage.pids)]);
+    rows.push(['disk', formatBytes(s.usage.diskBytes)]);
+    if (s.usage.oomKills > 0) rows.push(['oom kills', String(s.usage.oomKills)]);
+  }
+  const w = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n');
+}

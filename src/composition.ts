@@ -1,0 +1,149 @@
+/**
+ * The composition root: wires store, images, runtime and engine for one state dir. The CLI's `serve`
+ * and in-process users (tests, benchmarks) open the engine here; nothing else constructs these parts.
+ */
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ForkboxError } from './domain/errors.ts';
+import { createImageStore } from './images/index.ts';
+import { detectCgroups } from './runtimes/native/cgroups/index.ts';
+import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
+import { createInboxHub } from './runtimes/native/inbox-hub.ts';
+import { createMounts } from './runtimes/native/mounts.ts';
+import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
+import { nativePaths } from './runtimes/native/paths.ts';
+import { createSys } from './runtimes/native/sys.ts';
+import { createTemplates } from './runtimes/native/templates.ts';
+import type { ForkboxApi } from './service/api.ts';
+import { createEngine, type Engine, type Logger } from './service/engine.ts';
+import { openSqliteStore } from './storage/sqlite/index.ts';
+import { VERSION } from './version.ts';
+
+export interface OpenEngineOptions {
+  stateDir: string;
+  log: Logger;
+  /** How long to wait for sandboxes' agents to reconnect after a restart. */
+  recoverDeadlineMs?: number;
+  /** Python modules every template pre-imports. */
+  prewarm?: string[];
+  /** TTL reaper period; 0 disables it. */
+  reapIntervalMs?: number;
+}
+
+export interface OpenedEngine {
+  api: ForkboxApi;
+  engine: Engine;
+  stateDir: string;
+  close(opts?: { killSandboxes?: boolean }): Promise<void>;
+}
+
+function lockStateDir(stateDir: string, sys: ReturnType<typeof createSys>): number {
+  const lockPath = join(stateDir, 'lock');
+  const fd = openSync(lockPath, 'a+', 0o600);
+  if (!sys.tryLockExclusive(fd)) {
+    closeSync(fd);
+    let holder = '';
+    try {
+      holder = readFileSync(`${lockPath}.pid`, 'utf8').trim();
+    } catch {
+      // unknown
+    }
+    throw new ForkboxError(
+      'busy',
+      `another forkbox process${holder ? ` (pid ${holder})` : ''} owns the state dir ${stateDir}. Use it through its socket (the CLI does this by default), or stop it first.`,
+      { stateDir },
+    );
+  }
+  writeFileSync(`${lockPath}.pid`, String(process.pid));
+  return fd;
+}
+
+export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) {
+    throw new ForkboxError(
+      'requirement_missing',
+      'the native runtime needs root on Linux (it creates user namespaces, overlay mounts and cgroups). Run forkbox as root, e.g. `sudo forkbox serve`.',
+    );
+  }
+  const { stateDir, log } = opts;
+  // 0711: the mapped sandbox root (an unprivileged host uid) must traverse the state dir to reach the
+  // template bundles runc starts, but may not list it.
+  mkdirSync(stateDir, { recursive: true, mode: 0o711 });
+  chmodSync(stateDir, 0o711);
+  const sys = createSys();
+  const lockFd = lockStateDir(stateDir, sys);
+  const store = openSqliteStore({ path: join(stateDir, 'forkbox.db') });
+  try {
+    const uidRange = { hostStart: 100000, size: 65536 };
+    const paths = nativePaths(stateDir);
+    for (const d of ['templates', 'sandboxes', 'inbox', 'agent'])
+      mkdirSync(join(stateDir, d), { recursive: true, mode: 0o711 });
+    const images = createImageStore({ stateDir, uidShift: uidRange, log: (m) => log.info(m) });
+    const cgroups = detectCgroups();
+    const mounts = createMounts(sys);
+    const hub = createInboxHub({ sys, log });
+    const templates = createTemplates({
+      paths,
+      mounts,
+      hub,
+      store,
+      log,
+      uidRange,
+      runc: process.env.FORKBOX_RUNC ?? 'runc',
+      prewarm: opts.prewarm ?? [],
+    });
+    const runtime = createNativeRuntime({
+      paths,
+      mounts,
+      cgroups,
+      hub,
+      templates,
+      images,
+      log,
+      uidRange,
+      overcommitRatio: Number(process.env.FORKBOX_OVERCOMMIT_RATIO ?? 2),
+    });
+    const host = createHostMaintenance({ paths, mounts, cgroups, images });
+    const engine = createEngine({
+      store,
+      runtime,
+      images,
+      stateDir,
+      version: VERSION,
+      log,
+      diskUsage: host.diskUsage,
+      hostGc: host.gc,
+    });
+    await engine.recover(opts.recoverDeadlineMs ?? 5000);
+    const period = opts.reapIntervalMs ?? 1000;
+    const timer =
+      period > 0
+        ? setInterval(() => {
+            engine.reapExpired().catch((e: unknown) => log.warn({ err: String(e) }, 'TTL reaper failed'));
+          }, period)
+        : null;
+    timer?.unref();
+    let closed = false;
+    return {
+      api: engine,
+      engine,
+      stateDir,
+      async close(closeOpts) {
+        if (closed) return;
+        closed = true;
+        if (timer) clearInterval(timer);
+        if (closeOpts?.killSandboxes) {
+          for (const s of await engine.listSandboxes()) await engine.killSandbox(s.id).catch(() => undefined);
+        }
+        await engine.close();
+        await runtime.shutdown({ killSandboxes: closeOpts?.killSandboxes === true });
+        store.close();
+        closeSync(lockFd);
+      },
+    };
+  } catch (e) {
+    store.close();
+    closeSync(lockFd);
+    throw e;
+  }
+}

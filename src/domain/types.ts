@@ -1,0 +1,90 @@
+/** Core records shared by every layer. Plain data: no behaviour, no I/O. */
+
+export type SandboxState = 'creating' | 'running' | 'paused' | 'killing' | 'killed' | 'failed' | 'lost';
+
+export interface Limits {
+  /** Hard memory limit in bytes (no swap). */
+  memoryBytes: number;
+  /** Maximum number of processes/threads. */
+  pids: number;
+  /** CPU quota in CPUs (e.g. 1.5 = 150% of one core). */
+  cpus: number;
+}
+
+export const DEFAULT_LIMITS: Limits = { memoryBytes: 1024 * 1024 * 1024, pids: 512, cpus: 1 };
+
+export interface SandboxRecord {
+  id: string;
+  name: string;
+  state: SandboxState;
+  image: string;
+  templateId: string;
+  parentId: string | null;
+  depth: number;
+  limits: Limits;
+  env: Record<string, string>;
+  labels: Record<string, string>;
+  /** Epoch ms after which the sandbox is reaped; null = no TTL. */
+  expiresAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+  /** Host pid of the sandbox's PID 1 (its agent), when known. */
+  hostPid: number | null;
+  /** Free-form runtime data (paths, cgroup names); opaque to the service layer. */
+  runtime: Record<string, unknown>;
+  /** Why the sandbox ended, when it has. */
+  endReason: string | null;
+}
+
+export type TemplateState = 'starting' | 'running' | 'stopped' | 'failed';
+
+export interface TemplateRecord {
+  id: string;
+  image: string;
+  /** Hash of the template config (image + prewarm + uid range). */
+  configKey: string;
+  state: TemplateState;
+  hostPid: number | null;
+  createdAt: number;
+  runtime: Record<string, unknown>;
+}
+
+export type ExecState =
+  | 'running'
+  | 'exited'
+  | 'killed'
+  | 'timed_out'
+  | 'cancelled'
+  | 'interrupted'
+  | 'failed';
+
+export interface ExecRecord {
+  id: string;
+  sandboxId: string;
+  idempotencyKey: string | null;
+  command: string[];
+  state: ExecState;
+  exitCode: number | null;
+  signal: number | null;
+  timedOut: boolean;
+  truncated: boolean;
+  oomKilled: boolean;
+  startedAt: number;
+  endedAt: number | null;
+}
+
+export interface ImageRecord {
+  name: string;
+  /** Content key: same inputs → same id (builds and imports are cached by it). */
+  id: string;
+  /** Absolute paths of the read-only layer directories, newest first (overlay lowerdir order). */
+  layers: string[];
+  createdAt: number;
+  sizeBytes: number;
+  /** Where the image came from: "debootstrap:bookworm", "import:<path>". */
+  source: string;
+  /** Default environment for processes in sandboxes of this image. */
+  env: Record<string, string>;
+  /** Path of python3 inside the image, if any (the native runtime needs one). */
+  python: string | null;
+}

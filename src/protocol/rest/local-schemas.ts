@@ -1,0 +1,196 @@
+/**
+ * Wire schemas of the local API (/v1): request bodies and query strings, validated with zod at the
+ * edge so the engine never sees unbounded or mistyped input. Also the NDJSON line shapes shared by the
+ * server (local-app.ts) and the client (transports/daemon-client.ts).
+ */
+import { z } from 'zod';
+import { ForkboxError } from '../../domain/errors.ts';
+import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
+
+export const MiB = 1024 * 1024;
+/** JSON request bodies. */
+export const JSON_BODY_LIMIT = 1 * MiB;
+/** Sync exec bodies carry stdin as base64 inside the JSON. */
+export const EXEC_BODY_LIMIT = 16 * MiB;
+/** Raw bodies: file contents and exec stdin chunks. */
+export const RAW_BODY_LIMIT = 64 * MiB;
+export const NDJSON = 'application/x-ndjson';
+/** Response header carrying a file's full size on GET .../files/content. */
+export const FILE_SIZE_HEADER = 'x-forkbox-file-size';
+
+const MAX_PATH = 4096;
+const name = z.string().min(1).max(256);
+const envRecord = z
+  .record(z.string().min(1).max(256), z.string().max(128 * 1024))
+  .refine((r) => Object.keys(r).length <= 512, 'at most 512 entries');
+const base64 = z
+  .string()
+  .max(EXEC_BODY_LIMIT)
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
+
+export const createSandboxBody = z.strictObject({
+  image: name.optional(),
+  name: z
+    .string()
+    .min(1)
+    .max(63)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'letters, digits, _ . - and starting with a letter or digit')
+    .optional(),
+  memoryMb: z
+    .number()
+    .int()
+    .positive()
+    .max(1024 * 1024)
+    .optional(),
+  cpus: z.number().positive().max(1024).optional(),
+  pids: z.number().int().positive().max(1_000_000).optional(),
+  ttlSeconds: z
+    .number()
+    .int()
+    .positive()
+    .max(366 * 24 * 3600)
+    .optional(),
+  env: envRecord.optional(),
+  labels: envRecord.optional(),
+});
+
+export const extendBody = z.strictObject({
+  ttlSeconds: z
+    .number()
+    .int()
+    .positive()
+    .max(366 * 24 * 3600),
+});
+
+const execCommon = {
+  argv: z
+    .array(z.string().max(128 * 1024))
+    .min(1)
+    .max(4096)
+    .optional(),
+  cmd: z
+    .string()
+    .min(1)
+    .max(256 * 1024)
+    .optional(),
+  cwd: z.string().min(1).max(MAX_PATH).optional(),
+  env: envRecord.optional(),
+  timeoutSeconds: z
+    .number()
+    .positive()
+    .max(7 * 24 * 3600)
+    .optional(),
+  maxOutputBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(1024 * MiB)
+    .optional(),
+  idempotencyKey: z.string().min(1).max(256).optional(),
+};
+const oneCommand = (b: { argv?: string[] | undefined; cmd?: string | undefined }) =>
+  (b.argv === undefined) !== (b.cmd === undefined);
+const oneCommandMsg = { message: 'give exactly one of argv (a list) or cmd (a shell string)' };
+
+export const execBody = z
+  .strictObject({ ...execCommon, stdin: base64.optional() })
+  .refine(oneCommand, oneCommandMsg);
+export const startExecBody = z
+  .strictObject({ ...execCommon, stdin: z.boolean().optional() })
+  .refine(oneCommand, oneCommandMsg);
+
+export const codeBody = z.strictObject({
+  language: z.enum(['python', 'bash', 'node']).optional(),
+  code: z.string().max(MiB - 1024),
+  timeoutSeconds: z
+    .number()
+    .positive()
+    .max(7 * 24 * 3600)
+    .optional(),
+  maxOutputBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(1024 * MiB)
+    .optional(),
+});
+
+const path = z.string().min(1).max(MAX_PATH);
+export const mkdirBody = z.strictObject({ path });
+export const moveBody = z.strictObject({ from: path, to: path, overwrite: z.boolean().optional() });
+
+export const buildImageBody = z.strictObject({
+  distro: z.literal('debian'),
+  suite: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,31}$/, 'a Debian suite name such as bookworm')
+    .optional(),
+  packages: z
+    .array(z.string().regex(/^[a-z0-9][a-z0-9+.-]{0,127}$/, 'Debian package names'))
+    .max(512)
+    .optional(),
+  name: name.optional(),
+});
+export const importImageBody = z.strictObject({ name, source: z.string().min(1).max(MAX_PATH) });
+
+// ── query strings ──
+const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
+const uint = (max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, 'a non-negative integer')
+    .transform(Number)
+    .refine((n) => n <= max, `at most ${max}`);
+
+export const listSandboxesQuery = z.object({ all: flag.optional() });
+export const usageQuery = z.object({ usage: flag.optional() });
+export const pollQuery = z.object({
+  after_seq: uint(Number.MAX_SAFE_INTEGER).optional(),
+  wait_ms: uint(60_000).optional(),
+});
+export const stdinQuery = z.object({ eof: flag.optional() });
+export const readQuery = z.object({
+  path,
+  offset: uint(Number.MAX_SAFE_INTEGER).optional(),
+  length: uint(RAW_BODY_LIMIT).optional(),
+});
+export const writeQuery = z.object({
+  path,
+  mode: z
+    .string()
+    .regex(/^[0-7]{1,4}$/, 'an octal mode such as 644')
+    .transform((m) => Number.parseInt(m, 8))
+    .optional(),
+  create_dirs: flag.optional(),
+});
+export const listQuery = z.object({ path, recursive: flag.optional() });
+export const statQuery = z.object({ path });
+export const deleteQuery = z.object({ path, recursive: flag.optional() });
+/** `label=k=v`, repeatable. */
+export const labelPair = z
+  .string()
+  .max(64 * 1024)
+  .regex(/^[^=]+=/, 'label filters are written key=value');
+
+/** Parse with a schema; a failure becomes one `invalid_argument` naming every bad field. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const problems = r.error.issues.map(
+    (i) => `${i.path.length > 0 ? i.path.join('.') : '(value)'}: ${i.message}`,
+  );
+  throw new ForkboxError('invalid_argument', `invalid ${what}: ${problems.join('; ')}.`, {
+    issues: problems,
+  });
+}
+
+// ── NDJSON lines (streaming responses) ──
+export type ExecStreamLine =
+  | { type: 'output'; seq: number; stream: 'stdout' | 'stderr'; data: string }
+  | { type: 'result'; result: ExecOutcome }
+  | { type: 'error'; error: { code: string; message: string; details?: Record<string, unknown> } };
+
+export type ProgressStreamLine<T> =
+  | { type: 'progress'; event: ProgressEvent }
+  | { type: 'result'; result: T }
+  | { type: 'error'; error: { code: string; message: string; details?: Record<string, unknown> } };

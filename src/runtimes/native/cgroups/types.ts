@@ -1,0 +1,44 @@
+/** Limits applied to one cgroup. A value ≤ 0 (or not finite) means "no limit" for that resource. */
+export interface CgroupLimits {
+  memoryBytes: number;
+  pids: number;
+  /** CPU quota in whole or fractional CPUs (1.5 = 150 ms of CPU time per 100 ms period). */
+  cpus: number;
+}
+
+export interface CgroupStats {
+  memoryBytes: number;
+  memoryPeakBytes: number | null;
+  cpuUsageNs: number;
+  pids: number;
+  /** OOM kills inside the group (and, on v1 where the counter is per leaf, its descendants). */
+  oomKills: number;
+}
+
+export interface Cgroups {
+  readonly kind: 'v1' | 'v2';
+  /** Create the group `rel` (e.g. 'forkbox/sandboxes/sb-abc') in every controller used, with limits. Idempotent. */
+  create(rel: string, limits: CgroupLimits): Promise<void>;
+  setLimits(rel: string, limits: CgroupLimits): Promise<void>;
+  /** Moves the whole process (all its threads) into the group, via cgroup.procs. */
+  addProcess(rel: string, pid: number): Promise<void>;
+  /** Host pids in the group, recursive over sub-groups, sorted ascending. */
+  procs(rel: string): Promise<number[]>;
+  /** Waits for FROZEN; a freeze that does not settle within the timeout is undone and throws 'timeout'. */
+  freeze(rel: string, timeoutMs?: number): Promise<void>;
+  thaw(rel: string): Promise<void>;
+  isFrozen(rel: string): Promise<boolean>;
+  /** freeze → SIGKILL every process → thaw → wait until empty (timeout). */
+  killAll(rel: string, timeoutMs?: number): Promise<void>;
+  stats(rel: string): Promise<CgroupStats>;
+  /** Remove the group (children first), retrying EBUSY briefly. No error if absent. */
+  destroy(rel: string): Promise<void>;
+  /** Names of direct child groups of `rel` (for recovery and gc). */
+  children(rel: string): Promise<string[]>;
+  exists(rel: string): Promise<boolean>;
+}
+
+export const DEFAULT_FREEZE_TIMEOUT_MS = 5_000;
+export const DEFAULT_KILL_TIMEOUT_MS = 10_000;
+/** The CFS period forkbox uses everywhere: 100 ms, the kernel default. */
+export const CPU_PERIOD_US = 100_000;

@@ -1,0 +1,31 @@
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Bytes used by a directory tree (allocated blocks, each inode once). Missing paths count as 0. */
+export async function dirSize(root: string): Promise<number> {
+  const seen = new Set<string>();
+  let total = 0;
+  async function walk(p: string): Promise<void> {
+    let st: Awaited<ReturnType<typeof lstat>>;
+    try {
+      st = await lstat(p);
+    } catch {
+      return;
+    }
+    const key = `${st.dev}:${st.ino}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    total += st.blocks * 512;
+    if (st.isDirectory()) {
+      let names: string[] = [];
+      try {
+        names = await readdir(p);
+      } catch {
+        return;
+      }
+      for (const n of names) await walk(join(p, n));
+    }
+  }
+  await walk(root);
+  return total;
+}

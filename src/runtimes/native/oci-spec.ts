@@ -1,0 +1,156 @@
+/**
+ * The OCI runtime config (config.json) of a template container. runc runs it detached; its PID 1 is
+ * the forkbox agent, and every sandbox of the template is forked from the agent's REPL worker.
+ * Each security-relevant setting says what breaks without it.
+ */
+import { seccompProfile } from './seccomp.ts';
+
+export interface UidRange {
+  /** First host uid/gid of the range; container uid 0 maps to it. */
+  hostStart: number;
+  size: number;
+}
+
+export interface TemplateSpecInput {
+  templateId: string;
+  /** Host directory holding the agent's code (bind-mounted read-only at /.forkbox/bin). */
+  agentDir: string;
+  /** Host inbox directory of the template (must already be a shared self-bind mount). */
+  inboxDir: string;
+  /** Absolute path of python3 inside the image. */
+  python: string;
+  env: Record<string, string>;
+  uidRange: UidRange;
+  cgroupsPath: string;
+  prewarm: string[];
+}
+
+// Capabilities inside the user namespace: they act only on namespaces the sandbox owns; host uid 0 is
+// not mapped, so host-root-only files stay unreadable whatever the set. CAP_SYS_ADMIN, CAP_SYS_CHROOT
+// and CAP_NET_ADMIN are needed by the agent and REPL worker to fork (unshare, mount, pivot_root, lo up);
+// the agent drops them from the bounding set of every command it execs. CAP_SETPCAP lets it do that
+// drop. Never ambient: an ambient cap would survive exec into unprivileged programs.
+const CAPS = [
+  'CAP_CHOWN',
+  'CAP_DAC_OVERRIDE',
+  'CAP_FOWNER',
+  'CAP_FSETID',
+  'CAP_KILL',
+  'CAP_SETGID',
+  'CAP_SETUID',
+  'CAP_SETPCAP',
+  'CAP_SETFCAP',
+  'CAP_NET_BIND_SERVICE',
+  'CAP_NET_RAW',
+  'CAP_SYS_CHROOT',
+  'CAP_MKNOD',
+  'CAP_AUDIT_WRITE',
+  'CAP_SYS_ADMIN',
+  'CAP_NET_ADMIN',
+];
+
+export function templateOciSpec(input: TemplateSpecInput): Record<string, unknown> {
+  const env = {
+    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: '/root',
+    LANG: 'C.UTF-8',
+    ...input.env,
+    FORKBOX_ROLE: 'template',
+    FORKBOX_SANDBOX_ID: input.templateId,
+    FORKBOX_CTL_SOCKET: '/.forkbox/inbox/ctl.sock',
+    FORKBOX_PREWARM: input.prewarm.join(','),
+  };
+  const idMap = [{ containerID: 0, hostID: input.uidRange.hostStart, size: input.uidRange.size }];
+  return {
+    ociVersion: '1.0.2',
+    process: {
+      terminal: false,
+      user: { uid: 0, gid: 0 },
+      // -I: isolated mode (no user site dir, no PYTHON* env): the image's environment cannot inject
+      // code into the agent.
+      args: [input.python, '-I', '/.forkbox/bin/agent.py'],
+      env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      cwd: '/',
+      capabilities: { bounding: CAPS, effective: CAPS, permitted: CAPS, inheritable: [], ambient: [] },
+      // rlimits are inherited from the daemon: raising a hard limit from inside the user namespace is refused.
+      rlimits: [{ type: 'RLIMIT_CORE', hard: 0, soft: 0 }],
+      // no_new_privs: setuid binaries in the image cannot raise privileges, and seccomp can be applied
+      // without CAP_SYS_ADMIN in the init namespace.
+      noNewPrivileges: true,
+      // No oomScoreAdj here: runc would write it from inside the user namespace, where lowering it is
+      // refused. The host sets -1000 on the template's PID 1 right after start (templates.ts).
+    },
+    root: { path: 'rootfs', readonly: false },
+    hostname: 'forkbox-template',
+    mounts: [
+      { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
+      {
+        destination: '/dev',
+        type: 'tmpfs',
+        source: 'tmpfs',
+        options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'],
+      },
+      {
+        destination: '/dev/pts',
+        type: 'devpts',
+        source: 'devpts',
+        options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'],
+      },
+      {
+        destination: '/dev/shm',
+        type: 'tmpfs',
+        source: 'shm',
+        options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'],
+      },
+      {
+        destination: '/dev/mqueue',
+        type: 'mqueue',
+        source: 'mqueue',
+        options: ['nosuid', 'noexec', 'nodev'],
+      },
+      { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
+      // The agent's code, read-only: a sandbox cannot change the code that serves it.
+      {
+        destination: '/.forkbox/bin',
+        type: 'bind',
+        source: input.agentDir,
+        options: ['rbind', 'ro', 'nosuid', 'nodev'],
+      },
+      // The inbox: rslave so that mounts the host makes under it (children's roots and inboxes) appear
+      // inside, while nothing mounted inside propagates back to the host.
+      {
+        destination: '/.forkbox/inbox',
+        type: 'bind',
+        source: input.inboxDir,
+        options: ['rbind', 'rslave', 'nosuid', 'nodev'],
+      },
+    ],
+    linux: {
+      uidMappings: idMap,
+      gidMappings: idMap,
+      // user: sandbox root is an unprivileged host uid. pid/mount/ipc/uts: private views. network: a
+      // fresh namespace with only loopback (no route to the host or the internet).
+      namespaces: [
+        { type: 'pid' },
+        { type: 'network' },
+        { type: 'ipc' },
+        { type: 'uts' },
+        { type: 'mount' },
+        { type: 'user' },
+      ],
+      cgroupsPath: input.cgroupsPath,
+      resources: {
+        devices: [{ allow: false, access: 'rwm' }],
+        // The template itself holds only the agent and an idle worker.
+        pids: { limit: 256 },
+      },
+      // No maskedPaths and no readonlyPaths: the kernel refuses a new proc mount in a user namespace
+      // unless a fully visible proc is already mounted (mnt_already_visible), and forking mounts one.
+      // The user namespace already denies what masking would (kcore, sysrq-trigger, timer_list belong
+      // to the unmapped host uid 0).
+      maskedPaths: [],
+      readonlyPaths: [],
+      seccomp: seccompProfile(),
+    },
+  };
+}

@@ -1,0 +1,70 @@
+/** Reading /proc on the host. */
+import { readFileSync, writeFileSync } from 'node:fs';
+
+export interface ProcStatus {
+  ppid: number;
+  /** NSpid: this process's pid in each nested pid namespace, outermost (host) first. */
+  nsPids: number[];
+  uid: number;
+}
+
+export function readProcStatus(pid: number): ProcStatus | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  let ppid = 0;
+  let nsPids: number[] = [];
+  let uid = -1;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('PPid:')) ppid = Number(line.slice(5).trim());
+    else if (line.startsWith('NSpid:')) nsPids = line.slice(6).trim().split(/\s+/).map(Number);
+    else if (line.startsWith('Uid:')) uid = Number(line.slice(4).trim().split(/\s+/)[0]);
+  }
+  return { ppid, nsPids, uid };
+}
+
+/** Start time of a process in clock ticks since boot (field 22 of /proc/<pid>/stat): tells pid reuse apart. */
+export function procStartTime(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(rest[19]);
+  } catch {
+    return undefined;
+  }
+}
+
+export function isAlive(pid: number, startTime?: number): boolean {
+  const st = procStartTime(pid);
+  if (st === undefined) return false;
+  return startTime === undefined || st === startTime;
+}
+
+/**
+ * Set a process's oom_score_adj. Lowering it needs CAP_SYS_RESOURCE, which some hosts withhold even
+ * from root (containers, CI sandboxes): then this returns false and the OOM killer simply ranks the
+ * agent by its (small) size. `forkbox doctor` reports it.
+ */
+export function setOomScoreAdj(pid: number, value: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/oom_score_adj`, String(value));
+    return true;
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    if (code === 'EACCES' || code === 'EPERM') return false;
+    throw e;
+  }
+}
+
+/** Whether this process holds CAP_SYS_RESOURCE (needed to protect agents from the OOM killer). */
+export function hasCapSysResource(): boolean {
+  const m = /^CapEff:\s*([0-9a-f]+)/m.exec(readFileSync('/proc/self/status', 'utf8'));
+  return m?.[1] !== undefined && (BigInt(`0x${m[1]}`) & (1n << 24n)) !== 0n;
+}
+
+export function bootId(): string {
+  return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+}

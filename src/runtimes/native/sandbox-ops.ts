@@ -1,0 +1,258 @@
+/** Exec, REPL and file operations of native sandboxes, carried over the agent connection. */
+import { randomBytes } from 'node:crypto';
+import type { SandboxRecord } from '../../domain/types.ts';
+import type {
+  ExecEvents,
+  ExecHandle,
+  ExecResult,
+  ExecSpec,
+  FileEntry,
+  FileStat,
+  ReplResult,
+} from '../../service/ports.ts';
+import type { AgentConnection } from './agent-connection.ts';
+import type { Cgroups } from './cgroups/index.ts';
+import type { NativePaths } from './paths.ts';
+
+const DEFAULT_CAP = 1024 * 1024;
+/** File transfers are split into frames of this size (the protocol's body limit is 16 MiB). */
+const CHUNK = 8 * 1024 * 1024;
+
+export function truncationMarker(cap: number): string {
+  return `\n[forkbox: output truncated after ${cap} bytes; raise max_output_bytes or write the output to a file]\n`;
+}
+
+interface Deps {
+  connOf(rec: SandboxRecord): Promise<AgentConnection>;
+  cgroups: Cgroups;
+  paths: NativePaths;
+}
+
+const num = (v: unknown, d = 0): number => (typeof v === 'number' ? v : d);
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+export function createSandboxOps(deps: Deps) {
+  const oomKills = async (rec: SandboxRecord): Promise<number> => {
+    try {
+      return (await deps.cgroups.stats(deps.paths.sandboxCgroup(rec.id))).oomKills;
+    } catch {
+      return 0;
+    }
+  };
+
+  function exec(rec: SandboxRecord, spec: ExecSpec, events?: ExecEvents): ExecHandle {
+    const cap = spec.maxOutputBytes ?? DEFAULT_CAP;
+    let streamId: number | null = null;
+    let conn: AgentConnection | null = null;
+    let cancelled = false;
+    let stdinQueue: Promise<unknown> = Promise.resolve();
+    const started = (async () => {
+      conn = await deps.connOf(rec);
+      const before = await oomKills(rec);
+      return { conn, before };
+    })();
+    const result = (async (): Promise<ExecResult> => {
+      const { conn: c, before } = await started;
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      const s = c.stream(
+        'exec',
+        {
+          ...(spec.argv ? { argv: spec.argv } : { cmd: spec.cmd }),
+          cwd: spec.cwd ?? '/',
+          env: spec.env ?? {},
+          stdin: spec.stdin === true,
+          timeout_ms: spec.timeoutMs ?? 0,
+          max_output_bytes: cap,
+        },
+        {
+          onEvent: (ev) => {
+            if (ev.kind === 'started') events?.onStarted?.(num(ev.pid));
+            else if (ev.kind === 'stdout' || ev.kind === 'stderr') {
+              (ev.kind === 'stdout' ? out : err).push(ev.body);
+              events?.onOutput?.({ seq: ev.seq, stream: ev.kind, data: ev.body });
+            }
+          },
+        },
+      );
+      streamId = s.id;
+      if (cancelled) c.cancel(s.id);
+      const { result: r } = await s.done;
+      const signal = r.signal === null || r.signal === undefined ? null : num(r.signal);
+      const after = signal === 9 ? await oomKills(rec) : before;
+      const truncated = r.truncated === true;
+      let stdout = Buffer.concat(out);
+      if (truncated) stdout = Buffer.concat([stdout, Buffer.from(truncationMarker(cap))]);
+      return {
+        exitCode: r.exit_code === null || r.exit_code === undefined ? null : num(r.exit_code),
+        signal,
+        timedOut: r.timed_out === true,
+        cancelled: r.cancelled === true,
+        truncated,
+        oomKilled: after > before,
+        durationMs: num(r.duration_ms),
+        stdout,
+        stderr: Buffer.concat(err),
+      };
+    })();
+    return {
+      result,
+      async writeStdin(data, eof = false) {
+        const { conn: c } = await started;
+        while (streamId === null) await new Promise((r) => setImmediate(r));
+        const id = streamId;
+        // Keep stdin writes in order even when callers do not await each one.
+        const next = stdinQueue.then(() => c.request('exec.stdin', { exec_id: id, eof }, { body: data }));
+        stdinQueue = next.catch(() => undefined);
+        await next;
+      },
+      async signal(sig) {
+        const { conn: c } = await started;
+        if (streamId !== null) await c.request('exec.signal', { exec_id: streamId, signal: sig });
+      },
+      cancel() {
+        cancelled = true;
+        if (conn && streamId !== null) conn.cancel(streamId);
+      },
+    };
+  }
+
+  async function replEval(
+    rec: SandboxRecord,
+    code: string,
+    opts: { timeoutMs?: number; maxOutputBytes?: number },
+  ): Promise<ReplResult> {
+    const c = await deps.connOf(rec);
+    const before = await oomKills(rec);
+    const { result: r } = await c.request('repl.eval', {
+      code,
+      timeout_ms: opts.timeoutMs ?? 0,
+      max_output_bytes: opts.maxOutputBytes ?? DEFAULT_CAP,
+    });
+    const restarted = r.restarted === true;
+    const after = restarted ? await oomKills(rec) : before;
+    const e = r.error as { type?: unknown; message?: unknown; traceback?: unknown } | null | undefined;
+    const images = Array.isArray(r.images) ? (r.images as { mime?: unknown; data_b64?: unknown }[]) : [];
+    return {
+      ok: r.ok === true,
+      value: typeof r.value === 'string' ? r.value : null,
+      stdout: str(r.stdout),
+      stderr: str(r.stderr),
+      error: e ? { type: str(e.type), message: str(e.message), traceback: str(e.traceback) } : null,
+      timedOut: r.timed_out === true,
+      interrupted: r.interrupted === true,
+      restarted,
+      truncated: r.truncated === true,
+      oomKilled: after > before,
+      images: images.map((i) => ({ mime: str(i.mime) || 'image/png', dataB64: str(i.data_b64) })),
+      durationMs: num(r.duration_ms),
+    };
+  }
+
+  const toStat = (r: Record<string, unknown>): FileStat => {
+    const s: FileStat = {
+      path: str(r.path),
+      type: (['file', 'dir', 'symlink', 'other'].includes(str(r.type))
+        ? r.type
+        : 'other') as FileStat['type'],
+      size: num(r.size),
+      mode: num(r.mode),
+      mtimeMs: num(r.mtime_ms),
+    };
+    if (typeof r.uid === 'number') s.uid = r.uid;
+    if (typeof r.gid === 'number') s.gid = r.gid;
+    if (typeof r.link_target === 'string') s.linkTarget = r.link_target;
+    return s;
+  };
+
+  return {
+    exec,
+    replEval,
+    async replRestart(rec: SandboxRecord) {
+      await (await deps.connOf(rec)).request('repl.restart', {});
+    },
+    async readFile(rec: SandboxRecord, path: string, opts?: { offset?: number; length?: number }) {
+      // One frame carries at most 16 MiB: larger reads are split into chunks.
+      const c = await deps.connOf(rec);
+      const parts: Buffer[] = [];
+      let offset = opts?.offset ?? 0;
+      let left = opts?.length;
+      let size = 0;
+      for (;;) {
+        const want = left === undefined ? CHUNK : Math.min(CHUNK, left);
+        const { result, body } = await c.request('file.read', { path, offset, length: want });
+        size = num(result.size);
+        parts.push(body);
+        offset += body.length;
+        if (left !== undefined) left -= body.length;
+        if (result.eof === true || body.length === 0 || left === 0) break;
+      }
+      return { data: Buffer.concat(parts), size };
+    },
+    async writeFile(
+      rec: SandboxRecord,
+      path: string,
+      data: Buffer,
+      opts?: { mode?: number; createDirs?: boolean },
+    ) {
+      const c = await deps.connOf(rec);
+      const args = { mode: opts?.mode ?? 0o644, create_dirs: opts?.createDirs === true };
+      if (data.length <= CHUNK) {
+        const { result } = await c.request('file.write', { path, ...args }, { body: data });
+        return { size: num(result.size) };
+      }
+      // Larger than one frame: append chunks to a temp file beside the target, then rename it over
+      // the target, so readers never see a half-written file.
+      const slash = path.lastIndexOf('/');
+      const tmp = `${path.slice(0, slash + 1)}.forkbox-upload-${randomBytes(6).toString('hex')}`;
+      try {
+        for (let off = 0; off < data.length; off += CHUNK) {
+          await c.request(
+            'file.write',
+            { path: tmp, ...args, append: off > 0 },
+            { body: data.subarray(off, off + CHUNK) },
+          );
+        }
+        await c.request('file.move', { from: tmp, to: path, overwrite: true });
+      } catch (e) {
+        await c.request('file.delete', { path: tmp }).catch(() => undefined);
+        throw e;
+      }
+      return { size: data.length };
+    },
+    async listFiles(rec: SandboxRecord, path: string, opts?: { recursive?: boolean; limit?: number }) {
+      const { result } = await (await deps.connOf(rec)).request('file.list', {
+        path,
+        recursive: opts?.recursive === true,
+        limit: opts?.limit ?? 10000,
+      });
+      const entries = (Array.isArray(result.entries) ? result.entries : []) as Record<string, unknown>[];
+      return {
+        entries: entries.map((e): FileEntry => {
+          const s = toStat(e);
+          return {
+            path: s.path,
+            name: str(e.name),
+            type: s.type,
+            size: s.size,
+            mode: s.mode,
+            mtimeMs: s.mtimeMs,
+          };
+        }),
+        truncated: result.truncated === true,
+      };
+    },
+    async statFile(rec: SandboxRecord, path: string) {
+      return toStat((await (await deps.connOf(rec)).request('file.stat', { path })).result);
+    },
+    async deleteFile(rec: SandboxRecord, path: string, opts?: { recursive?: boolean }) {
+      await (await deps.connOf(rec)).request('file.delete', { path, recursive: opts?.recursive === true });
+    },
+    async mkdir(rec: SandboxRecord, path: string, opts?: { parents?: boolean }) {
+      await (await deps.connOf(rec)).request('file.mkdir', { path, parents: opts?.parents !== false });
+    },
+    async moveFile(rec: SandboxRecord, from: string, to: string, opts?: { overwrite?: boolean }) {
+      await (await deps.connOf(rec)).request('file.move', { from, to, overwrite: opts?.overwrite === true });
+    },
+  };
+}

@@ -1,0 +1,185 @@
+/**
+ * Host syscalls that Node does not expose, called through koffi (FFI into libc).
+ *
+ * Only a handful of calls, each wrapped so that a failure throws a `SysError` carrying `errno`, the symbolic
+ * `code` ('EBUSY', 'ENOENT', …) and a message naming the call and its target. koffi saves errno right after
+ * each foreign call, so `koffi.errno()` read immediately afterwards is the call's own errno.
+ */
+import type net from 'node:net';
+import koffi from 'koffi';
+
+/** mount(2) flags (linux/mount.h). */
+export const MS = {
+  RDONLY: 1,
+  NOSUID: 2,
+  NODEV: 4,
+  NOEXEC: 8,
+  SYNCHRONOUS: 16,
+  REMOUNT: 32,
+  MANDLOCK: 64,
+  DIRSYNC: 128,
+  NOSYMFOLLOW: 256,
+  NOATIME: 1024,
+  NODIRATIME: 2048,
+  BIND: 4096,
+  MOVE: 8192,
+  REC: 16384,
+  SILENT: 32768,
+  UNBINDABLE: 1 << 17,
+  PRIVATE: 1 << 18,
+  SLAVE: 1 << 19,
+  SHARED: 1 << 20,
+  RELATIME: 1 << 21,
+  STRICTATIME: 1 << 24,
+  LAZYTIME: 1 << 25,
+} as const;
+
+/** umount2(2) flags. */
+export const MNT_FORCE = 1;
+/** Lazy unmount: detach now, clean up when no longer busy. */
+export const MNT_DETACH = 2;
+export const MNT_EXPIRE = 4;
+export const UMOUNT_NOFOLLOW = 8;
+
+export interface Sys {
+  mount(
+    source: string | null,
+    target: string,
+    fstype: string | null,
+    flags: number,
+    data: string | null,
+  ): void;
+  umount2(target: string, flags: number): void;
+  /** Non-blocking exclusive flock; returns false when another process holds it. */
+  tryLockExclusive(fd: number): boolean;
+  /** SO_PEERCRED of a connected unix socket fd: pid/uid/gid as seen from this (host) pid namespace. */
+  peerCred(fd: number): { pid: number; uid: number; gid: number };
+}
+
+const ERRNO_NAMES: ReadonlyMap<number, string> = (() => {
+  const m = new Map<number, string>();
+  // First name wins: koffi's table is alphabetical, so aliases (EDEADLOCK, EWOULDBLOCK, ENOTSUP) lose to the
+  // names strerror uses unless listed first here.
+  for (const preferred of ['EAGAIN', 'EDEADLK', 'EOPNOTSUPP']) {
+    const n = koffi.os.errno[preferred];
+    if (n !== undefined) m.set(n, preferred);
+  }
+  for (const [name, n] of Object.entries(koffi.os.errno)) if (!m.has(n)) m.set(n, name);
+  return m;
+})();
+
+export function errnoName(errno: number): string {
+  return ERRNO_NAMES.get(errno) ?? `E${errno}`;
+}
+
+/** A failed host syscall. `code` is the symbolic errno name, like Node's own system errors. */
+export class SysError extends Error {
+  readonly errno: number;
+  readonly code: string;
+  readonly syscall: string;
+  constructor(syscall: string, errno: number, detail: string) {
+    const code = errnoName(errno);
+    super(`${syscall}(${detail}) failed: ${code} (errno ${errno})`);
+    this.name = 'SysError';
+    this.errno = errno;
+    this.code = code;
+    this.syscall = syscall;
+  }
+}
+
+// sys/socket.h, sys/file.h (Linux, all architectures Node runs forkbox on).
+const SOL_SOCKET = 1;
+const SO_PEERCRED = 17;
+const LOCK_EX = 2;
+const LOCK_NB = 4;
+const EINTR = 4;
+const EWOULDBLOCK = 11;
+
+type Fn = (...args: unknown[]) => number;
+
+interface Libc {
+  mount: Fn;
+  umount2: Fn;
+  flock: Fn;
+  getsockopt: Fn;
+}
+
+function loadLibc(): Libc {
+  const lib = koffi.load('libc.so.6');
+  return {
+    mount: lib.func(
+      'int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)',
+    ) as Fn,
+    umount2: lib.func('int umount2(const char *target, int flags)') as Fn,
+    flock: lib.func('int flock(int fd, int op)') as Fn,
+    // optval/optlen are passed as raw Buffers: avoids registering a named struct type (koffi type names are
+    // process-global, so a second createSys() would collide).
+    getsockopt: lib.func('int getsockopt(int fd, int level, int name, void *optval, void *optlen)') as Fn,
+  };
+}
+
+export function createSys(): Sys {
+  let libc: Libc | undefined;
+  const c = (): Libc => {
+    libc ??= loadLibc();
+    return libc;
+  };
+
+  return {
+    mount(source, target, fstype, flags, data) {
+      if (c().mount(source, target, fstype, flags, data) !== 0) {
+        const e = koffi.errno();
+        throw new SysError(
+          'mount',
+          e,
+          `${JSON.stringify(source)} -> ${JSON.stringify(target)}, type ${JSON.stringify(fstype)}, flags 0x${flags.toString(16)}${data === null ? '' : `, data ${JSON.stringify(data)}`}`,
+        );
+      }
+    },
+
+    umount2(target, flags) {
+      if (c().umount2(target, flags) !== 0) {
+        const e = koffi.errno();
+        throw new SysError('umount2', e, `${JSON.stringify(target)}, flags ${flags}`);
+      }
+    },
+
+    tryLockExclusive(fd) {
+      for (;;) {
+        if (c().flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
+        const e = koffi.errno();
+        if (e === EWOULDBLOCK) return false;
+        if (e === EINTR) continue;
+        throw new SysError('flock', e, `fd ${fd}, LOCK_EX|LOCK_NB`);
+      }
+    },
+
+    peerCred(fd) {
+      const cred = Buffer.alloc(12); // struct ucred { pid_t pid; uid_t uid; gid_t gid; }
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(cred.length);
+      if (c().getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, len) !== 0) {
+        const e = koffi.errno();
+        throw new SysError('getsockopt', e, `fd ${fd}, SO_PEERCRED`);
+      }
+      // Little-endian is what every platform forkbox's native runtime targets (x86_64, aarch64) uses.
+      return { pid: cred.readInt32LE(0), uid: cred.readUInt32LE(4), gid: cred.readUInt32LE(8) };
+    },
+  };
+}
+
+/**
+ * The OS file descriptor behind a connected `net.Socket` (e.g. a unix socket accepted by a `net.Server`).
+ * Relies on libuv's pipe/TCP handle exposing `fd` (stable across Node versions on Unix; it is -1 on Windows
+ * and absent once the socket is destroyed).
+ */
+export function socketFd(socket: net.Socket): number {
+  const handle = (socket as unknown as { _handle?: { fd?: unknown } | null })._handle;
+  const fd = handle?.fd;
+  if (typeof fd !== 'number' || fd < 0) {
+    throw new Error(
+      `cannot get the file descriptor of this socket (${handle ? `handle fd is ${String(fd)}` : 'socket has no handle: it was destroyed or never connected'}); call socketFd() on a connected socket, before it closes`,
+    );
+  }
+  return fd;
+}

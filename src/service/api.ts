@@ -1,0 +1,173 @@
+/**
+ * The engine's public API: what the daemon serves and what the CLI (and later MCP/REST) call.
+ * The in-process engine (service/engine.ts) and the daemon client (transports/daemon-client.ts) both
+ * implement it, so every surface works the same in-process and against a daemon.
+ */
+import type { ExecRecord, ImageRecord, Limits, SandboxRecord } from '../domain/types.ts';
+import type {
+  ExecOutputChunk,
+  FileEntry,
+  FileStat,
+  ReplResult,
+  RuntimeCapabilities,
+  SandboxUsage,
+} from './ports.ts';
+
+export interface CreateSandboxRequest {
+  image?: string;
+  name?: string;
+  memoryMb?: number;
+  cpus?: number;
+  pids?: number;
+  ttlSeconds?: number;
+  env?: Record<string, string>;
+  labels?: Record<string, string>;
+}
+
+export interface SandboxInfo {
+  id: string;
+  name: string;
+  state: SandboxRecord['state'];
+  image: string;
+  parentId: string | null;
+  depth: number;
+  limits: Limits;
+  labels: Record<string, string>;
+  createdAt: string;
+  expiresAt: string | null;
+  endReason: string | null;
+  usage?: SandboxUsage;
+}
+
+export interface ExecRequest {
+  /** argv form; exactly one of argv / cmd. */
+  argv?: string[];
+  /** shell form, run with /bin/sh -c. */
+  cmd?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Data written to stdin, then closed (sync exec). */
+  stdin?: Buffer;
+  timeoutSeconds?: number;
+  maxOutputBytes?: number;
+  idempotencyKey?: string;
+}
+
+export interface ExecOutcome {
+  execId: string;
+  exitCode: number | null;
+  signal: number | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  timedOut: boolean;
+  oomKilled: boolean;
+  cancelled: boolean;
+  durationMs: number;
+}
+
+export interface ExecPollResult {
+  exec: ExecRecord;
+  chunks: { seq: number; stream: 'stdout' | 'stderr'; data: string }[];
+  nextSeq: number;
+  done: boolean;
+}
+
+export type CodeLanguage = 'python' | 'bash' | 'node';
+
+export interface CodeRunRequest {
+  language?: CodeLanguage;
+  code: string;
+  timeoutSeconds?: number;
+  maxOutputBytes?: number;
+}
+
+export interface SystemStatus {
+  version: string;
+  runtime: string;
+  capabilities: RuntimeCapabilities;
+  stateDir: string;
+  sandboxes: Record<string, number>;
+  templates: number;
+}
+
+export interface DiskUsage {
+  stateDir: string;
+  images: { name: string; bytes: number }[];
+  sandboxes: { id: string; bytes: number }[];
+  totalBytes: number;
+}
+
+export interface GcReport {
+  removedSandboxes: string[];
+  removedMounts: string[];
+  removedCgroups: string[];
+  removedDirs: string[];
+}
+
+export interface ProgressEvent {
+  phase: string;
+  message: string;
+  current?: number;
+  total?: number;
+}
+
+export interface ForkboxApi {
+  status(): Promise<SystemStatus>;
+
+  createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo>;
+  listSandboxes(opts?: { all?: boolean; labels?: Record<string, string> }): Promise<SandboxInfo[]>;
+  getSandbox(idOrName: string, opts?: { usage?: boolean }): Promise<SandboxInfo>;
+  killSandbox(idOrName: string): Promise<SandboxInfo>;
+  pauseSandbox(idOrName: string): Promise<SandboxInfo>;
+  resumeSandbox(idOrName: string): Promise<SandboxInfo>;
+  extendSandbox(idOrName: string, ttlSeconds: number): Promise<SandboxInfo>;
+
+  /** Run to completion; `onOutput` streams chunks as they arrive. */
+  exec(idOrName: string, req: ExecRequest, onOutput?: (c: ExecOutputChunk) => void): Promise<ExecOutcome>;
+  /** Start in the background; poll with pollExec. */
+  startExec(idOrName: string, req: Omit<ExecRequest, 'stdin'> & { stdin?: boolean }): Promise<ExecRecord>;
+  pollExec(
+    idOrName: string,
+    execId: string,
+    opts?: { afterSeq?: number; waitMs?: number },
+  ): Promise<ExecPollResult>;
+  writeExecStdin(idOrName: string, execId: string, data: Buffer, eof?: boolean): Promise<void>;
+  cancelExec(idOrName: string, execId: string): Promise<ExecRecord>;
+  listExecs(idOrName: string): Promise<ExecRecord[]>;
+
+  runCode(idOrName: string, req: CodeRunRequest): Promise<ReplResult>;
+  resetCode(idOrName: string): Promise<void>;
+
+  readFile(
+    idOrName: string,
+    path: string,
+    opts?: { offset?: number; length?: number },
+  ): Promise<{ data: Buffer; size: number }>;
+  writeFile(
+    idOrName: string,
+    path: string,
+    data: Buffer,
+    opts?: { mode?: number; createDirs?: boolean },
+  ): Promise<{ size: number }>;
+  listFiles(
+    idOrName: string,
+    path: string,
+    opts?: { recursive?: boolean },
+  ): Promise<{ entries: FileEntry[]; truncated: boolean }>;
+  statFile(idOrName: string, path: string): Promise<FileStat>;
+  deleteFile(idOrName: string, path: string, opts?: { recursive?: boolean }): Promise<void>;
+  mkdir(idOrName: string, path: string): Promise<void>;
+  moveFile(idOrName: string, from: string, to: string, opts?: { overwrite?: boolean }): Promise<void>;
+
+  listImages(): Promise<ImageRecord[]>;
+  buildImage(
+    req: { distro: 'debian'; suite?: string; packages?: string[]; name?: string },
+    onProgress?: (e: ProgressEvent) => void,
+  ): Promise<ImageRecord>;
+  importImage(name: string, source: string, onProgress?: (e: ProgressEvent) => void): Promise<ImageRecord>;
+  removeImage(name: string): Promise<void>;
+
+  gc(): Promise<GcReport>;
+  df(): Promise<DiskUsage>;
+}

@@ -1,0 +1,410 @@
+/**
+ * The engine: implements ForkboxApi over a Runtime, a Store and an image catalog. Owns sandbox
+ * lifecycles (every transition through the store's state machine), TTL reaping and exec bookkeeping.
+ */
+import { randomBytes } from 'node:crypto';
+import { errors, ForkboxError } from '../domain/errors.ts';
+import { isLive } from '../domain/sandbox-state.ts';
+import type { ImageRecord, SandboxRecord } from '../domain/types.ts';
+import type {
+  CodeRunRequest,
+  CreateSandboxRequest,
+  DiskUsage,
+  ForkboxApi,
+  GcReport,
+  ProgressEvent,
+  SandboxInfo,
+  SystemStatus,
+} from './api.ts';
+import { createExecManager } from './exec-manager.ts';
+import type { ReplResult, Runtime, Store } from './ports.ts';
+import { checkEnv, checkName, checkPath, checkTtl, limitsFrom, MAX_FILE_BYTES } from './validate.ts';
+
+export interface ImageCatalog {
+  list(): ImageRecord[];
+  get(name: string): ImageRecord | undefined;
+  require(name: string): ImageRecord;
+  buildDebian(opts: {
+    name?: string;
+    suite?: string;
+    packages?: string[];
+    onProgress?: (e: ProgressEvent) => void;
+  }): Promise<ImageRecord>;
+  importImage(
+    name: string,
+    source: string,
+    opts?: { onProgress?: (e: ProgressEvent) => void },
+  ): Promise<ImageRecord>;
+  remove(name: string): void;
+}
+
+export interface Logger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+export interface EngineDeps {
+  store: Store;
+  runtime: Runtime;
+  images: ImageCatalog;
+  stateDir: string;
+  version: string;
+  log: Logger;
+  defaultImage?: string;
+  now?: () => number;
+  /** Extra disk accounting, provided by the runtime's host (du of layers and uppers). */
+  diskUsage?: () => Promise<DiskUsage>;
+  /** Host-level garbage collection of what no live sandbox uses. */
+  hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
+}
+
+export interface Engine extends ForkboxApi {
+  /** Re-adopt live sandboxes after a (re)start. */
+  recover(deadlineMs?: number): Promise<{ adopted: number; lost: string[] }>;
+  /** Kill sandboxes whose TTL has passed. */
+  reapExpired(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+function info(rec: SandboxRecord): SandboxInfo {
+  return {
+    id: rec.id,
+    name: rec.name,
+    state: rec.state,
+    image: rec.image,
+    parentId: rec.parentId,
+    depth: rec.depth,
+    limits: rec.limits,
+    labels: rec.labels,
+    createdAt: new Date(rec.createdAt).toISOString(),
+    expiresAt: rec.expiresAt === null ? null : new Date(rec.expiresAt).toISOString(),
+    endReason: rec.endReason,
+  };
+}
+
+export function createEngine(deps: EngineDeps): Engine {
+  const { store, runtime, images, log } = deps;
+  const now = deps.now ?? Date.now;
+  const defaultImage = deps.defaultImage ?? 'debian';
+  const execs = createExecManager({ store, runtime, now });
+  /** Per-sandbox serialisation of lifecycle operations (kill vs pause vs resume). */
+  const lifecycle = new Map<string, Promise<unknown>>();
+
+  function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = lifecycle.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    lifecycle.set(id, tail);
+    void tail.then(() => {
+      if (lifecycle.get(id) === tail) lifecycle.delete(id);
+    });
+    return next;
+  }
+
+  function find(idOrName: string): SandboxRecord {
+    const rec = store.getSandbox(idOrName) ?? store.getSandboxByName(idOrName);
+    if (!rec) throw errors.sandboxNotFound(idOrName);
+    return rec;
+  }
+
+  function running(idOrName: string): SandboxRecord {
+    const rec = find(idOrName);
+    if (rec.state !== 'running') throw errors.sandboxNotRunning(rec.id, rec.state);
+    return rec;
+  }
+
+  async function kill(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
+    return serial(rec.id, async () => {
+      const cur = store.getSandbox(rec.id) ?? rec;
+      if (!isLive(cur.state) && cur.state !== 'lost') return cur;
+      if (cur.state !== 'killing') store.transitionSandbox(cur.id, 'killing');
+      execs.abandon(cur.id);
+      try {
+        await runtime.killSandbox(cur);
+      } catch (e) {
+        log.error({ sandbox: cur.id, err: String(e) }, 'kill failed');
+        throw e;
+      }
+      return store.transitionSandbox(cur.id, 'killed', { endReason: reason, hostPid: null });
+    });
+  }
+
+  const engine: Engine = {
+    async status(): Promise<SystemStatus> {
+      const counts: Record<string, number> = {};
+      for (const s of store.listSandboxes()) counts[s.state] = (counts[s.state] ?? 0) + 1;
+      return {
+        version: deps.version,
+        runtime: runtime.name,
+        capabilities: runtime.capabilities,
+        stateDir: deps.stateDir,
+        sandboxes: counts,
+        templates: store.listTemplates().length,
+      };
+    },
+
+    async createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo> {
+      const image = images.require(req.image ?? defaultImage);
+      const limits = limitsFrom(req);
+      const ttl = checkTtl(req.ttlSeconds);
+      const env = checkEnv(req.env);
+      const id = `sb-${randomBytes(5).toString('hex')}`;
+      const name = req.name === undefined ? id : checkName(req.name);
+      if (req.name !== undefined && store.getSandboxByName(name)) {
+        throw new ForkboxError(
+          'already_exists',
+          `a live sandbox is already named '${name}'. Pick another name or kill it first.`,
+          {
+            name,
+          },
+        );
+      }
+      const t = now();
+      const rec: SandboxRecord = {
+        id,
+        name,
+        state: 'creating',
+        image: image.name,
+        templateId: '',
+        parentId: null,
+        depth: 0,
+        limits,
+        env,
+        labels: { ...(req.labels ?? {}) },
+        expiresAt: ttl === undefined ? null : t + ttl * 1000,
+        createdAt: t,
+        updatedAt: t,
+        hostPid: null,
+        runtime: {},
+        endReason: null,
+      };
+      store.insertSandbox(rec);
+      try {
+        const h = await runtime.createSandbox({ id, name, image: image.name, limits, env });
+        const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';
+        return info(
+          store.transitionSandbox(id, 'running', { hostPid: h.hostPid, runtime: h.runtime, templateId }),
+        );
+      } catch (e) {
+        try {
+          store.transitionSandbox(id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
+        } catch {
+          // already moved on
+        }
+        throw e;
+      }
+    },
+
+    async listSandboxes(opts) {
+      const filter = opts?.all ? {} : { states: ['creating', 'running', 'paused', 'killing'] as const };
+      return store.listSandboxes({ ...filter, ...(opts?.labels ? { labels: opts.labels } : {}) }).map(info);
+    },
+
+    async getSandbox(idOrName, opts) {
+      const rec = find(idOrName);
+      const out = info(rec);
+      if (opts?.usage && (rec.state === 'running' || rec.state === 'paused'))
+        out.usage = await runtime.usage(rec);
+      return out;
+    },
+
+    async killSandbox(idOrName) {
+      return info(await kill(find(idOrName), 'killed on request'));
+    },
+
+    async pauseSandbox(idOrName) {
+      const rec = find(idOrName);
+      return serial(rec.id, async () => {
+        const cur = running(rec.id);
+        await runtime.pauseSandbox(cur);
+        return info(store.transitionSandbox(cur.id, 'paused'));
+      });
+    },
+
+    async resumeSandbox(idOrName) {
+      const rec = find(idOrName);
+      return serial(rec.id, async () => {
+        const cur = find(rec.id);
+        if (cur.state === 'running') return info(cur);
+        if (cur.state !== 'paused') throw errors.sandboxNotRunning(cur.id, cur.state);
+        await runtime.resumeSandbox(cur);
+        return info(store.transitionSandbox(cur.id, 'running'));
+      });
+    },
+
+    async extendSandbox(idOrName, ttlSeconds) {
+      const rec = find(idOrName);
+      if (!isLive(rec.state)) throw errors.sandboxNotRunning(rec.id, rec.state);
+      const ttl = checkTtl(ttlSeconds) ?? 0;
+      return info(store.updateSandbox(rec.id, { expiresAt: now() + ttl * 1000 }));
+    },
+
+    exec: async (idOrName, req, onOutput) => execs.run(running(idOrName), req, onOutput),
+    startExec: async (idOrName, req) => execs.start(running(idOrName), req),
+    pollExec: async (idOrName, execId, opts) =>
+      execs.poll(find(idOrName), execId, opts?.afterSeq ?? -1, opts?.waitMs ?? 0),
+    writeExecStdin: async (idOrName, execId, data, eof) =>
+      execs.writeStdin(running(idOrName), execId, data, eof ?? false),
+    cancelExec: async (idOrName, execId) => execs.cancel(find(idOrName), execId),
+    listExecs: async (idOrName) => execs.list(find(idOrName)),
+
+    async runCode(idOrName, req: CodeRunRequest): Promise<ReplResult> {
+      const rec = running(idOrName);
+      const language = req.language ?? 'python';
+      const timeoutMs = Math.round((req.timeoutSeconds ?? 0) * 1000);
+      if (language === 'python') {
+        return runtime.replEval(rec, req.code, {
+          timeoutMs,
+          ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
+        });
+      }
+      const argv = language === 'bash' ? ['bash', '-c', req.code] : ['node', '-e', req.code];
+      const o = await execs.run(rec, {
+        argv,
+        ...(req.timeoutSeconds === undefined ? {} : { timeoutSeconds: req.timeoutSeconds }),
+        ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
+      });
+      const failed = o.exitCode !== 0;
+      return {
+        ok: !failed,
+        value: null,
+        stdout: o.stdout,
+        stderr: o.stderr,
+        error: failed
+          ? {
+              type: o.timedOut ? 'Timeout' : 'ExitStatus',
+              message:
+                o.exitCode === 127
+                  ? `${argv[0]} is not installed in this sandbox's image`
+                  : `exited with ${o.exitCode ?? `signal ${o.signal}`}`,
+              traceback: '',
+            }
+          : null,
+        timedOut: o.timedOut,
+        interrupted: false,
+        restarted: false,
+        truncated: o.truncated,
+        oomKilled: o.oomKilled,
+        images: [],
+        durationMs: o.durationMs,
+      };
+    },
+
+    async resetCode(idOrName) {
+      await runtime.replRestart(running(idOrName));
+    },
+
+    readFile: async (idOrName, path, opts) => runtime.readFile(running(idOrName), checkPath(path), opts),
+    async writeFile(idOrName, path, data, opts) {
+      if (data.length > MAX_FILE_BYTES) {
+        throw new ForkboxError(
+          'too_large',
+          `file is ${data.length} bytes, over the ${MAX_FILE_BYTES}-byte limit of one write. Split it, or copy a tar archive and unpack it inside.`,
+          { limit: MAX_FILE_BYTES },
+        );
+      }
+      return runtime.writeFile(running(idOrName), checkPath(path), data, opts);
+    },
+    listFiles: async (idOrName, path, opts) => runtime.listFiles(running(idOrName), checkPath(path), opts),
+    statFile: async (idOrName, path) => runtime.statFile(running(idOrName), checkPath(path)),
+    deleteFile: async (idOrName, path, opts) => runtime.deleteFile(running(idOrName), checkPath(path), opts),
+    mkdir: async (idOrName, path) => runtime.mkdir(running(idOrName), checkPath(path), { parents: true }),
+    moveFile: async (idOrName, from, to, opts) =>
+      runtime.moveFile(running(idOrName), checkPath(from), checkPath(to), opts),
+
+    listImages: async () => images.list(),
+    buildImage: (req, onProgress) =>
+      images.buildDebian({
+        ...(req.name === undefined ? {} : { name: req.name }),
+        ...(req.suite === undefined ? {} : { suite: req.suite }),
+        ...(req.packages === undefined ? {} : { packages: req.packages }),
+        ...(onProgress === undefined ? {} : { onProgress }),
+      }),
+    importImage: (name, source, onProgress) =>
+      images.importImage(name, source, onProgress ? { onProgress } : {}),
+    async removeImage(name) {
+      images.require(name);
+      const users = store
+        .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
+        .filter((s) => s.image === name);
+      if (users.length > 0) {
+        throw new ForkboxError(
+          'conflict',
+          `image '${name}' is used by ${users.length} live sandbox(es) (${users
+            .slice(0, 5)
+            .map((s) => s.id)
+            .join(', ')}). Kill them first.`,
+          { image: name },
+        );
+      }
+      images.remove(name);
+    },
+
+    async gc(): Promise<GcReport> {
+      const removedSandboxes = await engine.reapExpired();
+      const live = new Set(
+        store.listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] }).map((s) => s.id),
+      );
+      const host = deps.hostGc
+        ? await deps.hostGc(live)
+        : { removedMounts: [], removedCgroups: [], removedDirs: [] };
+      return { removedSandboxes, ...host };
+    },
+
+    async df(): Promise<DiskUsage> {
+      if (deps.diskUsage) return deps.diskUsage();
+      return { stateDir: deps.stateDir, images: [], sandboxes: [], totalBytes: 0 };
+    },
+
+    async recover(deadlineMs = 5000) {
+      const live = store.listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] });
+      // A sandbox left half-created or half-killed by a crash is finished off, not adopted.
+      for (const rec of live.filter((s) => s.state === 'creating' || s.state === 'killing')) {
+        if (rec.state === 'creating') store.transitionSandbox(rec.id, 'killing');
+        await runtime
+          .killSandbox(store.getSandbox(rec.id) ?? rec)
+          .catch((e: unknown) => log.warn({ sandbox: rec.id, err: String(e) }, 'cleanup failed'));
+        store.transitionSandbox(rec.id, 'killed', {
+          endReason: 'interrupted by a daemon restart',
+          hostPid: null,
+        });
+      }
+      const adoptable = store.listSandboxes({ states: ['running', 'paused'] });
+      const { lost } = await runtime.recover(adoptable, store.listTemplates(), deadlineMs);
+      for (const id of lost) {
+        store.transitionSandbox(id, 'lost', {
+          endReason: 'its processes were gone after a daemon restart or reboot',
+        });
+        const rec = store.getSandbox(id);
+        if (rec) await kill(rec, 'lost').catch(() => undefined);
+      }
+      const interrupted = store.markRunningExecs('interrupted');
+      if (interrupted > 0)
+        log.info({ interrupted }, 'execs in flight during the restart were marked interrupted');
+      return { adopted: adoptable.length - lost.length, lost };
+    },
+
+    async reapExpired() {
+      const t = now();
+      const expired = store
+        .listSandboxes({ states: ['running', 'paused'] })
+        .filter((s) => s.expiresAt !== null && s.expiresAt <= t);
+      const reaped: string[] = [];
+      for (const rec of expired) {
+        try {
+          await kill(rec, 'TTL expired');
+          reaped.push(rec.id);
+        } catch (e) {
+          log.warn({ sandbox: rec.id, err: String(e) }, 'TTL reap failed');
+        }
+      }
+      return reaped;
+    },
+
+    async close() {
+      await Promise.allSettled([...lifecycle.values()]);
+    },
+  };
+  return engine;
+}

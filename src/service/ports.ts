@@ -1,0 +1,227 @@
+/**
+ * Ports: the interfaces the service layer declares and that runtimes and stores implement.
+ * Dependencies point inward: runtimes/ and storage/ import from here, never the reverse.
+ */
+import type {
+  ExecRecord,
+  ExecState,
+  Limits,
+  SandboxRecord,
+  SandboxState,
+  TemplateRecord,
+} from '../domain/types.ts';
+
+// ───────────────────────────── store ─────────────────────────────
+
+export interface SandboxFilter {
+  states?: readonly SandboxState[];
+  /** Only sandboxes carrying all these labels. */
+  labels?: Record<string, string>;
+}
+
+export interface ExecOutputChunk {
+  seq: number;
+  stream: 'stdout' | 'stderr';
+  data: Buffer;
+}
+
+export interface Store {
+  close(): void;
+
+  // sandboxes
+  insertSandbox(rec: SandboxRecord): void;
+  getSandbox(id: string): SandboxRecord | undefined;
+  getSandboxByName(name: string): SandboxRecord | undefined;
+  listSandboxes(filter?: SandboxFilter): SandboxRecord[];
+  /** Move a sandbox to a new state; enforces the state machine (domain/sandbox-state.ts) inside one transaction. */
+  transitionSandbox(
+    id: string,
+    to: SandboxState,
+    patch?: Partial<Omit<SandboxRecord, 'id' | 'state'>>,
+  ): SandboxRecord;
+  updateSandbox(id: string, patch: Partial<Omit<SandboxRecord, 'id' | 'state'>>): SandboxRecord;
+  deleteSandbox(id: string): void;
+
+  // templates
+  insertTemplate(rec: TemplateRecord): void;
+  getTemplate(id: string): TemplateRecord | undefined;
+  findTemplateByConfigKey(configKey: string): TemplateRecord | undefined;
+  listTemplates(): TemplateRecord[];
+  updateTemplate(id: string, patch: Partial<Omit<TemplateRecord, 'id'>>): TemplateRecord;
+  deleteTemplate(id: string): void;
+
+  // execs
+  insertExec(rec: ExecRecord): void;
+  getExec(id: string): ExecRecord | undefined;
+  findExecByIdempotencyKey(sandboxId: string, key: string): ExecRecord | undefined;
+  listExecs(sandboxId: string, limit?: number): ExecRecord[];
+  updateExec(id: string, patch: Partial<Omit<ExecRecord, 'id' | 'sandboxId'>>): ExecRecord;
+  /** Mark every exec still 'running' as `to` (used on daemon start: their agents' results were lost). */
+  markRunningExecs(to: ExecState): number;
+  /** Append output; the store keeps at most `capBytes` per exec (older chunks beyond the cap are dropped). */
+  appendExecOutput(execId: string, chunk: ExecOutputChunk, capBytes: number): void;
+  readExecOutput(execId: string, afterSeq: number): ExecOutputChunk[];
+}
+
+// ───────────────────────────── runtime ─────────────────────────────
+
+export interface RuntimeCapabilities {
+  /** The runtime can fork a running sandbox's Python process memory into children. */
+  forkProcessState: boolean;
+  /** The runtime can freeze and thaw a sandbox. */
+  pause: boolean;
+  /** Limits the runtime enforces. */
+  limits: { memory: boolean; pids: boolean; cpu: boolean };
+  /** Network egress is available. */
+  network: boolean;
+}
+
+export interface CreateSandboxSpec {
+  id: string;
+  name: string;
+  image: string;
+  limits: Limits;
+  env: Record<string, string>;
+}
+
+export interface SandboxHandle {
+  id: string;
+  hostPid: number;
+  runtime: Record<string, unknown>;
+}
+
+export interface ExecSpec {
+  argv?: string[];
+  cmd?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: boolean;
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+}
+
+export interface ExecEvents {
+  onStarted?: (pid: number) => void;
+  onOutput?: (chunk: ExecOutputChunk) => void;
+}
+
+export interface ExecResult {
+  exitCode: number | null;
+  signal: number | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  truncated: boolean;
+  oomKilled: boolean;
+  durationMs: number;
+  stdout: Buffer;
+  stderr: Buffer;
+}
+
+/** A running exec: its result, plus ways to feed stdin and cancel it. */
+export interface ExecHandle {
+  readonly result: Promise<ExecResult>;
+  writeStdin(data: Buffer, eof?: boolean): Promise<void>;
+  signal(sig: number): Promise<void>;
+  cancel(): void;
+}
+
+export interface ReplResult {
+  ok: boolean;
+  value: string | null;
+  stdout: string;
+  stderr: string;
+  error: { type: string; message: string; traceback: string } | null;
+  timedOut: boolean;
+  interrupted: boolean;
+  restarted: boolean;
+  truncated: boolean;
+  oomKilled: boolean;
+  images: { mime: string; dataB64: string }[];
+  durationMs: number;
+}
+
+export type FileType = 'file' | 'dir' | 'symlink' | 'other';
+
+export interface FileStat {
+  path: string;
+  type: FileType;
+  size: number;
+  mode: number;
+  mtimeMs: number;
+  uid?: number;
+  gid?: number;
+  linkTarget?: string;
+}
+
+export interface FileEntry {
+  path: string;
+  name: string;
+  type: FileType;
+  size: number;
+  mode: number;
+  mtimeMs: number;
+}
+
+export interface SandboxUsage {
+  memoryBytes: number;
+  cpuUsageNs: number;
+  pids: number;
+  diskBytes: number;
+  oomKills: number;
+}
+
+export interface RuntimeEvents {
+  /** A sandbox's agent connected (first time or after a daemon restart). */
+  onSandboxConnected?: (id: string) => void;
+  /** A sandbox's processes all ended without a kill request (its PID 1 died). */
+  onSandboxExited?: (id: string, reason: string) => void;
+}
+
+export interface Runtime {
+  readonly name: string;
+  readonly capabilities: RuntimeCapabilities;
+
+  /** Start-up: re-adopt sandboxes recorded as live; returns the ids that could not be recovered. */
+  recover(
+    live: SandboxRecord[],
+    templates: TemplateRecord[],
+    deadlineMs: number,
+  ): Promise<{ lost: string[] }>;
+  createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle>;
+  killSandbox(rec: SandboxRecord): Promise<void>;
+  pauseSandbox(rec: SandboxRecord): Promise<void>;
+  resumeSandbox(rec: SandboxRecord): Promise<void>;
+  usage(rec: SandboxRecord): Promise<SandboxUsage>;
+
+  exec(rec: SandboxRecord, spec: ExecSpec, events?: ExecEvents): ExecHandle;
+  replEval(
+    rec: SandboxRecord,
+    code: string,
+    opts: { timeoutMs?: number; maxOutputBytes?: number },
+  ): Promise<ReplResult>;
+  replRestart(rec: SandboxRecord): Promise<void>;
+
+  readFile(
+    rec: SandboxRecord,
+    path: string,
+    opts?: { offset?: number; length?: number },
+  ): Promise<{ data: Buffer; size: number }>;
+  writeFile(
+    rec: SandboxRecord,
+    path: string,
+    data: Buffer,
+    opts?: { mode?: number; createDirs?: boolean },
+  ): Promise<{ size: number }>;
+  listFiles(
+    rec: SandboxRecord,
+    path: string,
+    opts?: { recursive?: boolean; limit?: number },
+  ): Promise<{ entries: FileEntry[]; truncated: boolean }>;
+  statFile(rec: SandboxRecord, path: string): Promise<FileStat>;
+  deleteFile(rec: SandboxRecord, path: string, opts?: { recursive?: boolean }): Promise<void>;
+  mkdir(rec: SandboxRecord, path: string, opts?: { parents?: boolean }): Promise<void>;
+  moveFile(rec: SandboxRecord, from: string, to: string, opts?: { overwrite?: boolean }): Promise<void>;
+
+  /** Stop every template and release every host resource this runtime holds (used by tests and `gc --all`). */
+  shutdown(opts: { killSandboxes: boolean }): Promise<void>;
+}

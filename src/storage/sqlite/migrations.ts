@@ -1,0 +1,152 @@
+/**
+ * Versioned schema migrations. Append-only: never edit a migration that has shipped — add a new one.
+ * Each migration runs in its own IMMEDIATE transaction together with its schema_migrations row, so a crash
+ * mid-migration leaves the database at the previous version, never half-migrated.
+ */
+import type Database from 'better-sqlite3';
+import { ForkboxError } from '../../domain/errors.ts';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * Live states frozen into migration 1's partial unique index. Deliberately a literal, not LIVE_STATES:
+ * a shipped migration must not change when the domain module does (a test checks they still agree; if
+ * LIVE_STATES changes, add a migration that recreates the index).
+ */
+export const MIGRATION_1_LIVE_STATES = ['creating', 'running', 'paused', 'killing'] as const;
+
+const liveList = MIGRATION_1_LIVE_STATES.map((s) => `'${s}'`).join(', ');
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial',
+    sql: `
+CREATE TABLE templates (
+  id          TEXT PRIMARY KEY,
+  image       TEXT NOT NULL,
+  config_key  TEXT NOT NULL,
+  state       TEXT NOT NULL,
+  host_pid    INTEGER,
+  created_at  INTEGER NOT NULL,
+  runtime     TEXT NOT NULL DEFAULT '{}'
+) STRICT;
+CREATE INDEX templates_config_key ON templates(config_key);
+
+CREATE TABLE sandboxes (
+  id          TEXT PRIMARY KEY,
+  name        TEXT NOT NULL,
+  state       TEXT NOT NULL,
+  image       TEXT NOT NULL,
+  template_id TEXT NOT NULL,
+  parent_id   TEXT,
+  depth       INTEGER NOT NULL DEFAULT 0,
+  limits      TEXT NOT NULL,
+  env         TEXT NOT NULL DEFAULT '{}',
+  labels      TEXT NOT NULL DEFAULT '{}',
+  expires_at  INTEGER,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  host_pid    INTEGER,
+  runtime     TEXT NOT NULL DEFAULT '{}',
+  end_reason  TEXT
+) STRICT;
+CREATE INDEX sandboxes_state ON sandboxes(state);
+CREATE INDEX sandboxes_parent ON sandboxes(parent_id);
+-- Backstop for the service's own check: two live sandboxes can never share a name, even if two requests race.
+CREATE UNIQUE INDEX sandboxes_live_name ON sandboxes(name) WHERE state IN (${liveList});
+
+CREATE TABLE execs (
+  id              TEXT PRIMARY KEY,
+  sandbox_id      TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+  idempotency_key TEXT,
+  command         TEXT NOT NULL,
+  state           TEXT NOT NULL,
+  exit_code       INTEGER,
+  signal          INTEGER,
+  timed_out       INTEGER NOT NULL DEFAULT 0,
+  truncated       INTEGER NOT NULL DEFAULT 0,
+  oom_killed      INTEGER NOT NULL DEFAULT 0,
+  started_at      INTEGER NOT NULL,
+  ended_at        INTEGER,
+  -- Running total of exec_output bytes kept for this exec, so the cap needs no SUM() per append.
+  output_bytes    INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX execs_sandbox ON execs(sandbox_id, started_at);
+CREATE INDEX execs_state ON execs(state);
+CREATE UNIQUE INDEX execs_idempotency ON execs(sandbox_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE exec_output (
+  exec_id TEXT NOT NULL REFERENCES execs(id) ON DELETE CASCADE,
+  seq     INTEGER NOT NULL,
+  stream  TEXT NOT NULL CHECK (stream IN ('stdout', 'stderr')),
+  data    BLOB NOT NULL,
+  PRIMARY KEY (exec_id, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE layers (
+  id         TEXT PRIMARY KEY,
+  path       TEXT NOT NULL,
+  kind       TEXT NOT NULL CHECK (kind IN ('image', 'snapshot', 'upper')),
+  -- A layer's parent must exist while it does (its overlay lowerdir chain needs it): no cascade.
+  parent_id  TEXT REFERENCES layers(id),
+  refcount   INTEGER NOT NULL DEFAULT 0 CHECK (refcount >= 0),
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX layers_parent ON layers(parent_id);
+`,
+  },
+];
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
+
+const CREATE_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version    INTEGER PRIMARY KEY,
+  applied_at INTEGER NOT NULL
+)`;
+
+export function currentSchemaVersion(db: Database.Database): number {
+  const row = db.prepare<[], { v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations').get();
+  return row?.v ?? 0;
+}
+
+function refuseNewer(path: string, version: number, supported: number): ForkboxError {
+  return new ForkboxError(
+    'conflict',
+    `the database ${path} has schema version ${version}, but this forkbox only knows up to version ${supported}. ` +
+      'It was written by a newer forkbox: upgrade forkbox (do not downgrade a state dir).',
+    { path, version, supported },
+  );
+}
+
+/** Bring the database up to LATEST_SCHEMA_VERSION; refuse one written by a newer forkbox. Returns the version. */
+export function applyMigrations(
+  db: Database.Database,
+  path: string,
+  now: () => number,
+  migrations: readonly Migration[] = MIGRATIONS,
+): number {
+  db.exec(CREATE_MIGRATIONS_TABLE);
+  const latest = migrations.reduce((max, m) => Math.max(max, m.version), 0);
+  const before = currentSchemaVersion(db);
+  if (before > latest) throw refuseNewer(path, before, latest);
+
+  const record = db.prepare<[number, number]>(
+    'INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)',
+  );
+  const sorted = [...migrations].sort((a, b) => a.version - b.version);
+  for (const m of sorted) {
+    // IMMEDIATE takes the write lock before re-reading the version, so two processes opening the same
+    // fresh file cannot both apply a migration (the loser sees the new version and skips it).
+    db.transaction(() => {
+      if (currentSchemaVersion(db) >= m.version) return;
+      db.exec(m.sql);
+      record.run(m.version, now());
+    }).immediate();
+  }
+  return currentSchemaVersion(db);
+}

@@ -1,0 +1,78 @@
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { ForkboxError } from '../../domain/errors.ts';
+import { createExecQueries } from './exec-queries.ts';
+import { createLayerQueries } from './layer-queries.ts';
+import { applyMigrations } from './migrations.ts';
+import { createSandboxQueries, createTemplateQueries } from './sandbox-queries.ts';
+import { mapSqliteError } from './sqlite-errors.ts';
+import type { OpenSqliteStoreOptions, SqliteStore } from './types.ts';
+
+/**
+ * The database holds sandbox env vars and labels (which may carry secrets): only root may read it.
+ * SQLite creates the -wal and -shm files with the main file's mode, so creating the main file 0600 before
+ * SQLite opens it covers all three; existing files are tightened too (an older or hand-made file).
+ */
+function prepareFile(path: string): void {
+  // 0700: other local users must not even list the state dir (sandbox names, socket paths).
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  closeSync(openSync(path, 'a', 0o600));
+  for (const p of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(p)) chmodSync(p, 0o600);
+}
+
+function configure(db: Database.Database, path: string): void {
+  // Set first, so that switching the journal mode below also waits for another process's lock.
+  db.pragma('busy_timeout = 5000');
+  // WAL: readers (the CLI, a second connection) never block the daemon's writes, and vice versa.
+  const mode = db.pragma('journal_mode = WAL', { simple: true });
+  if (mode !== 'wal' && path !== ':memory:') {
+    throw new ForkboxError(
+      'requirement_missing',
+      `the filesystem holding ${path} does not support SQLite WAL mode (got '${String(mode)}'). ` +
+        'Put the forkbox state dir on a local filesystem (not NFS/SMB).',
+      { path, journalMode: mode },
+    );
+  }
+  // NORMAL in WAL mode: a commit survives a process crash (kill -9 of the daemon); only an OS crash or
+  // power loss can lose the last few commits, never corrupt the file. FULL would fsync every commit.
+  db.pragma('synchronous = NORMAL');
+  // Off by default in SQLite: without it, ON DELETE CASCADE (execs, output) and layer parent checks are ignored.
+  db.pragma('foreign_keys = ON');
+}
+
+/** Open (creating if needed) the SQLite store at `opts.path`, migrating it to the current schema. */
+export function openSqliteStore(opts: OpenSqliteStoreOptions): SqliteStore {
+  const { path } = opts;
+  const now = opts.now ?? Date.now;
+  const inMemory = path === ':memory:';
+
+  let db: Database.Database;
+  try {
+    if (!inMemory) prepareFile(path);
+    db = new Database(path, { timeout: 5000 });
+  } catch (e) {
+    throw mapSqliteError(e, `open the forkbox database ${path}`, { path });
+  }
+
+  let schemaVersion: number;
+  try {
+    configure(db, path);
+    schemaVersion = applyMigrations(db, path, now);
+  } catch (e) {
+    db.close();
+    throw mapSqliteError(e, `open the forkbox database ${path}`, { path });
+  }
+
+  return {
+    schemaVersion,
+    ...createSandboxQueries(db, now),
+    ...createTemplateQueries(db),
+    ...createExecQueries(db, now),
+    ...createLayerQueries(db),
+    close() {
+      // Idempotent: shutdown paths may close twice (signal handler + normal exit).
+      if (db.open) db.close();
+    },
+  };
+}

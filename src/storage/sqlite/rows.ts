@@ -1,0 +1,256 @@
+/**
+ * The one place rows map to records and back. Reading is defensive: a JSON column that is corrupt or of
+ * the wrong shape degrades to a safe default instead of crashing the daemon at start-up (the record is
+ * still listed, so the user can kill or delete it).
+ */
+import type {
+  ExecRecord,
+  ExecState,
+  Limits,
+  SandboxRecord,
+  SandboxState,
+  TemplateRecord,
+  TemplateState,
+} from '../../domain/types.ts';
+import { DEFAULT_LIMITS } from '../../domain/types.ts';
+import type { LayerKind, LayerRecord } from './types.ts';
+
+export interface SandboxRow {
+  id: string;
+  name: string;
+  state: string;
+  image: string;
+  template_id: string;
+  parent_id: string | null;
+  depth: number;
+  limits: string;
+  env: string;
+  labels: string;
+  expires_at: number | null;
+  created_at: number;
+  updated_at: number;
+  host_pid: number | null;
+  runtime: string;
+  end_reason: string | null;
+}
+
+export interface TemplateRow {
+  id: string;
+  image: string;
+  config_key: string;
+  state: string;
+  host_pid: number | null;
+  created_at: number;
+  runtime: string;
+}
+
+export interface ExecRow {
+  id: string;
+  sandbox_id: string;
+  idempotency_key: string | null;
+  command: string;
+  state: string;
+  exit_code: number | null;
+  signal: number | null;
+  timed_out: number;
+  truncated: number;
+  oom_killed: number;
+  started_at: number;
+  ended_at: number | null;
+}
+
+export interface LayerRow {
+  id: string;
+  path: string;
+  kind: string;
+  parent_id: string | null;
+  refcount: number;
+  created_at: number;
+}
+
+// ───────────────────────────── JSON helpers ─────────────────────────────
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function parseObject(text: string): Record<string, unknown> {
+  const v = parseJson(text);
+  return isPlainObject(v) ? v : {};
+}
+
+export function parseStringMap(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(parseObject(text))) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
+export function parseStringArray(text: string): string[] {
+  const v = parseJson(text);
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+export function parseLimits(text: string): Limits {
+  const o = parseObject(text);
+  const num = (k: keyof Limits): number => {
+    const v = o[k];
+    return typeof v === 'number' && Number.isFinite(v) ? v : DEFAULT_LIMITS[k];
+  };
+  return { memoryBytes: num('memoryBytes'), pids: num('pids'), cpus: num('cpus') };
+}
+
+/** STRICT INTEGER columns reject REAL values; stamps computed with fractions (ttl 0.5 s) are rounded. */
+function int(v: number): number {
+  return Math.round(v);
+}
+function intOrNull(v: number | null): number | null {
+  return v === null ? null : Math.round(v);
+}
+
+// ───────────────────────────── sandboxes ─────────────────────────────
+
+export function sandboxToRow(r: SandboxRecord): SandboxRow {
+  return {
+    id: r.id,
+    name: r.name,
+    state: r.state,
+    image: r.image,
+    template_id: r.templateId,
+    parent_id: r.parentId,
+    depth: int(r.depth),
+    limits: JSON.stringify(r.limits),
+    env: JSON.stringify(r.env),
+    labels: JSON.stringify(r.labels),
+    expires_at: intOrNull(r.expiresAt),
+    created_at: int(r.createdAt),
+    updated_at: int(r.updatedAt),
+    host_pid: intOrNull(r.hostPid),
+    runtime: JSON.stringify(r.runtime),
+    end_reason: r.endReason,
+  };
+}
+
+export function rowToSandbox(row: SandboxRow): SandboxRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    state: row.state as SandboxState,
+    image: row.image,
+    templateId: row.template_id,
+    parentId: row.parent_id,
+    depth: row.depth,
+    limits: parseLimits(row.limits),
+    env: parseStringMap(row.env),
+    labels: parseStringMap(row.labels),
+    expiresAt: row.expires_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    hostPid: row.host_pid,
+    runtime: parseObject(row.runtime),
+    endReason: row.end_reason,
+  };
+}
+
+// ───────────────────────────── templates ─────────────────────────────
+
+export function templateToRow(r: TemplateRecord): TemplateRow {
+  return {
+    id: r.id,
+    image: r.image,
+    config_key: r.configKey,
+    state: r.state,
+    host_pid: intOrNull(r.hostPid),
+    created_at: int(r.createdAt),
+    runtime: JSON.stringify(r.runtime),
+  };
+}
+
+export function rowToTemplate(row: TemplateRow): TemplateRecord {
+  return {
+    id: row.id,
+    image: row.image,
+    configKey: row.config_key,
+    state: row.state as TemplateState,
+    hostPid: row.host_pid,
+    createdAt: row.created_at,
+    runtime: parseObject(row.runtime),
+  };
+}
+
+// ───────────────────────────── execs ─────────────────────────────
+
+export function execToRow(r: ExecRecord): ExecRow {
+  return {
+    id: r.id,
+    sandbox_id: r.sandboxId,
+    idempotency_key: r.idempotencyKey,
+    command: JSON.stringify(r.command),
+    state: r.state,
+    exit_code: intOrNull(r.exitCode),
+    signal: intOrNull(r.signal),
+    timed_out: r.timedOut ? 1 : 0,
+    truncated: r.truncated ? 1 : 0,
+    oom_killed: r.oomKilled ? 1 : 0,
+    started_at: int(r.startedAt),
+    ended_at: intOrNull(r.endedAt),
+  };
+}
+
+export function rowToExec(row: ExecRow): ExecRecord {
+  return {
+    id: row.id,
+    sandboxId: row.sandbox_id,
+    idempotencyKey: row.idempotency_key,
+    command: parseStringArray(row.command),
+    state: row.state as ExecState,
+    exitCode: row.exit_code,
+    signal: row.signal,
+    timedOut: row.timed_out !== 0,
+    truncated: row.truncated !== 0,
+    oomKilled: row.oom_killed !== 0,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+  };
+}
+
+// ───────────────────────────── layers ─────────────────────────────
+
+export function layerToRow(r: LayerRecord): LayerRow {
+  return {
+    id: r.id,
+    path: r.path,
+    kind: r.kind,
+    parent_id: r.parentId,
+    refcount: int(r.refcount),
+    created_at: int(r.createdAt),
+  };
+}
+
+export function rowToLayer(row: LayerRow): LayerRecord {
+  return {
+    id: row.id,
+    path: row.path,
+    kind: row.kind as LayerKind,
+    parentId: row.parent_id,
+    refcount: row.refcount,
+    createdAt: row.created_at,
+  };
+}
+
+/** Apply a partial patch, skipping keys whose value is undefined and keys the caller may not change. */
+export function applyPatch<T extends object>(base: T, patch: object, frozen: readonly string[]): T {
+  const out = { ...base } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined || frozen.includes(k)) continue;
+    out[k] = v;
+  }
+  return out as T;
+}

@@ -1,0 +1,33 @@
+import type { Store } from '../../service/ports.ts';
+
+export type LayerKind = 'image' | 'snapshot' | 'upper';
+
+/** A layer directory tracked for reference counting (DESIGN §2.2: deleted when nothing uses it). */
+export interface LayerRecord {
+  id: string;
+  path: string;
+  kind: LayerKind;
+  /** The layer directly below this one in its overlay chain, if any. */
+  parentId: string | null;
+  refcount: number;
+  createdAt: number;
+}
+
+/** The SQLite store: the Store port plus layer bookkeeping used by the storage drivers. */
+export interface SqliteStore extends Store {
+  /** Schema version of the open database. */
+  readonly schemaVersion: number;
+  insertLayer(rec: LayerRecord): void;
+  getLayer(id: string): LayerRecord | undefined;
+  /** Add `delta` (may be negative) to a layer's refcount; returns the new count. Never goes below 0. */
+  adjustLayerRefcount(id: string, delta: number): number;
+  listLayers(filter?: { kind?: LayerKind; unreferenced?: boolean }): LayerRecord[];
+  deleteLayer(id: string): void;
+}
+
+export interface OpenSqliteStoreOptions {
+  /** Database file, normally `<state dir>/forkbox.db`. */
+  path: string;
+  /** Clock for updatedAt/endedAt stamps (epoch ms); tests inject one. */
+  now?: () => number;
+}

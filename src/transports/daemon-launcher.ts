@@ -1,0 +1,121 @@
+/**
+ * Find the daemon that owns a state dir, or start one (DESIGN.md principle 2): the CLI and the stdio MCP
+ * server are clients of `forkbox serve`; when none answers and the caller is root, start it in the
+ * background and wait for it; otherwise say exactly what to run.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { ForkboxError } from '../domain/errors.ts';
+import { createDaemonClient, type DaemonClient } from './daemon-client.ts';
+
+export const SOCKET_NAME = 'forkbox.sock';
+export const DAEMON_LOG_NAME = 'daemon.log';
+
+export const socketPathFor = (stateDir: string): string => join(stateDir, SOCKET_NAME);
+
+export interface ConnectOptions {
+  stateDir: string;
+  log: Pick<Logger, 'info' | 'debug' | 'warn'>;
+  /** May this process start the daemon when none answers? (It also has to be root.) */
+  allowStart: boolean;
+  /** How long to wait for a started daemon; default 15 s. */
+  startTimeoutMs?: number;
+  /** The executable entry to run `serve` with; default bin/forkbox.js of this package. */
+  entry?: string;
+}
+
+/** bin/forkbox.js, from either src/transports/ (checkout) or dist/transports/ (built package). */
+function defaultEntry(): string {
+  return fileURLToPath(new URL('../../bin/forkbox.js', import.meta.url));
+}
+
+/** The last `n` lines of the daemon's log, for error messages. */
+function logTail(path: string, n = 20): string {
+  try {
+    const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+    return lines.slice(-n).join('\n');
+  } catch {
+    return '(no daemon log)';
+  }
+}
+
+function startCommand(stateDir: string): string {
+  const isDefault = stateDir === '/var/lib/forkbox';
+  return `sudo forkbox${isDefault ? '' : ` --state-dir ${JSON.stringify(stateDir)}`} serve`;
+}
+
+export async function connectOrStartDaemon(opts: ConnectOptions): Promise<DaemonClient> {
+  const socketPath = socketPathFor(opts.stateDir);
+  const client = createDaemonClient({ socketPath });
+  if (await client.health()) return client;
+
+  const isRoot = process.getuid?.() === 0;
+  if (!opts.allowStart || !isRoot) {
+    client.close();
+    const why = isRoot ? '' : ' (starting it needs root)';
+    throw new ForkboxError(
+      'unavailable',
+      `no forkbox daemon answers on ${socketPath}${why}. Start it with '${startCommand(opts.stateDir)}' and retry.`,
+      { socketPath, stateDir: opts.stateDir },
+    );
+  }
+
+  mkdirSync(opts.stateDir, { recursive: true, mode: 0o755 });
+  const logPath = join(opts.stateDir, DAEMON_LOG_NAME);
+  const entry = opts.entry ?? defaultEntry();
+  if (!existsSync(entry)) {
+    client.close();
+    throw new ForkboxError(
+      'internal',
+      `cannot find the forkbox executable at ${entry} to start the daemon.`,
+      { entry },
+    );
+  }
+  opts.log.info({ stateDir: opts.stateDir, log: logPath }, 'starting the forkbox daemon');
+  // The daemon must outlive this process: its own session (detached), no stdin, output to a log file (a
+  // pipe to us would die with us, and in stdio MCP mode our stdout is the protocol channel).
+  const fd = openSync(logPath, 'a', 0o640);
+  let exited: { code: number | null; signal: string | null } | undefined;
+  try {
+    const child = spawn(process.execPath, [entry, '--state-dir', opts.stateDir, 'serve'], {
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      env: process.env,
+    });
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+    });
+    child.once('error', (e) => {
+      exited = { code: null, signal: e.message };
+    });
+    child.unref();
+  } finally {
+    closeSync(fd);
+  }
+
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 15_000);
+  while (Date.now() < deadline) {
+    if (await client.health(500)) {
+      opts.log.debug({ socketPath }, 'forkbox daemon is up');
+      return client;
+    }
+    if (exited) {
+      // Another process may have won the race to start the daemon: ours then exits on the lock.
+      if (await client.health(500)) return client;
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  client.close();
+  const how = exited
+    ? `it exited (${exited.code ?? exited.signal})`
+    : `it did not answer within ${opts.startTimeoutMs ?? 15_000} ms`;
+  throw new ForkboxError(
+    'unavailable',
+    `started the forkbox daemon but ${how}. Last lines of ${logPath}:\n${logTail(logPath)}\nFix the cause, or run '${startCommand(opts.stateDir)}' in the foreground to see it.`,
+    { socketPath, log: logPath },
+  );
+}

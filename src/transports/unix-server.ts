@@ -1,0 +1,144 @@
+/**
+ * Serve a Hono app on a Unix socket (the daemon's local API).
+ *
+ * Access control is the socket's file mode: 0660, owned by the daemon's user (root) and its group, so only
+ * root and members of that group can drive the daemon. The socket is bound inside a fresh 0700 directory,
+ * chmod'ed, and only then renamed into place: binding at the final path and chmod'ing afterwards would
+ * leave a window in which any local user could connect (with the umask's mode) and keep that connection.
+ */
+import { mkdtempSync, renameSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
+import { chmod, chown, lstat, unlink } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { connect } from 'node:net';
+import { dirname, join } from 'node:path';
+import { createAdaptorServer } from '@hono/node-server';
+import { ForkboxError } from '../domain/errors.ts';
+
+export interface UnixServer {
+  readonly socketPath: string;
+  /** Stop accepting, finish in-flight requests (up to `graceMs`), then drop the rest and remove the socket. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface ServeUnixOptions {
+  /** File mode of the socket; default 0o660. */
+  mode?: number;
+  /** Group owning the socket (e.g. a `forkbox` group); default: the daemon's group. */
+  gid?: number;
+}
+
+interface FetchApp {
+  fetch: (request: Request, env?: unknown) => Response | Promise<Response>;
+}
+
+/** Linux sun_path holds 108 bytes including the NUL. */
+const MAX_SOCKET_PATH = 107;
+
+function probe(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** Remove a socket file left by a daemon that died; refuse if someone still answers on it or it is not a socket. */
+async function removeStale(path: string): Promise<void> {
+  let st: Awaited<ReturnType<typeof lstat>>;
+  try {
+    st = await lstat(path);
+  } catch {
+    return;
+  }
+  if (!st.isSocket()) {
+    throw new ForkboxError(
+      'conflict',
+      `${path} exists and is not a socket. Move it away, then start the daemon again.`,
+      { path },
+    );
+  }
+  if (await probe(path)) {
+    throw new ForkboxError(
+      'conflict',
+      `another process already serves ${path}. Stop it first (is 'forkbox serve' running?).`,
+      {
+        path,
+      },
+    );
+  }
+  await unlink(path);
+}
+
+export async function serveUnix(
+  app: FetchApp,
+  socketPath: string,
+  opts: ServeUnixOptions = {},
+): Promise<UnixServer> {
+  await removeStale(socketPath);
+  const dir = dirname(socketPath);
+  // mkdtemp creates the directory with mode 0700: nobody but us can reach the socket until it is renamed.
+  const tmpDir = mkdtempSync(join(dir, '.sock-'));
+  const tmpPath = join(tmpDir, 's');
+  if (Buffer.byteLength(tmpPath) > MAX_SOCKET_PATH || Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
+    rmdirSync(tmpDir);
+    throw new ForkboxError(
+      'invalid_argument',
+      `socket path ${socketPath} is too long for a Unix socket (limit ~100 bytes). Use a shorter --state-dir.`,
+      { path: socketPath },
+    );
+  }
+
+  const server = createAdaptorServer({ fetch: app.fetch as never }) as Server;
+  // Clients keep connections alive between calls; closing idle ones after Node's default 5 s makes a
+  // client that reuses one at that moment see a reset. A minute covers a CLI session's pauses.
+  server.keepAliveTimeout = 60_000;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(tmpPath, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    await chmod(tmpPath, opts.mode ?? 0o660);
+    if (opts.gid !== undefined) await chown(tmpPath, process.getuid?.() ?? 0, opts.gid);
+    renameSync(tmpPath, socketPath);
+  } catch (e) {
+    server.close();
+    try {
+      unlinkSync(tmpPath);
+    } catch {}
+    throw e;
+  } finally {
+    try {
+      rmdirSync(tmpDir);
+    } catch {}
+  }
+  const ino = statSync(socketPath).ino;
+
+  let closing: Promise<void> | undefined;
+  return {
+    socketPath,
+    close(graceMs = 5000) {
+      closing ??= new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        // Keep-alive connections with no request in flight would hold close() open for nothing.
+        server.closeIdleConnections();
+      }).then(() => {
+        // Remove the socket only if it is still ours (a new daemon may have replaced it).
+        try {
+          if (statSync(socketPath).ino === ino) unlinkSync(socketPath);
+        } catch {}
+      });
+      return closing;
+    },
+  };
+}

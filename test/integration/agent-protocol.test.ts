@@ -1,0 +1,551 @@
+/**
+ * Runs the real Python agent on the host (no sandbox) against a host-side unix socket, and drives it
+ * through agent-connection.ts: every operation of docs/AGENT-PROTOCOL.md, plus reconnection.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ForkboxError } from '../../src/domain/errors.ts';
+import {
+  type AgentConnection,
+  type AgentEvent,
+  createAgentConnection,
+  readHello,
+} from '../../src/runtimes/native/agent-connection.ts';
+import { encodeFrame } from '../../src/runtimes/native/agent-frame.ts';
+
+const AGENT = fileURLToPath(new URL('../../src/agent/agent.py', import.meta.url));
+// FORKBOX_TEST_PYTHON picks another interpreter (the agent supports Python >= 3.8).
+const PYTHON = process.env.FORKBOX_TEST_PYTHON ?? 'python3';
+const hasPython = spawnSync(PYTHON, ['--version']).status === 0;
+
+interface Host {
+  server: net.Server;
+  next(): Promise<net.Socket>;
+}
+
+function listen(path: string): Promise<Host> {
+  const waiting: ((s: net.Socket) => void)[] = [];
+  const queued: net.Socket[] = [];
+  const server = net.createServer((s) => {
+    const w = waiting.shift();
+    if (w) w(s);
+    else queued.push(s);
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () =>
+      resolve({
+        server,
+        next: () => {
+          const s = queued.shift();
+          return s ? Promise.resolve(s) : new Promise((r) => waiting.push(r));
+        },
+      }),
+    );
+  });
+}
+
+function closeServer(server: net.Server): Promise<void> {
+  return new Promise((r) => server.close(() => r()));
+}
+
+async function accept(host: Host): Promise<{ conn: AgentConnection; socket: net.Socket }> {
+  const socket = await host.next();
+  const hello = await readHello(socket, 5000);
+  return { conn: createAgentConnection(socket, hello), socket };
+}
+
+interface ExecOutcome {
+  result: Record<string, unknown>;
+  stdout: Buffer;
+  stderr: Buffer;
+  events: AgentEvent[];
+}
+
+function runExec(
+  conn: AgentConnection,
+  args: Record<string, unknown>,
+  onStarted?: (id: number, pid: number) => void,
+) {
+  const events: AgentEvent[] = [];
+  const handle = conn.stream('exec', args, {
+    onEvent: (ev) => {
+      events.push(ev);
+      if (ev.kind === 'started' && onStarted && ev.pid !== undefined) onStarted(handle.id, ev.pid);
+    },
+  });
+  const done = handle.done.then(
+    (r): ExecOutcome => ({
+      result: r.result,
+      stdout: Buffer.concat(events.filter((e) => e.kind === 'stdout').map((e) => e.body)),
+      stderr: Buffer.concat(events.filter((e) => e.kind === 'stderr').map((e) => e.body)),
+      events,
+    }),
+  );
+  return { id: handle.id, done };
+}
+
+async function repl(conn: AgentConnection, code: string, extra: Record<string, unknown> = {}) {
+  return (await conn.request('repl.eval', { code, ...extra })).result as {
+    ok: boolean;
+    value: string | null;
+    stdout: string;
+    stderr: string;
+    error: { type: string; message: string; traceback: string } | null;
+    timed_out: boolean;
+    interrupted: boolean;
+    restarted: boolean;
+    truncated: boolean;
+  };
+}
+
+function processesInGroup(pgid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z') out.push(Number(name));
+    } catch {
+      // process ended while we looked
+    }
+  }
+  return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function rejectsWith(p: Promise<unknown>, code: string, agentCode?: string): Promise<void> {
+  await assert.rejects(p, (e: unknown) => {
+    assert.ok(e instanceof ForkboxError, String(e));
+    assert.equal(e.code, code, e.message);
+    if (agentCode !== undefined) assert.equal(e.details?.agentCode, agentCode);
+    return true;
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('agent protocol (real agent on the host)', {
+  skip: hasPython ? false : 'python3 is not installed',
+}, () => {
+  let dir = '';
+  let sockPath = '';
+  let host: Host;
+  let agent: ChildProcess;
+  let conn: AgentConnection;
+  let socket: net.Socket;
+  let workerPid = 0;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'forkbox-agent-test-'));
+    sockPath = join(dir, 'ctl.sock');
+    host = await listen(sockPath);
+    agent = spawn(PYTHON, [AGENT], {
+      env: {
+        ...process.env,
+        FORKBOX_CTL_SOCKET: sockPath,
+        FORKBOX_ROLE: 'sandbox',
+        FORKBOX_SANDBOX_ID: 'test1',
+        FORKBOX_PREWARM: 'colorsys, json',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const socketP = host.next();
+    socket = await socketP;
+    const hello = await readHello(socket, 5000);
+    assert.equal(hello.sandboxId, 'test1');
+    assert.equal(hello.role, 'sandbox');
+    assert.equal(hello.reconnect, false);
+    assert.ok(hello.workerPid !== null && hello.workerPid > 0);
+    workerPid = hello.workerPid;
+    conn = createAgentConnection(socket, hello);
+  });
+
+  after(async () => {
+    conn?.close();
+    if (agent?.pid !== undefined && agent.exitCode === null) {
+      const exited = new Promise((r) => agent.once('exit', r));
+      agent.kill('SIGTERM');
+      await Promise.race([exited, sleep(5000)]);
+      if (agent.exitCode === null && agent.signalCode === null) agent.kill('SIGKILL');
+    }
+    if (workerPid && alive(workerPid)) process.kill(workerPid, 'SIGKILL');
+    if (host) await closeServer(host.server);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers ping', async () => {
+    const { result } = await conn.request('ping');
+    assert.equal(result.pong, true);
+    assert.equal(result.pid, agent.pid);
+  });
+
+  it('runs argv and cmd with exit codes, streams stdout/stderr', async () => {
+    const a = await runExec(conn, { argv: ['echo', 'hi there'] }).done;
+    assert.equal(a.stdout.toString(), 'hi there\n');
+    assert.equal(a.result.exit_code, 0);
+    assert.equal(a.result.signal, null);
+    const b = await runExec(conn, { cmd: 'echo out; echo err >&2; exit 3' }).done;
+    assert.equal(b.stdout.toString(), 'out\n');
+    assert.equal(b.stderr.toString(), 'err\n');
+    assert.equal(b.result.exit_code, 3);
+    const c = await runExec(conn, { argv: ['pwd'], cwd: dir, env: { FOO: 'bar' } }).done;
+    assert.equal(c.stdout.toString(), `${dir}\n`);
+    const d = await runExec(conn, { cmd: 'echo $FOO', env: { FOO: 'bar' } }).done;
+    assert.equal(d.stdout.toString(), 'bar\n');
+    await rejectsWith(runExec(conn, { argv: ['no-such-command-xyz'] }).done, 'not_found');
+    await rejectsWith(runExec(conn, { argv: ['true'], cwd: join(dir, 'missing') }).done, 'not_found');
+    await rejectsWith(runExec(conn, { argv: [] }).done, 'invalid_argument', 'bad_request');
+  });
+
+  it('sends chunks with increasing seq, started first', async () => {
+    const r = await runExec(conn, { cmd: 'for i in 1 2 3; do echo $i; sleep 0.05; done' }).done;
+    assert.equal(r.events[0]?.kind, 'started');
+    assert.equal(typeof r.events[0]?.pid, 'number');
+    assert.deepEqual(
+      r.events.map((e) => e.seq),
+      r.events.map((_, i) => i),
+    );
+    assert.ok(r.events.filter((e) => e.kind === 'stdout').length >= 3);
+    assert.equal(r.stdout.toString(), '1\n2\n3\n');
+  });
+
+  it('feeds stdin through exec.stdin (binary-safe, eof closes it)', async () => {
+    const data = Buffer.from([0, 1, 2, 0xff, 0xfe, 10]);
+    const h = runExec(conn, { argv: ['cat'], stdin: true });
+    const w1 = await conn.request('exec.stdin', { exec_id: h.id, eof: false }, { body: data });
+    assert.equal(w1.result.written, data.length);
+    await conn.request('exec.stdin', { exec_id: h.id, eof: true }, { body: Buffer.from('end') });
+    const r = await h.done;
+    assert.deepEqual(r.stdout, Buffer.concat([data, Buffer.from('end')]));
+    assert.equal(r.result.exit_code, 0);
+    await rejectsWith(conn.request('exec.stdin', { exec_id: h.id, eof: true }), 'not_found');
+    const noStdin = await runExec(conn, { argv: ['cat'] }).done; // /dev/null: ends at once
+    assert.equal(noStdin.result.exit_code, 0);
+  });
+
+  it('reports signals, and exec.signal reaches the process group', async () => {
+    const r = await runExec(conn, { cmd: 'kill -TERM $$' }).done;
+    assert.equal(r.result.exit_code, null);
+    assert.equal(r.result.signal, 15);
+    let started: () => void = () => {};
+    const isStarted = new Promise<void>((res) => {
+      started = res;
+    });
+    const h = runExec(conn, { argv: ['sleep', '100'] }, () => started());
+    await isStarted;
+    await conn.request('exec.signal', { exec_id: h.id, signal: 9 });
+    const s = await h.done;
+    assert.equal(s.result.signal, 9);
+  });
+
+  it('timeout kills the whole process group', async () => {
+    const t0 = Date.now();
+    const r = await runExec(conn, { cmd: 'sleep 100 & sleep 100', timeout_ms: 300 }).done;
+    assert.equal(r.result.timed_out, true);
+    assert.equal(r.result.signal, 9);
+    assert.ok(Date.now() - t0 < 5000);
+    await sleep(100);
+    assert.deepEqual(processesInGroup(r.result.pid as number), []);
+  });
+
+  it('caps output and marks it truncated', async () => {
+    const r = await runExec(conn, { cmd: 'head -c 200000 /dev/zero; echo done >&2', max_output_bytes: 1000 })
+      .done;
+    assert.equal(r.stdout.length + r.stderr.length, 1000);
+    assert.equal(r.result.truncated, true);
+    assert.equal(r.result.exit_code, 0);
+  });
+
+  it('cancel kills a running exec', async () => {
+    const h = runExec(conn, { cmd: 'sleep 100' }, (id) => conn.cancel(id));
+    const r = await h.done;
+    assert.equal(r.result.cancelled, true);
+    assert.equal(r.result.signal, 9);
+  });
+
+  it('serves a file.read while a long exec runs', async () => {
+    writeFileSync(join(dir, 'c.txt'), 'concurrent');
+    let finished = false;
+    const h = runExec(conn, { cmd: 'sleep 1' });
+    void h.done.then(() => {
+      finished = true;
+    });
+    const r = await conn.request('file.read', { path: join(dir, 'c.txt') });
+    assert.equal(r.body.toString(), 'concurrent');
+    assert.equal(finished, false);
+    assert.equal((await h.done).result.exit_code, 0);
+  });
+
+  it('file write/read (binary, atomic, offset), list, stat, delete, mkdir, move and their errors', async () => {
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const f = join(dir, 'files', 'a.bin');
+    await rejectsWith(conn.request('file.write', { path: f }, { body: all }), 'not_found', 'not_found');
+    const w = await conn.request('file.write', { path: f, create_dirs: true, mode: 0o600 }, { body: all });
+    assert.equal(w.result.size, 256);
+    assert.deepEqual(readdirSync(join(dir, 'files')), ['a.bin']); // no temp file left behind
+    const r = await conn.request('file.read', { path: f });
+    assert.deepEqual(r.body, all);
+    assert.equal(r.result.size, 256);
+    assert.equal(r.result.mode, 0o600);
+    assert.equal(r.result.eof, true);
+    const part = await conn.request('file.read', { path: f, offset: 10, length: 5 });
+    assert.deepEqual(part.body, all.subarray(10, 15));
+    assert.equal(part.result.eof, false);
+    await conn.request('file.write', { path: f, append: true }, { body: Buffer.from('xyz') });
+    assert.equal(readFileSync(f).length, 259);
+    await rejectsWith(conn.request('file.read', { path: join(dir, 'nope') }), 'not_found', 'not_found');
+    await rejectsWith(conn.request('file.read', { path: dir }), 'invalid_argument', 'is_a_directory');
+    await rejectsWith(
+      conn.request('file.write', { path: dir }, { body: all }),
+      'invalid_argument',
+      'is_a_directory',
+    );
+    await rejectsWith(
+      conn.request('file.write', { path: join(f, 'x') }),
+      'invalid_argument',
+      'not_a_directory',
+    );
+
+    await conn.request('file.mkdir', { path: join(dir, 'files', 'sub', 'deep') });
+    await rejectsWith(
+      conn.request('file.mkdir', { path: join(dir, 'files', 'sub'), parents: false }),
+      'already_exists',
+    );
+    symlinkSync('a.bin', join(dir, 'files', 'link'));
+    const top = await conn.request('file.list', { path: join(dir, 'files') });
+    const names = (top.result.entries as { name: string; type: string }[]).map((e) => `${e.name}:${e.type}`);
+    assert.deepEqual(names, ['a.bin:file', 'link:symlink', 'sub:dir']);
+    assert.equal(top.result.truncated, false);
+    const rec = await conn.request('file.list', { path: join(dir, 'files'), recursive: true });
+    assert.ok(
+      (rec.result.entries as { path: string }[]).some((e) => e.path === join(dir, 'files', 'sub', 'deep')),
+    );
+    const lim = await conn.request('file.list', { path: join(dir, 'files'), recursive: true, limit: 2 });
+    assert.equal(lim.result.truncated, true);
+    await rejectsWith(conn.request('file.list', { path: f }), 'invalid_argument', 'not_a_directory');
+
+    const st = await conn.request('file.stat', { path: join(dir, 'files', 'link') });
+    assert.equal(st.result.type, 'symlink');
+    assert.equal(st.result.link_target, 'a.bin');
+    await rejectsWith(conn.request('file.stat', { path: join(dir, 'zzz') }), 'not_found');
+
+    writeFileSync(join(dir, 'files', 'b.txt'), 'b');
+    await rejectsWith(
+      conn.request('file.move', { from: join(dir, 'files', 'b.txt'), to: f }),
+      'already_exists',
+      'exists',
+    );
+    await conn.request('file.move', { from: join(dir, 'files', 'b.txt'), to: f, overwrite: true });
+    assert.equal(readFileSync(f, 'utf8'), 'b');
+    await conn.request('file.move', { from: f, to: join(dir, 'files', 'c.txt') });
+    await rejectsWith(conn.request('file.move', { from: f, to: join(dir, 'x') }), 'not_found');
+
+    await rejectsWith(
+      conn.request('file.delete', { path: join(dir, 'files', 'sub') }),
+      'invalid_argument',
+      'is_a_directory',
+    );
+    await conn.request('file.delete', { path: join(dir, 'files', 'link') });
+    await conn.request('file.delete', { path: join(dir, 'files', 'sub'), recursive: true });
+    assert.deepEqual(readdirSync(join(dir, 'files')), ['c.txt']);
+    await rejectsWith(conn.request('file.delete', { path: join(dir, 'files', 'sub') }), 'not_found');
+  });
+
+  it('repl keeps state, returns values, survives errors and SystemExit, captures subprocess output', async () => {
+    assert.equal((await repl(conn, "import sys\n'colorsys' in sys.modules")).value, 'True'); // FORKBOX_PREWARM
+    assert.equal((await repl(conn, 'x = 41\nx + 1')).value, '42');
+    const err = await repl(conn, '1/0');
+    assert.equal(err.ok, false);
+    assert.equal(err.error?.type, 'ZeroDivisionError');
+    assert.match(err.error?.traceback ?? '', /1\/0/);
+    assert.doesNotMatch(err.error?.traceback ?? '', /worker\.py/);
+    assert.equal((await repl(conn, 'x')).value, '41');
+    const ex = await repl(conn, 'raise SystemExit(3)');
+    assert.equal(ex.error?.type, 'SystemExit');
+    assert.equal(ex.restarted, false);
+    assert.equal((await repl(conn, 'x')).value, '41');
+    assert.equal((await repl(conn, 'None')).value, null);
+    const out = await repl(
+      conn,
+      "import os, sys\nprint('py')\nos.system('echo hi')\nsys.stderr.write('e\\n')\n_ = 1",
+    );
+    assert.equal(out.stdout, 'py\nhi\n');
+    assert.equal(out.stderr, 'e\n');
+    assert.equal(out.value, null);
+    const big = await repl(conn, "print('y' * 1_500_000)", { max_output_bytes: 2_000_000 });
+    assert.equal(big.stdout.length, 1_500_001); // the result travels in the body (over the header limit)
+    const cut = await repl(conn, "print('z' * 5000)", { max_output_bytes: 100 });
+    assert.equal(cut.stdout.length, 100);
+    assert.equal(cut.truncated, true);
+  });
+
+  it('repl timeout interrupts an infinite loop and keeps state; restart loses it', async () => {
+    const t0 = Date.now();
+    const r = await repl(conn, 'while True:\n    pass', { timeout_ms: 300 });
+    assert.equal(r.timed_out, true);
+    assert.equal(r.interrupted, true);
+    assert.equal(r.restarted, false);
+    assert.equal(r.error?.type, 'KeyboardInterrupt');
+    assert.ok(Date.now() - t0 < 2000);
+    assert.equal((await repl(conn, 'x')).value, '41');
+    const stuck = await repl(
+      conn,
+      'import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass',
+      {
+        timeout_ms: 200,
+      },
+    );
+    assert.equal(stuck.restarted, true);
+    assert.equal(stuck.timed_out, true);
+    await repl(conn, 'x = 41');
+    // repl.interrupt stops a running eval; cancel of a queued one removes it before it starts.
+    const running = repl(conn, 'import time\ntime.sleep(30)');
+    const queued = conn.stream('repl.eval', { code: 'x = 0' }, {});
+    await sleep(200);
+    assert.equal((await conn.request('stats')).result.repl_busy, true);
+    conn.cancel(queued.id);
+    await conn.request('repl.interrupt');
+    const ir = await running;
+    assert.equal(ir.interrupted, true);
+    assert.equal(ir.timed_out, false);
+    assert.equal(ir.error?.type, 'KeyboardInterrupt');
+    const qr = (await queued.done).result as { error: { type: string } | null };
+    assert.equal(qr.error?.type, 'Cancelled');
+    assert.equal((await repl(conn, 'x')).value, '41');
+    const before = (await conn.request('stats')).result.worker_pid;
+    const rs = await conn.request('repl.restart');
+    assert.notEqual(rs.result.worker_pid, before);
+    workerPid = rs.result.worker_pid as number;
+    const gone = await repl(conn, 'x');
+    assert.equal(gone.error?.type, 'NameError');
+    await repl(conn, 'x = 41');
+  });
+
+  it('fork: become_child turns a forked copy of the worker into an agent that keeps the REPL state', async () => {
+    // The real forking module (namespaces, pivot_root) needs a sandbox; this stand-in only forks, so the
+    // agent side of the contract (become_child, hello, adopt the worker after welcome) runs on the host.
+    const fakeForking = [
+      'import os',
+      'def fork_children(children, become_child, skip_fds=()):',
+      '    out = []',
+      '    for i, spec in enumerate(children):',
+      '        pid = os.fork()',
+      '        if pid == 0:',
+      '            become_child(dict(spec, fork_index=i))',
+      "        out.append({'sandbox_id': spec['sandbox_id'], 'ok': True, 'pid': pid})",
+      '    return out',
+    ].join('\n');
+    await repl(
+      conn,
+      `import sys, types\n_m = types.ModuleType('forking')\nexec(${JSON.stringify(fakeForking)}, _m.__dict__)\nsys.modules['forking'] = _m\nforked_value = [1, 2, 3]`,
+    );
+    const childSock = join(dir, 'child.sock');
+    const childHost = await listen(childSock);
+    const childEnv = { FORKBOX_CTL_SOCKET: childSock };
+    const res = await conn.request('fork', {
+      children: [{ sandbox_id: 'child1', nonce: 'n1', hostname: 'c1', root: '/', inbox: dir, env: childEnv }],
+    });
+    const kids = res.result.children as { sandbox_id: string; ok: boolean; pid: number }[];
+    assert.equal(kids.length, 1);
+    assert.equal(kids[0]?.ok, true);
+    const childPid = kids[0]?.pid as number;
+    let childWorker = 0;
+    try {
+      const child = await accept(childHost);
+      assert.equal(child.conn.hello.sandboxId, 'child1');
+      assert.equal(child.conn.hello.nonce, 'n1');
+      assert.equal(child.conn.hello.reconnect, false);
+      assert.equal((await child.conn.request('ping')).result.pid, childPid);
+      const v = await repl(
+        child.conn,
+        'import os\n(forked_value, x, os.environ["FORKBOX_SANDBOX_ID"], os.environ["FORKBOX_PARENT_ID"], os.environ["FORKBOX_FORK_INDEX"], "FORKBOX_NONCE" in os.environ)',
+      );
+      assert.equal(v.value, "([1, 2, 3], 41, 'child1', 'test1', '0', False)");
+      childWorker = (await child.conn.request('stats')).result.worker_pid as number;
+      assert.ok(childWorker > 0 && childWorker !== workerPid);
+      await repl(child.conn, 'forked_value.append(4)');
+      assert.equal((await repl(conn, 'forked_value')).value, '[1, 2, 3]'); // the source's copy is its own
+      const e = await runExec(child.conn, { argv: ['echo', 'from child'] }).done;
+      assert.equal(e.stdout.toString(), 'from child\n');
+      child.conn.close();
+    } finally {
+      for (const pid of [childPid, childWorker]) if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL');
+      await closeServer(childHost.server);
+    }
+  });
+
+  it('drops the connection on a malformed frame from the host, then reconnects', async () => {
+    const closed = new Promise<ForkboxError>((r) => conn.on('close', r));
+    const pending = conn.request('exec', { cmd: 'sleep 5' });
+    socket.write(Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0x7b])); // header length 1: out of bounds
+    await rejectsWith(pending, 'sandbox_gone');
+    assert.equal((await closed).code, 'sandbox_gone');
+    ({ conn, socket } = await accept(host));
+    assert.equal(conn.hello.reconnect, true);
+    assert.equal((await conn.request('ping')).result.pong, true);
+    assert.equal((await repl(conn, 'x')).value, '41');
+  });
+
+  it('reconnects to a new server on the same path and keeps its REPL state', async () => {
+    await repl(conn, 'y = "kept"');
+    conn.close();
+    await closeServer(host.server);
+    rmSync(sockPath, { force: true });
+    await sleep(150); // the agent is now retrying with backoff
+    host = await listen(sockPath);
+    ({ conn, socket } = await accept(host));
+    assert.equal(conn.hello.reconnect, true);
+    assert.equal(conn.hello.workerPid, workerPid);
+    assert.equal((await repl(conn, 'y')).value, "'kept'");
+  });
+
+  it('host side: a malformed frame from an agent rejects its requests with agent_protocol', async () => {
+    const fakePath = join(dir, 'fake.sock');
+    const fakeHost = await listen(fakePath);
+    const client = net.connect(fakePath);
+    const hello = {
+      t: 'hello',
+      v: 1,
+      role: 'sandbox',
+      sandbox_id: 'fake',
+      nonce: '',
+      agent_version: 'x',
+      worker_pid: null,
+      reconnect: false,
+    };
+    client.write(encodeFrame(hello));
+    const fake = await accept(fakeHost);
+    const p = fake.conn.request('ping');
+    const p2 = fake.conn.request('ping');
+    client.write(encodeFrame({ t: 'res', id: 1, ok: 'yes' }));
+    await rejectsWith(p, 'agent_protocol');
+    await rejectsWith(p2, 'agent_protocol');
+    assert.equal(fake.conn.closed, true);
+    client.destroy();
+    await closeServer(fakeHost.server);
+  });
+
+  it('shuts down on SIGTERM and takes its worker with it', async () => {
+    const exited = new Promise<number | null>((r) => agent.once('exit', (code) => r(code)));
+    agent.kill('SIGTERM');
+    assert.equal(await exited, 0);
+    await sleep(100);
+    assert.equal(alive(workerPid), false);
+  });
+});

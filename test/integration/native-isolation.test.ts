@@ -1,0 +1,129 @@
+/**
+ * Isolation of native sandboxes, each claim against the real runtime: host files and processes,
+ * other sandboxes, the host's loopback, uid mapping, /proc, capabilities, and symlink planting.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, statSync } from 'node:fs';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import type { ForkboxApi } from '../../src/service/api.ts';
+import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+
+const skip = nativeUnavailable();
+
+describe('native sandbox isolation', { skip: skip ?? false }, () => {
+  let fx: NativeFixture;
+  let api: ForkboxApi;
+  let a: string;
+  let b: string;
+  const sh = async (id: string, cmd: string) => api.exec(id, { cmd, timeoutSeconds: 20 });
+
+  before(async () => {
+    fx = await openNative();
+    api = fx.opened.api;
+    a = (await api.createSandbox({ name: 'iso-a' })).id;
+    b = (await api.createSandbox({ name: 'iso-b' })).id;
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  it('cannot see host files', async () => {
+    const r = await sh(
+      a,
+      `test -e ${process.cwd()}/package.json && echo visible; ls -A /root; test -e ${fx.stateDir} && echo state`,
+    );
+    assert.doesNotMatch(r.stdout, /visible|state/);
+    assert.doesNotMatch(r.stdout, /\.npm|\.pyenv/, 'the host /root is not the sandbox /root');
+  });
+
+  it('cannot see host processes or other sandboxes’ processes', async () => {
+    await api.startExec(b, { argv: ['sleep', '4242'] });
+    const r = await sh(a, 'ps -eo pid,comm --no-headers');
+    const procs = r.stdout.trim().split('\n');
+    assert.ok(procs.length <= 6, `only the sandbox's own processes: ${r.stdout}`);
+    assert.doesNotMatch(r.stdout, /node|sleep|runc|systemd/);
+    assert.match(r.stdout, /^\s*1 python3/m, 'the agent is PID 1');
+  });
+
+  it('cannot see other sandboxes’ files, /dev/shm or terminals', async () => {
+    await sh(a, 'echo secret > /tmp/a-file; echo shm > /dev/shm/a-shm');
+    await api.runCode(a, { code: 'import os\n_pty = os.openpty()' });
+    const ptysA = (await sh(a, 'ls /dev/pts')).stdout;
+    assert.match(ptysA, /\b0\b/, 'a has a pty');
+    const r = await sh(b, 'cat /tmp/a-file; ls /dev/shm; ls /dev/pts');
+    assert.doesNotMatch(r.stdout, /secret|a-shm/);
+    assert.equal(r.stdout.trim(), 'ptmx', 'b sees only its own (empty) devpts');
+  });
+
+  it('cannot reach a TCP server on the host loopback', async () => {
+    const server = net.createServer((s) => s.end('hello from host\n'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const r = await sh(
+        a,
+        `python3 -c "import socket; s=socket.create_connection(('127.0.0.1', ${port}), timeout=2); print(s.recv(100))"`,
+      );
+      assert.notEqual(r.exitCode, 0);
+      assert.match(r.stderr, /Connection refused|timed out|unreachable/);
+      assert.doesNotMatch(r.stdout, /hello from host/);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('is root inside but an unprivileged uid on the host', async () => {
+    assert.equal((await sh(a, 'id -u')).stdout.trim(), '0');
+    const pids = readFileSync(`/sys/fs/cgroup/pids/forkbox/sandboxes/${a}/cgroup.procs`, 'utf8')
+      .trim()
+      .split('\n');
+    assert.ok(pids.length >= 2, 'agent and REPL worker are in the sandbox cgroup');
+    for (const pid of pids) {
+      const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+      assert.equal(uid, '100000', `host pid ${pid} runs as host uid 100000`);
+    }
+  });
+
+  it('cannot write /proc/sysrq-trigger or read /proc/kcore', async () => {
+    const r = await sh(
+      a,
+      'echo h > /proc/sysrq-trigger; echo rc1=$?; head -c 16 /proc/kcore > /dev/null; echo rc2=$?',
+    );
+    assert.match(r.stdout, /rc1=[1-9]/);
+    assert.match(r.stdout, /rc2=[1-9]/);
+  });
+
+  it('runs commands without CAP_SYS_ADMIN and with no ambient capabilities anywhere', async () => {
+    const m = await sh(a, 'mkdir -p /mnt/x && mount -t tmpfs none /mnt/x; echo rc=$?');
+    assert.match(m.stdout, /rc=[1-9]/);
+    const caps = await sh(
+      a,
+      'grep -h CapBnd /proc/self/status; grep -h CapAmb /proc/[0-9]*/status | sort -u',
+    );
+    const bnd = BigInt(`0x${/CapBnd:\s*([0-9a-f]+)/.exec(caps.stdout)?.[1] ?? '0'}`);
+    assert.equal(bnd & (1n << 21n), 0n, 'CAP_SYS_ADMIN dropped from the bounding set');
+    assert.equal(bnd & (1n << 12n), 0n, 'CAP_NET_ADMIN dropped');
+    const amb = caps.stdout.split('\n').filter((l) => l.startsWith('CapAmb'));
+    assert.deepEqual([...new Set(amb)], ['CapAmb:\t0000000000000000']);
+    const nnp = await sh(a, 'grep NoNewPrivs /proc/self/status');
+    assert.match(nnp.stdout, /NoNewPrivs:\s*1/);
+  });
+
+  it('cannot plant a symlink where the host chmods, chowns or mounts', async () => {
+    const before = statSync('/etc/passwd');
+    const r = await sh(
+      a,
+      'ln -s /etc/passwd /.forkbox/inbox/evil; echo rc1=$?; rm -f /.forkbox/inbox/ctl.sock; echo rc2=$?; ln -sf /etc/passwd /.forkbox/inbox/ctl.sock; echo rc3=$?; touch /.forkbox/bin/x; echo rc4=$?',
+    );
+    assert.match(r.stdout, /rc1=[1-9]/);
+    assert.match(r.stdout, /rc2=[1-9]/);
+    assert.match(r.stdout, /rc3=[1-9]/);
+    assert.match(r.stdout, /rc4=[1-9]/);
+    // The sandbox keeps working through its control socket, and the host file is untouched.
+    assert.equal((await sh(a, 'true')).exitCode, 0);
+    const after = statSync('/etc/passwd');
+    assert.equal(after.mode, before.mode);
+    assert.equal(after.uid, before.uid);
+  });
+});

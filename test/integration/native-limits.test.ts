@@ -1,0 +1,99 @@
+/**
+ * Limits of native sandboxes against the real kernel: memory, pids, timeouts, output caps, and no
+ * process left behind after a kill.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import type { ForkboxApi } from '../../src/service/api.ts';
+import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+
+const skip = nativeUnavailable();
+
+function hostPgrep(pattern: string): string {
+  try {
+    return execFileSync('pgrep', ['-af', pattern], { encoding: 'utf8' }).trim();
+  } catch {
+    return '';
+  }
+}
+
+describe('native sandbox limits', { skip: skip ?? false }, () => {
+  let fx: NativeFixture;
+  let api: ForkboxApi;
+
+  before(async () => {
+    fx = await openNative();
+    api = fx.opened.api;
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  it('ends a memory bomb with out-of-memory and keeps the sandbox usable', async () => {
+    const { id } = await api.createSandbox({ memoryMb: 128 });
+    const r = await api.exec(id, {
+      argv: ['python3', '-c', 'x = bytearray(600 * 1024 * 1024); print("survived")'],
+      timeoutSeconds: 60,
+    });
+    assert.equal(r.oomKilled, true, JSON.stringify(r));
+    assert.equal(r.signal, 9);
+    assert.doesNotMatch(r.stdout, /survived/);
+    assert.equal((await api.exec(id, { argv: ['echo', 'still here'] })).stdout, 'still here\n');
+    // In the REPL too: the worker is killed and restarted, and the result says so.
+    const repl = await api.runCode(id, { code: 'big = bytearray(600 * 1024 * 1024)', timeoutSeconds: 60 });
+    assert.equal(repl.ok, false);
+    assert.equal(repl.oomKilled, true, JSON.stringify(repl));
+    assert.equal((await api.runCode(id, { code: '2 + 2' })).value, '4');
+  });
+
+  it('contains a fork bomb with the pids limit and the host stays responsive', async () => {
+    const { id } = await api.createSandbox({ pids: 64 });
+    const started = Date.now();
+    const r = await api.exec(id, { cmd: 'bomb() { bomb | bomb & }; bomb', timeoutSeconds: 3 });
+    assert.ok(Date.now() - started < 30000);
+    const usage = await api.getSandbox(id, { usage: true });
+    assert.ok((usage.usage?.pids ?? 0) <= 64, `pids ${usage.usage?.pids}`);
+    // The host answers meanwhile and the sandbox can be killed.
+    execFileSync('true');
+    void r;
+    await api.killSandbox(id);
+    assert.equal((await api.getSandbox(id)).state, 'killed');
+  });
+
+  it('kills a command past its timeout together with its children', async () => {
+    const { id } = await api.createSandbox({});
+    const r = await api.exec(id, { cmd: 'sleep 3131 & sleep 3132; echo never', timeoutSeconds: 1 });
+    assert.equal(r.timedOut, true);
+    assert.doesNotMatch(r.stdout, /never/);
+    const ps = await api.exec(id, { cmd: 'ps -eo comm,args --no-headers' });
+    assert.doesNotMatch(ps.stdout, /sleep 313/);
+  });
+
+  it('caps a flood of output with a truncation marker', async () => {
+    const { id } = await api.createSandbox({});
+    const r = await api.exec(id, { cmd: 'yes forkbox | head -c 20000000', maxOutputBytes: 100_000 });
+    assert.equal(r.truncated, true);
+    assert.ok(r.stdout.length < 110_000, `stdout ${r.stdout.length} bytes`);
+    assert.match(r.stdout, /\[forkbox: output truncated after 100000 bytes/);
+    assert.equal(r.exitCode, 0);
+  });
+
+  it('leaves no process behind on the host after a kill', async () => {
+    const { id } = await api.createSandbox({});
+    await api.exec(id, {
+      cmd: 'nohup sleep 1717 >/dev/null 2>&1 & setsid sleep 1718 >/dev/null 2>&1 & echo ok',
+    });
+    assert.match(hostPgrep('sleep 171[78]'), /sleep 1717/);
+    await api.killSandbox(id);
+    assert.equal(hostPgrep('sleep 171[78]'), '');
+  });
+
+  it('refuses a create that would overcommit host memory, naming the limit', async () => {
+    await assert.rejects(api.createSandbox({ memoryMb: 1024 * 1024 }), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'resource_exhausted');
+      assert.match(e.message, /FORKBOX_OVERCOMMIT_RATIO/);
+      return true;
+    });
+  });
+});

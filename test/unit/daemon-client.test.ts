@@ -1,0 +1,261 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type ForkboxError, isForkboxError } from '../../src/domain/errors.ts';
+import { createLocalApp } from '../../src/protocol/rest/local-app.ts';
+import type { ProgressEvent } from '../../src/service/api.ts';
+import type { ExecOutputChunk } from '../../src/service/ports.ts';
+import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { connectOrStartDaemon } from '../../src/transports/daemon-launcher.ts';
+import { serveUnix, type UnixServer } from '../../src/transports/unix-server.ts';
+import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+
+async function rejectsWith(p: Promise<unknown>, code: string, message?: RegExp): Promise<ForkboxError> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(isForkboxError(e), `expected a ForkboxError, got ${String(e)}`);
+    assert.equal(e.code, code, e.message);
+    if (message) assert.match(e.message, message);
+    return e;
+  }
+  assert.fail(`expected a ${code} error`);
+}
+
+const silentLog = { info() {}, debug() {}, warn() {} };
+
+describe('daemon client over a unix socket', () => {
+  let dir: string;
+  let server: UnixServer;
+  let client: DaemonClient;
+  let api: FakeApi;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'fbx-client-'));
+    api = createFakeApi();
+    server = await serveUnix(createLocalApp(api, { version: 't' }), join(dir, 'forkbox.sock'));
+    client = createDaemonClient({ socketPath: join(dir, 'forkbox.sock') });
+  });
+  after(async () => {
+    client.close();
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('creates the socket with mode 0660 and answers /healthz', async () => {
+    const st = statSync(join(dir, 'forkbox.sock'));
+    assert.ok(st.isSocket());
+    assert.equal(st.mode & 0o777, 0o660);
+    assert.equal(await client.health(), true);
+    assert.equal((await client.status()).runtime, 'fake');
+  });
+
+  it('round-trips sandbox lifecycle calls', async () => {
+    const sb = await client.createSandbox({ name: 'one', cpus: 0.5, labels: { k: 'v' } });
+    assert.equal(sb.name, 'one');
+    assert.equal(sb.limits.cpus, 0.5);
+    assert.equal((await client.listSandboxes({ labels: { k: 'v' } })).length, 1);
+    assert.deepEqual(api.calls.at(-1), { method: 'listSandboxes', args: [{ labels: { k: 'v' } }] });
+    assert.equal((await client.getSandbox('one', { usage: true })).usage?.diskBytes, 4);
+    assert.equal((await client.pauseSandbox('one')).state, 'paused');
+    assert.equal((await client.resumeSandbox('one')).state, 'running');
+    assert.ok((await client.extendSandbox('one', 10)).expiresAt);
+  });
+
+  it('maps error bodies back to ForkboxError with the same code and details', async () => {
+    const e = await rejectsWith(client.getSandbox('ghost'), 'not_found', /no sandbox 'ghost'/);
+    assert.deepEqual(e.details, { sandbox: 'ghost' });
+    await rejectsWith(client.createSandbox({ image: 'missing' }), 'not_found', /images build debian/);
+    await rejectsWith(client.createSandbox({ memoryMb: -1 }), 'invalid_argument', /memoryMb/);
+    await rejectsWith(client.exec('one', { argv: ['fail'] }), 'busy');
+    await rejectsWith(
+      client.exec('one', { argv: ['fail'] }, () => {}),
+      'busy',
+    );
+  });
+
+  it('streams exec output chunk by chunk, with stdin and binary-safe data', async () => {
+    const chunks: ExecOutputChunk[] = [];
+    const o = await client.exec('one', { argv: ['echo', 'a b'], stdin: Buffer.from([0, 1, 255]) }, (c) =>
+      chunks.push(c),
+    );
+    assert.equal(o.exitCode, 0);
+    assert.equal(chunks.length, 2);
+    assert.equal(chunks[0]?.stream, 'stdout');
+    assert.equal(chunks[0]?.data.toString(), 'echo a b\n');
+    assert.deepEqual([...(chunks[1]?.data ?? [])], [0, 1, 255]);
+    const plain = await client.exec('one', { cmd: 'true' });
+    assert.equal(plain.stdout, 'sh -c true\n');
+    const killed = await client.exec('one', { argv: ['killed'] }, () => {});
+    assert.equal(killed.signal, 9);
+
+    // A failure after output started: the chunk arrives, then the error with its code.
+    const seen: string[] = [];
+    await rejectsWith(
+      client.exec('one', { argv: ['die'] }, (c) => seen.push(c.data.toString())),
+      'sandbox_gone',
+    );
+    assert.deepEqual(seen, ['partial\n']);
+  });
+
+  it('round-trips background execs', async () => {
+    const rec = await client.startExec('one', { argv: ['cat'], stdin: true });
+    const p = await client.pollExec('one', rec.id, { afterSeq: 2, waitMs: 5 });
+    assert.equal(p.nextSeq, 4);
+    assert.equal(p.chunks[0]?.data, 'hi');
+    await client.writeExecStdin('one', rec.id, Buffer.from([9, 8, 7]), true);
+    const call = api.calls.at(-1);
+    assert.equal(call?.method, 'writeExecStdin');
+    assert.deepEqual([...((call?.args[2] as Buffer | undefined) ?? [])], [9, 8, 7]);
+    assert.equal(call?.args[3], true);
+    assert.equal((await client.cancelExec('one', rec.id)).state, 'cancelled');
+    assert.equal((await client.listExecs('one')).length, 1);
+  });
+
+  it('runs code and resets', async () => {
+    const r = await client.runCode('one', { code: 'x' });
+    assert.equal(r.value, '42');
+    const bad = await client.runCode('one', { code: 'raise' });
+    assert.equal(bad.ok, false);
+    await client.resetCode('one');
+    assert.equal(api.calls.at(-1)?.method, 'resetCode');
+  });
+
+  it('moves binary file content intact, with offsets and the full size', async () => {
+    const data = Buffer.alloc(300_000);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 7) & 0xff;
+    assert.deepEqual(await client.writeFile('one', '/data/x.bin', data, { mode: 0o600, createDirs: true }), {
+      size: data.length,
+    });
+    assert.deepEqual(api.calls.at(-1)?.args[2], { mode: 0o600, createDirs: true });
+    const whole = await client.readFile('one', '/data/x.bin');
+    assert.equal(whole.size, data.length);
+    assert.ok(whole.data.equals(data));
+    const part = await client.readFile('one', '/data/x.bin', { offset: 1000, length: 10 });
+    assert.equal(part.size, data.length);
+    assert.ok(part.data.equals(data.subarray(1000, 1010)));
+    assert.equal((await client.statFile('one', '/data/x.bin')).size, data.length);
+    assert.equal((await client.listFiles('one', '/data', { recursive: true })).entries.length, 1);
+    await client.moveFile('one', '/data/x.bin', '/data/y.bin', { overwrite: true });
+    await client.mkdir('one', '/m');
+    await client.deleteFile('one', '/data/y.bin');
+    await rejectsWith(client.readFile('one', '/data/y.bin'), 'not_found', /no file/);
+    await rejectsWith(client.statFile('one', '/nowhere'), 'not_found');
+  });
+
+  it('streams image progress and returns the record; maps stream errors', async () => {
+    const events: ProgressEvent[] = [];
+    const img = await client.buildImage({ distro: 'debian', packages: ['curl'] }, (e) => events.push(e));
+    assert.equal(img.name, 'debian-bookworm');
+    assert.deepEqual(
+      events.map((e) => e.phase),
+      ['download', 'download', 'shift'],
+    );
+    const imp = await client.importImage('mine', '/tmp/rootfs');
+    assert.equal(imp.source, 'import:/tmp/rootfs');
+    const ev: ProgressEvent[] = [];
+    await rejectsWith(
+      client.importImage('bad', '/tmp/bad', (e) => ev.push(e)),
+      'invalid_argument',
+      /not a rootfs/,
+    );
+    assert.equal(ev.length, 1);
+    assert.equal((await client.listImages()).length, 2);
+    await client.removeImage('mine');
+    await rejectsWith(client.removeImage('zzz'), 'not_found');
+    assert.deepEqual((await client.gc()).removedSandboxes, ['sb-old']);
+    assert.equal((await client.df()).totalBytes, 10);
+  });
+
+  it('kills', async () => {
+    assert.equal((await client.killSandbox('one')).state, 'killed');
+  });
+});
+
+describe('unix server and launcher', () => {
+  it('replaces a stale socket file but refuses a live one or a non-socket', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fbx-srv-'));
+    const sock = join(dir, 'forkbox.sock');
+    try {
+      const app = createLocalApp(createFakeApi());
+      const s1 = await serveUnix(app, sock);
+      await rejectsWith(serveUnix(app, sock), 'conflict', /already serves/);
+      await s1.close();
+      // A stale socket, as a crashed daemon leaves it: the file stays, nothing listens. (Closing a server
+      // unlinks its path, so move the file aside while closing.)
+      const { createServer } = await import('node:net');
+      const raw = createServer();
+      await new Promise<void>((r) => raw.listen(sock, r));
+      renameSync(sock, `${sock}.aside`);
+      await new Promise<void>((r) => raw.close(() => r()));
+      renameSync(`${sock}.aside`, sock);
+      assert.ok(statSync(sock).isSocket());
+      const s2 = await serveUnix(app, sock);
+      const c = createDaemonClient({ socketPath: sock });
+      assert.equal(await c.health(), true);
+      c.close();
+      await s2.close();
+      assert.throws(() => statSync(sock), /ENOENT/);
+
+      writeFileSync(sock, 'not a socket');
+      await rejectsWith(serveUnix(app, sock), 'conflict', /not a socket/);
+      rmSync(sock);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a client of a missing daemon gets `unavailable` saying what to run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fbx-none-'));
+    try {
+      const c = createDaemonClient({ socketPath: join(dir, 'forkbox.sock') });
+      await rejectsWith(c.listSandboxes(), 'unavailable', /sudo forkbox serve/);
+      c.close();
+      await rejectsWith(
+        connectOrStartDaemon({ stateDir: dir, log: silentLog, allowStart: false }),
+        'unavailable',
+        /forkbox --state-dir .* serve/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the launcher returns a client when the daemon answers', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fbx-up-'));
+    const server = await serveUnix(createLocalApp(createFakeApi()), join(dir, 'forkbox.sock'));
+    try {
+      const c = await connectOrStartDaemon({ stateDir: dir, log: silentLog, allowStart: false });
+      assert.equal((await c.status()).runtime, 'fake');
+      c.close();
+    } finally {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the launcher starts a daemon and reports its log when it dies', async (t) => {
+    if (process.getuid?.() !== 0) return t.skip('starting a daemon needs root');
+    const dir = mkdtempSync(join(tmpdir(), 'fbx-start-'));
+    const entry = join(dir, 'fake-entry.mjs');
+    // A stand-in for bin/forkbox.js that fails at once, as a daemon with a broken host would.
+    writeFileSync(entry, "console.error('fake daemon: cannot open state dir'); process.exit(3);\n");
+    try {
+      await rejectsWith(
+        connectOrStartDaemon({
+          stateDir: dir,
+          log: silentLog,
+          allowStart: true,
+          entry,
+          startTimeoutMs: 5000,
+        }),
+        'unavailable',
+        /exited \(3\)[\s\S]*fake daemon: cannot open state dir/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -31,7 +31,10 @@ echo "==> installing npm dependencies" >&2
 if [ -d node_modules/better-sqlite3/build/Release ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
   echo "    (up to date)" >&2
 else
-  npm ci --no-audit --no-fund >&2
+  # Not `npm ci`: npm 11.19 writes lock files without the other platforms' optional packages (biome's
+  # binaries) and then `npm ci` rejects its own lock file as out of sync. `npm install` installs exactly
+  # the locked versions and leaves the lock file unchanged.
+  npm install --no-audit --no-fund >&2
 fi
 
 echo "==> building" >&2

@@ -21,7 +21,7 @@ import sysc  # noqa: E402
 from channel import Channel, Loop, log  # noqa: E402
 from execs import Exec, OpError  # noqa: E402
 from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header  # noqa: E402
-from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, Repl  # noqa: E402
+from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, Repl, WorkerHandle  # noqa: E402
 from worker import Worker  # noqa: E402
 
 AGENT_VERSION = "0.1.0"
@@ -67,6 +67,7 @@ class Agent:
         self.ever_connected = False
         self.backoff = BACKOFF_MIN_S
         self.exec_by_pid = {}
+        self.doomed = set()  # killed workers not reaped yet: shutdown waits for them
         self.paused = set()  # Execs waiting for the host connection to drain
         self.repl = Repl(self)
         self.adopt = adopt  # a Worker (user state) to fork off once the host has welcomed us
@@ -112,8 +113,11 @@ class Agent:
             if ex is not None:
                 ex.on_exit(status)
             elif self.repl.worker is not None and pid == self.repl.worker.pid:
-                self.repl.lost("it exited with status %d" % status, pid)
-        if self.shutting_down and not self.exec_by_pid and self.repl.worker is None:
+                how = ("killed by signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                       else "it exited with code %d" % os.WEXITSTATUS(status))
+                self.repl.lost(how, pid)
+            self.doomed.discard(pid)  # after lost(), which marks the pid it kills
+        if self.shutting_down and not self.exec_by_pid and self.repl.worker is None and not self.doomed:
             self._exit()
 
     def shutdown(self, why):
@@ -149,8 +153,6 @@ class Agent:
             finally:
                 os._exit(1)
         child_sock.close()
-        from repl import WorkerHandle
-
         return WorkerHandle(pid, Channel(self.loop, parent_sock, self.repl.on_frame, self.repl.on_channel_close))
 
     def _close_in_worker(self, keep, sweep):

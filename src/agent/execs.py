@@ -270,7 +270,7 @@ class Exec:
 
     def kill_group(self, sig):
         try:
-            os.kill(self.pid, sig)
+            os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
 

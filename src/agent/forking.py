@@ -292,4 +292,8 @@ def fork_children(children, become_child, skip_fds=()):
     files = open_regular_files(skip_fds)
     sys.stdout.flush()
     sys.stderr.flush()
-    return [_fork_one(spec, cwd, files, become_child) for spec in children]
+    try:
+        return [_fork_one(spec, cwd, files, become_child) for spec in children]
+    finally:
+        # Only the children need the frozen generation (shared pages); the source collects as before.
+        gc.unfreeze()

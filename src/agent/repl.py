@@ -147,6 +147,7 @@ class Repl:
         w.channel.on_close = None
         w.channel.close()
         _signal_group(w.pid, signal.SIGKILL)
+        self.agent.doomed.add(w.pid)
         item = w.current
         if item is not None:
             for t in item.timers:

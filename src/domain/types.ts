@@ -34,6 +34,10 @@ export interface SandboxRecord {
   runtime: Record<string, unknown>;
   /** Why the sandbox ended, when it has. */
   endReason: string | null;
+  /** The tenant that owns it: it is invisible to every other tenant. */
+  tenant: string;
+  /** The client session it belongs to: it is killed when that session ends. Null = persistent. */
+  session: string | null;
 }
 
 export type TemplateState = 'starting' | 'running' | 'stopped' | 'failed';

@@ -22,6 +22,8 @@ export interface CreateSandboxRequest {
   ttlSeconds?: number;
   env?: Record<string, string>;
   labels?: Record<string, string>;
+  /** Keep the sandbox when the client session that created it ends (default: removed with it). */
+  persistent?: boolean;
 }
 
 export interface SandboxInfo {
@@ -36,6 +38,8 @@ export interface SandboxInfo {
   createdAt: string;
   expiresAt: string | null;
   endReason: string | null;
+  /** False when the sandbox ends with the client session that created it. */
+  persistent: boolean;
   usage?: SandboxUsage;
 }
 

@@ -55,11 +55,30 @@ export interface EngineDeps {
   now?: () => number;
   /** Extra disk accounting, provided by the runtime's host (du of layers and uppers). */
   diskUsage?: () => Promise<DiskUsage>;
+  /** How long a session may stay detached before its sandboxes are killed (default 2 s). */
+  sessionGraceMs?: number;
+  /** After a restart, how long clients have to re-attach their sessions (default 60 s). */
+  sessionReattachMs?: number;
   /** Host-level garbage collection of what no live sandbox uses. */
   hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
 }
 
+export const DEFAULT_TENANT = 'default';
+
+/** Who is calling: the tenant whose sandboxes they see, and the client session new sandboxes belong to. */
+export interface CallerContext {
+  tenant: string;
+  session?: string;
+}
+
 export interface Engine extends ForkboxApi {
+  /** The API as seen by one caller: only its tenant's sandboxes; creates tied to its session. */
+  scoped(ctx: CallerContext): ForkboxApi;
+  /**
+   * A client session is attached (e.g. a stdio MCP connection). Returns the detach function. When the
+   * last attachment goes, after a short grace, the session's non-persistent sandboxes are killed.
+   */
+  attachSession(id: string): () => void;
   /** Re-adopt live sandboxes after a (re)start. */
   recover(deadlineMs?: number): Promise<{ adopted: number; lost: string[] }>;
   /** Kill sandboxes whose TTL has passed. */
@@ -80,6 +99,7 @@ function info(rec: SandboxRecord): SandboxInfo {
     createdAt: new Date(rec.createdAt).toISOString(),
     expiresAt: rec.expiresAt === null ? null : new Date(rec.expiresAt).toISOString(),
     endReason: rec.endReason,
+    persistent: rec.session === null,
   };
 }
 
@@ -90,6 +110,7 @@ export function createEngine(deps: EngineDeps): Engine {
   const execs = createExecManager({ store, runtime, now });
   /** Per-sandbox serialisation of lifecycle operations (kill vs pause vs resume). */
   const lifecycle = new Map<string, Promise<unknown>>();
+  const sessions = new Map<string, { attached: number; timer: NodeJS.Timeout | null }>();
 
   function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
     const prev = lifecycle.get(id) ?? Promise.resolve();
@@ -102,16 +123,36 @@ export function createEngine(deps: EngineDeps): Engine {
     return next;
   }
 
-  function find(idOrName: string): SandboxRecord {
-    const rec = store.getSandbox(idOrName) ?? store.getSandboxByName(idOrName);
+  /** A sandbox of this tenant by id or name; another tenant's sandbox is reported as not found. */
+  function findFor(ctx: CallerContext, idOrName: string): SandboxRecord {
+    const byId = store.getSandbox(idOrName);
+    const rec = byId && byId.tenant === ctx.tenant ? byId : store.getSandboxByName(idOrName, ctx.tenant);
     if (!rec) throw errors.sandboxNotFound(idOrName);
     return rec;
   }
 
-  function running(idOrName: string): SandboxRecord {
-    const rec = find(idOrName);
+  function runningFor(ctx: CallerContext, idOrName: string): SandboxRecord {
+    const rec = findFor(ctx, idOrName);
     if (rec.state !== 'running') throw errors.sandboxNotRunning(rec.id, rec.state);
     return rec;
+  }
+
+  /** Kill the session's sandboxes once it has had no client attached for the grace period. */
+  function scheduleSessionEnd(id: string, graceMs: number): void {
+    const s = sessions.get(id) ?? { attached: 0, timer: null };
+    sessions.set(id, s);
+    if (s.timer) clearTimeout(s.timer);
+    s.timer = setTimeout(() => {
+      if (s.attached > 0) return;
+      sessions.delete(id);
+      const doomed = store.listSandboxes({ session: id, states: ['running', 'paused'] });
+      for (const rec of doomed) {
+        kill(rec, 'its client session ended (create it with persistent: true to keep it)').catch(
+          (e: unknown) => log.warn({ sandbox: rec.id, err: String(e) }, 'session cleanup failed'),
+        );
+      }
+    }, graceMs);
+    s.timer.unref?.();
   }
 
   async function kill(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
@@ -130,215 +171,247 @@ export function createEngine(deps: EngineDeps): Engine {
     });
   }
 
-  const engine: Engine = {
-    async status(): Promise<SystemStatus> {
-      const counts: Record<string, number> = {};
-      for (const s of store.listSandboxes()) counts[s.state] = (counts[s.state] ?? 0) + 1;
-      return {
-        version: deps.version,
-        runtime: runtime.name,
-        capabilities: runtime.capabilities,
-        stateDir: deps.stateDir,
-        sandboxes: counts,
-        templates: store.listTemplates().length,
-      };
-    },
+  function makeApi(ctx: CallerContext): ForkboxApi {
+    const find = (idOrName: string) => findFor(ctx, idOrName);
+    const running = (idOrName: string) => runningFor(ctx, idOrName);
+    return {
+      async status(): Promise<SystemStatus> {
+        const counts: Record<string, number> = {};
+        for (const s of store.listSandboxes({ tenant: ctx.tenant }))
+          counts[s.state] = (counts[s.state] ?? 0) + 1;
+        return {
+          version: deps.version,
+          runtime: runtime.name,
+          capabilities: runtime.capabilities,
+          stateDir: deps.stateDir,
+          sandboxes: counts,
+          templates: store.listTemplates().length,
+        };
+      },
 
-    async createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo> {
-      const image = images.require(req.image ?? defaultImage);
-      const limits = limitsFrom(req);
-      const ttl = checkTtl(req.ttlSeconds);
-      const env = checkEnv(req.env);
-      const id = `sb-${randomBytes(5).toString('hex')}`;
-      const name = req.name === undefined ? id : checkName(req.name);
-      if (req.name !== undefined && store.getSandboxByName(name)) {
-        throw new ForkboxError(
-          'already_exists',
-          `a live sandbox is already named '${name}'. Pick another name or kill it first.`,
-          {
-            name,
-          },
-        );
-      }
-      const t = now();
-      const rec: SandboxRecord = {
-        id,
-        name,
-        state: 'creating',
-        image: image.name,
-        templateId: '',
-        parentId: null,
-        depth: 0,
-        limits,
-        env,
-        labels: { ...(req.labels ?? {}) },
-        expiresAt: ttl === undefined ? null : t + ttl * 1000,
-        createdAt: t,
-        updatedAt: t,
-        hostPid: null,
-        runtime: {},
-        endReason: null,
-      };
-      store.insertSandbox(rec);
-      try {
-        const h = await runtime.createSandbox({ id, name, image: image.name, limits, env });
-        const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';
-        return info(
-          store.transitionSandbox(id, 'running', { hostPid: h.hostPid, runtime: h.runtime, templateId }),
-        );
-      } catch (e) {
-        try {
-          store.transitionSandbox(id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
-        } catch {
-          // already moved on
+      async createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo> {
+        const image = images.require(req.image ?? defaultImage);
+        const limits = limitsFrom(req);
+        const ttl = checkTtl(req.ttlSeconds);
+        const env = checkEnv(req.env);
+        const id = `sb-${randomBytes(5).toString('hex')}`;
+        const name = req.name === undefined ? id : checkName(req.name);
+        const sameName = req.name === undefined ? undefined : store.getSandboxByName(name, ctx.tenant);
+        if (sameName && isLive(sameName.state)) {
+          throw new ForkboxError(
+            'already_exists',
+            `a live sandbox is already named '${name}'. Pick another name or kill it first.`,
+            {
+              name,
+            },
+          );
         }
-        throw e;
-      }
-    },
+        const t = now();
+        const rec: SandboxRecord = {
+          id,
+          name,
+          state: 'creating',
+          image: image.name,
+          templateId: '',
+          parentId: null,
+          depth: 0,
+          limits,
+          env,
+          labels: { ...(req.labels ?? {}) },
+          expiresAt: ttl === undefined ? null : t + ttl * 1000,
+          createdAt: t,
+          updatedAt: t,
+          hostPid: null,
+          runtime: {},
+          endReason: null,
+          tenant: ctx.tenant,
+          session: req.persistent === true ? null : (ctx.session ?? null),
+        };
+        store.insertSandbox(rec);
+        try {
+          const h = await runtime.createSandbox({ id, name, image: image.name, limits, env });
+          const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';
+          return info(
+            store.transitionSandbox(id, 'running', { hostPid: h.hostPid, runtime: h.runtime, templateId }),
+          );
+        } catch (e) {
+          try {
+            store.transitionSandbox(id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
+          } catch {
+            // already moved on
+          }
+          throw e;
+        }
+      },
 
-    async listSandboxes(opts) {
-      const filter = opts?.all ? {} : { states: ['creating', 'running', 'paused', 'killing'] as const };
-      return store.listSandboxes({ ...filter, ...(opts?.labels ? { labels: opts.labels } : {}) }).map(info);
-    },
+      async listSandboxes(opts) {
+        const filter = opts?.all ? {} : { states: ['creating', 'running', 'paused', 'killing'] as const };
+        return store.listSandboxes({ ...filter, ...(opts?.labels ? { labels: opts.labels } : {}) }).map(info);
+      },
 
-    async getSandbox(idOrName, opts) {
-      const rec = find(idOrName);
-      const out = info(rec);
-      if (opts?.usage && (rec.state === 'running' || rec.state === 'paused'))
-        out.usage = await runtime.usage(rec);
-      return out;
-    },
+      async getSandbox(idOrName, opts) {
+        const rec = find(idOrName);
+        const out = info(rec);
+        if (opts?.usage && (rec.state === 'running' || rec.state === 'paused'))
+          out.usage = await runtime.usage(rec);
+        return out;
+      },
 
-    async killSandbox(idOrName) {
-      return info(await kill(find(idOrName), 'killed on request'));
-    },
+      async killSandbox(idOrName) {
+        return info(await kill(find(idOrName), 'killed on request'));
+      },
 
-    async pauseSandbox(idOrName) {
-      const rec = find(idOrName);
-      return serial(rec.id, async () => {
-        const cur = running(rec.id);
-        await runtime.pauseSandbox(cur);
-        return info(store.transitionSandbox(cur.id, 'paused'));
-      });
-    },
+      async pauseSandbox(idOrName) {
+        const rec = find(idOrName);
+        return serial(rec.id, async () => {
+          const cur = running(rec.id);
+          await runtime.pauseSandbox(cur);
+          return info(store.transitionSandbox(cur.id, 'paused'));
+        });
+      },
 
-    async resumeSandbox(idOrName) {
-      const rec = find(idOrName);
-      return serial(rec.id, async () => {
-        const cur = find(rec.id);
-        if (cur.state === 'running') return info(cur);
-        if (cur.state !== 'paused') throw errors.sandboxNotRunning(cur.id, cur.state);
-        await runtime.resumeSandbox(cur);
-        return info(store.transitionSandbox(cur.id, 'running'));
-      });
-    },
+      async resumeSandbox(idOrName) {
+        const rec = find(idOrName);
+        return serial(rec.id, async () => {
+          const cur = find(rec.id);
+          if (cur.state === 'running') return info(cur);
+          if (cur.state !== 'paused') throw errors.sandboxNotRunning(cur.id, cur.state);
+          await runtime.resumeSandbox(cur);
+          return info(store.transitionSandbox(cur.id, 'running'));
+        });
+      },
 
-    async extendSandbox(idOrName, ttlSeconds) {
-      const rec = find(idOrName);
-      if (!isLive(rec.state)) throw errors.sandboxNotRunning(rec.id, rec.state);
-      const ttl = checkTtl(ttlSeconds) ?? 0;
-      return info(store.updateSandbox(rec.id, { expiresAt: now() + ttl * 1000 }));
-    },
+      async extendSandbox(idOrName, ttlSeconds) {
+        const rec = find(idOrName);
+        if (!isLive(rec.state)) throw errors.sandboxNotRunning(rec.id, rec.state);
+        const ttl = checkTtl(ttlSeconds) ?? 0;
+        return info(store.updateSandbox(rec.id, { expiresAt: now() + ttl * 1000 }));
+      },
 
-    exec: async (idOrName, req, onOutput) => execs.run(running(idOrName), req, onOutput),
-    startExec: async (idOrName, req) => execs.start(running(idOrName), req),
-    pollExec: async (idOrName, execId, opts) =>
-      execs.poll(find(idOrName), execId, opts?.afterSeq ?? -1, opts?.waitMs ?? 0),
-    writeExecStdin: async (idOrName, execId, data, eof) =>
-      execs.writeStdin(running(idOrName), execId, data, eof ?? false),
-    cancelExec: async (idOrName, execId) => execs.cancel(find(idOrName), execId),
-    listExecs: async (idOrName) => execs.list(find(idOrName)),
+      exec: async (idOrName, req, onOutput) => execs.run(running(idOrName), req, onOutput),
+      startExec: async (idOrName, req) => execs.start(running(idOrName), req),
+      pollExec: async (idOrName, execId, opts) =>
+        execs.poll(find(idOrName), execId, opts?.afterSeq ?? -1, opts?.waitMs ?? 0),
+      writeExecStdin: async (idOrName, execId, data, eof) =>
+        execs.writeStdin(running(idOrName), execId, data, eof ?? false),
+      cancelExec: async (idOrName, execId) => execs.cancel(find(idOrName), execId),
+      listExecs: async (idOrName) => execs.list(find(idOrName)),
 
-    async runCode(idOrName, req: CodeRunRequest): Promise<ReplResult> {
-      const rec = running(idOrName);
-      const language = req.language ?? 'python';
-      const timeoutMs = Math.round((req.timeoutSeconds ?? 0) * 1000);
-      if (language === 'python') {
-        return runtime.replEval(rec, req.code, {
-          timeoutMs,
+      async runCode(idOrName, req: CodeRunRequest): Promise<ReplResult> {
+        const rec = running(idOrName);
+        const language = req.language ?? 'python';
+        const timeoutMs = Math.round((req.timeoutSeconds ?? 0) * 1000);
+        if (language === 'python') {
+          return runtime.replEval(rec, req.code, {
+            timeoutMs,
+            ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
+          });
+        }
+        const argv = language === 'bash' ? ['bash', '-c', req.code] : ['node', '-e', req.code];
+        const o = await execs.run(rec, {
+          argv,
+          ...(req.timeoutSeconds === undefined ? {} : { timeoutSeconds: req.timeoutSeconds }),
           ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
         });
-      }
-      const argv = language === 'bash' ? ['bash', '-c', req.code] : ['node', '-e', req.code];
-      const o = await execs.run(rec, {
-        argv,
-        ...(req.timeoutSeconds === undefined ? {} : { timeoutSeconds: req.timeoutSeconds }),
-        ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
-      });
-      const failed = o.exitCode !== 0;
-      return {
-        ok: !failed,
-        value: null,
-        stdout: o.stdout,
-        stderr: o.stderr,
-        error: failed
-          ? {
-              type: o.timedOut ? 'Timeout' : 'ExitStatus',
-              message:
-                o.exitCode === 127
-                  ? `${argv[0]} is not installed in this sandbox's image`
-                  : `exited with ${o.exitCode ?? `signal ${o.signal}`}`,
-              traceback: '',
-            }
-          : null,
-        timedOut: o.timedOut,
-        interrupted: false,
-        restarted: false,
-        truncated: o.truncated,
-        oomKilled: o.oomKilled,
-        images: [],
-        durationMs: o.durationMs,
+        const failed = o.exitCode !== 0;
+        return {
+          ok: !failed,
+          value: null,
+          stdout: o.stdout,
+          stderr: o.stderr,
+          error: failed
+            ? {
+                type: o.timedOut ? 'Timeout' : 'ExitStatus',
+                message:
+                  o.exitCode === 127
+                    ? `${argv[0]} is not installed in this sandbox's image`
+                    : `exited with ${o.exitCode ?? `signal ${o.signal}`}`,
+                traceback: '',
+              }
+            : null,
+          timedOut: o.timedOut,
+          interrupted: false,
+          restarted: false,
+          truncated: o.truncated,
+          oomKilled: o.oomKilled,
+          images: [],
+          durationMs: o.durationMs,
+        };
+      },
+
+      async resetCode(idOrName) {
+        await runtime.replRestart(running(idOrName));
+      },
+
+      readFile: async (idOrName, path, opts) => runtime.readFile(running(idOrName), checkPath(path), opts),
+      async writeFile(idOrName, path, data, opts) {
+        if (data.length > MAX_FILE_BYTES) {
+          throw new ForkboxError(
+            'too_large',
+            `file is ${data.length} bytes, over the ${MAX_FILE_BYTES}-byte limit of one write. Split it, or copy a tar archive and unpack it inside.`,
+            { limit: MAX_FILE_BYTES },
+          );
+        }
+        return runtime.writeFile(running(idOrName), checkPath(path), data, opts);
+      },
+      listFiles: async (idOrName, path, opts) => runtime.listFiles(running(idOrName), checkPath(path), opts),
+      statFile: async (idOrName, path) => runtime.statFile(running(idOrName), checkPath(path)),
+      deleteFile: async (idOrName, path, opts) =>
+        runtime.deleteFile(running(idOrName), checkPath(path), opts),
+      mkdir: async (idOrName, path) => runtime.mkdir(running(idOrName), checkPath(path), { parents: true }),
+      moveFile: async (idOrName, from, to, opts) =>
+        runtime.moveFile(running(idOrName), checkPath(from), checkPath(to), opts),
+
+      listImages: async () => images.list(),
+      buildImage: (req, onProgress) =>
+        images.buildDebian({
+          ...(req.name === undefined ? {} : { name: req.name }),
+          ...(req.suite === undefined ? {} : { suite: req.suite }),
+          ...(req.packages === undefined ? {} : { packages: req.packages }),
+          ...(onProgress === undefined ? {} : { onProgress }),
+        }),
+      importImage: (name, source, onProgress) =>
+        images.importImage(name, source, onProgress ? { onProgress } : {}),
+      async removeImage(name) {
+        images.require(name);
+        const users = store
+          .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
+          .filter((s) => s.image === name);
+        if (users.length > 0) {
+          throw new ForkboxError(
+            'conflict',
+            `image '${name}' is used by ${users.length} live sandbox(es) (${users
+              .slice(0, 5)
+              .map((s) => s.id)
+              .join(', ')}). Kill them first.`,
+            { image: name },
+          );
+        }
+        images.remove(name);
+      },
+
+      gc: () => engine.gc(),
+      df: () => engine.df(),
+    };
+  }
+
+  const engine: Engine = {
+    ...makeApi({ tenant: DEFAULT_TENANT }),
+    scoped: makeApi,
+
+    attachSession(id: string): () => void {
+      const s = sessions.get(id) ?? { attached: 0, timer: null };
+      sessions.set(id, s);
+      s.attached++;
+      if (s.timer) clearTimeout(s.timer);
+      s.timer = null;
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        s.attached--;
+        if (s.attached === 0) scheduleSessionEnd(id, deps.sessionGraceMs ?? 2000);
       };
-    },
-
-    async resetCode(idOrName) {
-      await runtime.replRestart(running(idOrName));
-    },
-
-    readFile: async (idOrName, path, opts) => runtime.readFile(running(idOrName), checkPath(path), opts),
-    async writeFile(idOrName, path, data, opts) {
-      if (data.length > MAX_FILE_BYTES) {
-        throw new ForkboxError(
-          'too_large',
-          `file is ${data.length} bytes, over the ${MAX_FILE_BYTES}-byte limit of one write. Split it, or copy a tar archive and unpack it inside.`,
-          { limit: MAX_FILE_BYTES },
-        );
-      }
-      return runtime.writeFile(running(idOrName), checkPath(path), data, opts);
-    },
-    listFiles: async (idOrName, path, opts) => runtime.listFiles(running(idOrName), checkPath(path), opts),
-    statFile: async (idOrName, path) => runtime.statFile(running(idOrName), checkPath(path)),
-    deleteFile: async (idOrName, path, opts) => runtime.deleteFile(running(idOrName), checkPath(path), opts),
-    mkdir: async (idOrName, path) => runtime.mkdir(running(idOrName), checkPath(path), { parents: true }),
-    moveFile: async (idOrName, from, to, opts) =>
-      runtime.moveFile(running(idOrName), checkPath(from), checkPath(to), opts),
-
-    listImages: async () => images.list(),
-    buildImage: (req, onProgress) =>
-      images.buildDebian({
-        ...(req.name === undefined ? {} : { name: req.name }),
-        ...(req.suite === undefined ? {} : { suite: req.suite }),
-        ...(req.packages === undefined ? {} : { packages: req.packages }),
-        ...(onProgress === undefined ? {} : { onProgress }),
-      }),
-    importImage: (name, source, onProgress) =>
-      images.importImage(name, source, onProgress ? { onProgress } : {}),
-    async removeImage(name) {
-      images.require(name);
-      const users = store
-        .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
-        .filter((s) => s.image === name);
-      if (users.length > 0) {
-        throw new ForkboxError(
-          'conflict',
-          `image '${name}' is used by ${users.length} live sandbox(es) (${users
-            .slice(0, 5)
-            .map((s) => s.id)
-            .join(', ')}). Kill them first.`,
-          { image: name },
-        );
-      }
-      images.remove(name);
     },
 
     async gc(): Promise<GcReport> {
@@ -379,6 +452,13 @@ export function createEngine(deps: EngineDeps): Engine {
         const rec = store.getSandbox(id);
         if (rec) await kill(rec, 'lost').catch(() => undefined);
       }
+      // Sessions do not survive a restart: their clients get a while to re-attach before their
+      // sandboxes are killed.
+      const orphaned = new Set(
+        store.listSandboxes({ states: ['running', 'paused'] }).flatMap((r) => (r.session ? [r.session] : [])),
+      );
+      for (const id of orphaned)
+        if (!sessions.has(id)) scheduleSessionEnd(id, deps.sessionReattachMs ?? 60_000);
       const interrupted = store.markRunningExecs('interrupted');
       if (interrupted > 0)
         log.info({ interrupted }, 'execs in flight during the restart were marked interrupted');
@@ -403,6 +483,7 @@ export function createEngine(deps: EngineDeps): Engine {
     },
 
     async close() {
+      for (const s of sessions.values()) if (s.timer) clearTimeout(s.timer);
       await Promise.allSettled([...lifecycle.values()]);
     },
   };

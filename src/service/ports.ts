@@ -17,6 +17,8 @@ export interface SandboxFilter {
   states?: readonly SandboxState[];
   /** Only sandboxes carrying all these labels. */
   labels?: Record<string, string>;
+  tenant?: string;
+  session?: string;
 }
 
 export interface ExecOutputChunk {
@@ -31,7 +33,8 @@ export interface Store {
   // sandboxes
   insertSandbox(rec: SandboxRecord): void;
   getSandbox(id: string): SandboxRecord | undefined;
-  getSandboxByName(name: string): SandboxRecord | undefined;
+  /** The tenant's live sandbox with this name, else its newest one. */
+  getSandboxByName(name: string, tenant?: string): SandboxRecord | undefined;
   listSandboxes(filter?: SandboxFilter): SandboxRecord[];
   /** Move a sandbox to a new state; enforces the state machine (domain/sandbox-state.ts) inside one transaction. */
   transitionSandbox(

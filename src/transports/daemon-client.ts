@@ -4,10 +4,12 @@
  */
 
 import type { IncomingMessage } from 'node:http';
-import { Agent, request } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { Agent, type ClientRequest, request } from 'node:http';
 import { ForkboxError, isForkboxError } from '../domain/errors.ts';
 import type { ExecRecord, ImageRecord } from '../domain/types.ts';
 import { fromErrorBody } from '../protocol/rest/errors.ts';
+import { SESSION_HEADER } from '../protocol/rest/local-app.ts';
 import { FILE_SIZE_HEADER, NDJSON } from '../protocol/rest/local-schemas.ts';
 import type { ExecOutcome, ForkboxApi, ProgressEvent } from '../service/api.ts';
 import type { ExecOutputChunk } from '../service/ports.ts';
@@ -17,6 +19,19 @@ export interface DaemonClient extends ForkboxApi {
   /** Is the daemon answering /healthz? Never throws. */
   health(timeoutMs?: number): Promise<boolean>;
   /** Drop idle keep-alive connections. */
+  close(): void;
+  /**
+   * Open a client session: it stays attached while this process holds it (re-attaching by itself
+   * after a daemon restart). Sandboxes created through `withSession(id)` without `persistent: true`
+   * are killed by the daemon shortly after the session ends (close(), process exit, crash).
+   */
+  openSession(): Promise<ClientSession>;
+  /** This client, with every request acting in the session `id`. */
+  withSession(id: string): DaemonClient;
+}
+
+export interface ClientSession {
+  readonly id: string;
   close(): void;
 }
 
@@ -44,7 +59,7 @@ function buildPath(path: string, query: Req['query']): string {
 
 const seg = (s: string) => encodeURIComponent(s);
 
-export function createDaemonClient(opts: { socketPath: string }): DaemonClient {
+export function createDaemonClient(opts: { socketPath: string; session?: string }): DaemonClient {
   const { socketPath } = opts;
   // Keep-alive: a CLI command or the stdio MCP server makes many small calls; reconnecting each time costs.
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -71,6 +86,7 @@ export function createDaemonClient(opts: { socketPath: string }): DaemonClient {
       }
       if (payload) headers['content-length'] = String(payload.length);
       if (r.ndjson) headers.accept = NDJSON;
+      if (opts.session !== undefined) headers[SESSION_HEADER] = opts.session;
       const req = request(
         { socketPath, agent, method: r.method, path: buildPath(r.path, r.query), headers },
         (res) => {
@@ -184,6 +200,8 @@ export function createDaemonClient(opts: { socketPath: string }): DaemonClient {
       }
     },
     close: () => agent.destroy(),
+    openSession: () => openSession(socketPath),
+    withSession: (id) => createDaemonClient({ socketPath, session: id }),
 
     status: () => call({ method: 'GET', path: '/v1/system' }),
     createSandbox: (req) => call({ method: 'POST', path: '/v1/sandboxes', json: req }),
@@ -295,4 +313,75 @@ export function createDaemonClient(opts: { socketPath: string }): DaemonClient {
     df: () => call({ method: 'GET', path: '/v1/df' }),
   };
   return client;
+}
+
+/**
+ * Hold `POST /v1/sessions/<id>/attach` open for the life of the session. The first attach must
+ * succeed; after that, a dropped connection (daemon restart) is re-attached with backoff, within the
+ * daemon's re-attach window, so the session's sandboxes survive the restart.
+ */
+function openSession(socketPath: string): Promise<ClientSession> {
+  const id = randomBytes(16).toString('hex');
+  let closed = false;
+  let current: ClientRequest | null = null;
+  const attach = (onFirst?: (e: Error | null) => void): void => {
+    let firstDone = false;
+    const first = (e: Error | null) => {
+      if (!firstDone) {
+        firstDone = true;
+        onFirst?.(e);
+      }
+    };
+    const retry = (delay: number) => {
+      if (closed) return;
+      const t = setTimeout(() => attach(), delay);
+      t.unref();
+    };
+    const req = request(
+      { socketPath, method: 'POST', path: `/v1/sessions/${id}/attach`, agent: false },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          first(new ForkboxError('unavailable', `the daemon refused the session (HTTP ${res.statusCode}).`));
+          return;
+        }
+        res.once('data', () => first(null));
+        res.on('data', () => undefined);
+        res.on('close', () => {
+          if (!firstDone) first(new ForkboxError('unavailable', 'the daemon closed the session at once.'));
+          else retry(250);
+        });
+      },
+    );
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      if (!firstDone) {
+        first(
+          new ForkboxError(
+            'unavailable',
+            `cannot open a session with the forkbox daemon on ${socketPath}: ${e.code ?? e.message}`,
+          ),
+        );
+      } else retry(500);
+    });
+    // The socket must not keep a CLI process alive on its own.
+    req.on('socket', (sock) => sock.unref());
+    req.end();
+    current = req;
+  };
+  return new Promise((resolve, reject) => {
+    attach((e) => {
+      if (e) {
+        closed = true;
+        reject(e);
+        return;
+      }
+      resolve({
+        id,
+        close() {
+          closed = true;
+          current?.destroy();
+        },
+      });
+    });
+  });
 }

@@ -434,6 +434,11 @@ describe('agent protocol (real agent on the host)', {
     workerPid = rs.result.worker_pid as number;
     const gone = await repl(conn, 'x');
     assert.equal(gone.error?.type, 'NameError');
+    const died = await repl(conn, 'import os\nos._exit(3)'); // the worker dies: a fresh one replaces it
+    assert.equal(died.restarted, true);
+    assert.equal(died.error?.type, 'WorkerRestarted');
+    workerPid = (await conn.request('stats')).result.worker_pid as number;
+    assert.notEqual(workerPid, rs.result.worker_pid);
     await repl(conn, 'x = 41');
   });
 
@@ -545,7 +550,6 @@ describe('agent protocol (real agent on the host)', {
     const exited = new Promise<number | null>((r) => agent.once('exit', (code) => r(code)));
     agent.kill('SIGTERM');
     assert.equal(await exited, 0);
-    await sleep(100);
-    assert.equal(alive(workerPid), false);
+    assert.equal(alive(workerPid), false); // reaped by the agent before it exited
   });
 });

@@ -76,6 +76,7 @@ export function createFakeApi(): FakeApi {
           cpus: req.cpus ?? 1,
         },
         labels: req.labels ?? {},
+        persistent: req.persistent === true,
         createdAt: new Date(0).toISOString(),
         expiresAt: null,
         endReason: null,

@@ -29,6 +29,8 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
   return {
     id,
     name: id,
+    tenant: 'default',
+    session: null,
     state: 'creating',
     image: 'debian',
     templateId: 'tpl-1',

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
+import { DEFAULT_TENANT } from '../../service/engine.ts';
 import { socketPathFor } from '../../transports/daemon-launcher.ts';
 import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';
@@ -28,7 +29,16 @@ export function register(program: Command, ctx: CliContext): void {
       const engine = await openEngine({ stateDir, log });
       let server: Awaited<ReturnType<typeof serveUnix>>;
       try {
-        server = await serveUnix(createLocalApp(engine.api, { version: VERSION }), socketPathFor(stateDir));
+        server = await serveUnix(
+          createLocalApp(engine.api, {
+            version: VERSION,
+            sessions: {
+              scoped: (session) => engine.engine.scoped({ tenant: DEFAULT_TENANT, session }),
+              attach: (session) => engine.engine.attachSession(session),
+            },
+          }),
+          socketPathFor(stateDir),
+        );
       } catch (e) {
         await engine.close();
         throw e;

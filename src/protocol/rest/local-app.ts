@@ -5,7 +5,7 @@
  */
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { stream } from 'hono/streaming';
+import { stream, streamText } from 'hono/streaming';
 import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi, ProgressEvent } from '../../service/api.ts';
 import type { ExecOutputChunk } from '../../service/ports.ts';
@@ -41,6 +41,11 @@ import {
 export interface LocalAppOptions {
   /** Reported by /healthz. */
   version?: string;
+  /** Client sessions (the daemon's engine): requests naming a session act in it. */
+  sessions?: {
+    scoped(session: string): ForkboxApi;
+    attach(session: string): () => void;
+  };
 }
 
 function tooLarge(limit: number): ForkboxError {
@@ -104,8 +109,26 @@ const chunkLine = (ch: ExecOutputChunk) => ({
   data: ch.data.toString('base64'),
 });
 
+/** Header naming the client session a request belongs to (see `sessions` in LocalAppOptions). */
+export const SESSION_HEADER = 'x-forkbox-session';
+const SESSION_RE = /^[A-Za-z0-9_-]{8,64}$/;
+
+function sessionOf(c: Context): string | undefined {
+  const s = c.req.header(SESSION_HEADER);
+  if (s === undefined) return undefined;
+  if (!SESSION_RE.test(s)) {
+    throw new ForkboxError('invalid_argument', `${SESSION_HEADER} must be 8-64 letters, digits, '_' or '-'.`);
+  }
+  return s;
+}
+
 export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hono {
   const app = new Hono();
+  /** The API as seen by this request's caller (its session, when it names one). */
+  const A = (c: Context): ForkboxApi => {
+    const session = sessionOf(c);
+    return session !== undefined && opts.sessions ? opts.sessions.scoped(session) : api;
+  };
 
   app.onError((err, c) => {
     const { status, body } = toHttpError(err);
@@ -125,13 +148,32 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
     return bodyLimit({ maxSize: limit, onError: () => Promise.reject(tooLarge(limit)) })(c, next);
   });
 
+  // A client session stays attached while this request is open; when the client goes away (process
+  // exit, crash, disconnect), its non-persistent sandboxes are killed after a short grace.
+  app.post('/v1/sessions/:sid/attach', (c) => {
+    const sid = c.req.param('sid');
+    if (!SESSION_RE.test(sid) || !opts.sessions) {
+      throw new ForkboxError('invalid_argument', 'session ids are 8-64 letters, digits, _ or -.');
+    }
+    const detach = opts.sessions.attach(sid);
+    return streamText(c, async (stream) => {
+      stream.onAbort(detach);
+      await stream.writeln(JSON.stringify({ type: 'attached', session: sid }));
+      while (!stream.aborted && !stream.closed) {
+        await stream.sleep(15_000);
+        await stream.writeln(JSON.stringify({ type: 'heartbeat' }));
+      }
+      detach();
+    });
+  });
+
   app.get('/healthz', (c) => c.json({ ok: true, version: opts.version ?? null }));
-  app.get('/v1/system', async (c) => c.json(await api.status()));
+  app.get('/v1/system', async (c) => c.json(await A(c).status()));
 
   // ── sandboxes ──
   app.post('/v1/sandboxes', async (c) => {
     const body = parseOrThrow(createSandboxBody, await jsonBody(c), 'sandbox request');
-    return c.json(await api.createSandbox(stripUndefined(body)), 201);
+    return c.json(await A(c).createSandbox(stripUndefined(body)), 201);
   });
   app.get('/v1/sandboxes', async (c) => {
     const q = parseOrThrow(listSandboxesQuery, c.req.query(), 'query');
@@ -144,18 +186,18 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
     const filter: { all?: boolean; labels?: Record<string, string> } = {};
     if (q.all !== undefined) filter.all = q.all;
     if (Object.keys(labels).length > 0) filter.labels = labels;
-    return c.json(await api.listSandboxes(filter));
+    return c.json(await A(c).listSandboxes(filter));
   });
   app.get('/v1/sandboxes/:id', async (c) => {
     const q = parseOrThrow(usageQuery, c.req.query(), 'query');
-    return c.json(await api.getSandbox(c.req.param('id'), q.usage ? { usage: true } : {}));
+    return c.json(await A(c).getSandbox(c.req.param('id'), q.usage ? { usage: true } : {}));
   });
-  app.delete('/v1/sandboxes/:id', async (c) => c.json(await api.killSandbox(c.req.param('id'))));
-  app.post('/v1/sandboxes/:id/pause', async (c) => c.json(await api.pauseSandbox(c.req.param('id'))));
-  app.post('/v1/sandboxes/:id/resume', async (c) => c.json(await api.resumeSandbox(c.req.param('id'))));
+  app.delete('/v1/sandboxes/:id', async (c) => c.json(await A(c).killSandbox(c.req.param('id'))));
+  app.post('/v1/sandboxes/:id/pause', async (c) => c.json(await A(c).pauseSandbox(c.req.param('id'))));
+  app.post('/v1/sandboxes/:id/resume', async (c) => c.json(await A(c).resumeSandbox(c.req.param('id'))));
   app.post('/v1/sandboxes/:id/extend', async (c) => {
     const body = parseOrThrow(extendBody, await jsonBody(c), 'extend request');
-    return c.json(await api.extendSandbox(c.req.param('id'), body.ttlSeconds));
+    return c.json(await A(c).extendSandbox(c.req.param('id'), body.ttlSeconds));
   });
 
   // ── execs ──
@@ -166,44 +208,44 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
       ...rest,
       stdin: stdin === undefined ? undefined : Buffer.from(stdin, 'base64'),
     });
-    if (!wantsNdjson(c)) return c.json(await api.exec(id, req));
-    return ndjson(c, (emit) => api.exec(id, req, (ch) => emit(chunkLine(ch))));
+    if (!wantsNdjson(c)) return c.json(await A(c).exec(id, req));
+    return ndjson(c, (emit) => A(c).exec(id, req, (ch) => emit(chunkLine(ch))));
   });
   app.post('/v1/sandboxes/:id/execs', async (c) => {
     const body = parseOrThrow(startExecBody, await jsonBody(c), 'exec request');
-    return c.json(await api.startExec(c.req.param('id'), stripUndefined(body)), 201);
+    return c.json(await A(c).startExec(c.req.param('id'), stripUndefined(body)), 201);
   });
-  app.get('/v1/sandboxes/:id/execs', async (c) => c.json(await api.listExecs(c.req.param('id'))));
+  app.get('/v1/sandboxes/:id/execs', async (c) => c.json(await A(c).listExecs(c.req.param('id'))));
   app.get('/v1/sandboxes/:id/execs/:execId', async (c) => {
     const q = parseOrThrow(pollQuery, c.req.query(), 'query');
     const o: { afterSeq?: number; waitMs?: number } = {};
     if (q.after_seq !== undefined) o.afterSeq = q.after_seq;
     if (q.wait_ms !== undefined) o.waitMs = q.wait_ms;
-    return c.json(await api.pollExec(c.req.param('id'), c.req.param('execId'), o));
+    return c.json(await A(c).pollExec(c.req.param('id'), c.req.param('execId'), o));
   });
   app.post('/v1/sandboxes/:id/execs/:execId/stdin', async (c) => {
     const q = parseOrThrow(stdinQuery, c.req.query(), 'query');
-    await api.writeExecStdin(c.req.param('id'), c.req.param('execId'), await rawBody(c), q.eof ?? false);
+    await A(c).writeExecStdin(c.req.param('id'), c.req.param('execId'), await rawBody(c), q.eof ?? false);
     return c.json({ ok: true });
   });
   app.post('/v1/sandboxes/:id/execs/:execId/cancel', async (c) =>
-    c.json(await api.cancelExec(c.req.param('id'), c.req.param('execId'))),
+    c.json(await A(c).cancelExec(c.req.param('id'), c.req.param('execId'))),
   );
 
   // ── code ──
   app.post('/v1/sandboxes/:id/code', async (c) => {
     const body = parseOrThrow(codeBody, await jsonBody(c), 'code request');
-    return c.json(await api.runCode(c.req.param('id'), stripUndefined(body)));
+    return c.json(await A(c).runCode(c.req.param('id'), stripUndefined(body)));
   });
   app.post('/v1/sandboxes/:id/code/reset', async (c) => {
-    await api.resetCode(c.req.param('id'));
+    await A(c).resetCode(c.req.param('id'));
     return c.json({ ok: true });
   });
 
   // ── files ──
   app.get('/v1/sandboxes/:id/files/content', async (c) => {
     const q = parseOrThrow(readQuery, c.req.query(), 'query');
-    const { data, size } = await api.readFile(
+    const { data, size } = await A(c).readFile(
       c.req.param('id'),
       q.path,
       stripUndefined({ offset: q.offset, length: q.length }),
@@ -219,7 +261,7 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
     const q = parseOrThrow(writeQuery, c.req.query(), 'query');
     const data = await rawBody(c);
     return c.json(
-      await api.writeFile(
+      await A(c).writeFile(
         c.req.param('id'),
         q.path,
         data,
@@ -229,52 +271,54 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
   });
   app.get('/v1/sandboxes/:id/files/list', async (c) => {
     const q = parseOrThrow(listQuery, c.req.query(), 'query');
-    return c.json(await api.listFiles(c.req.param('id'), q.path, stripUndefined({ recursive: q.recursive })));
+    return c.json(
+      await A(c).listFiles(c.req.param('id'), q.path, stripUndefined({ recursive: q.recursive })),
+    );
   });
   app.get('/v1/sandboxes/:id/files/stat', async (c) => {
     const q = parseOrThrow(statQuery, c.req.query(), 'query');
-    return c.json(await api.statFile(c.req.param('id'), q.path));
+    return c.json(await A(c).statFile(c.req.param('id'), q.path));
   });
   app.delete('/v1/sandboxes/:id/files', async (c) => {
     const q = parseOrThrow(deleteQuery, c.req.query(), 'query');
-    await api.deleteFile(c.req.param('id'), q.path, stripUndefined({ recursive: q.recursive }));
+    await A(c).deleteFile(c.req.param('id'), q.path, stripUndefined({ recursive: q.recursive }));
     return c.json({ ok: true });
   });
   app.post('/v1/sandboxes/:id/files/mkdir', async (c) => {
     const body = parseOrThrow(mkdirBody, await jsonBody(c), 'mkdir request');
-    await api.mkdir(c.req.param('id'), body.path);
+    await A(c).mkdir(c.req.param('id'), body.path);
     return c.json({ ok: true });
   });
   app.post('/v1/sandboxes/:id/files/move', async (c) => {
     const body = parseOrThrow(moveBody, await jsonBody(c), 'move request');
-    await api.moveFile(c.req.param('id'), body.from, body.to, stripUndefined({ overwrite: body.overwrite }));
+    await A(c).moveFile(c.req.param('id'), body.from, body.to, stripUndefined({ overwrite: body.overwrite }));
     return c.json({ ok: true });
   });
 
   // ── images ──
-  app.get('/v1/images', async (c) => c.json(await api.listImages()));
+  app.get('/v1/images', async (c) => c.json(await A(c).listImages()));
   app.post('/v1/images/build', async (c) => {
     const body = stripUndefined(parseOrThrow(buildImageBody, await jsonBody(c), 'image build request'));
-    if (!wantsNdjson(c)) return c.json(await api.buildImage(body), 201);
+    if (!wantsNdjson(c)) return c.json(await A(c).buildImage(body), 201);
     return ndjson(c, (emit) =>
-      api.buildImage(body, (event: ProgressEvent) => emit({ type: 'progress', event })),
+      A(c).buildImage(body, (event: ProgressEvent) => emit({ type: 'progress', event })),
     );
   });
   app.post('/v1/images/import', async (c) => {
     const body = parseOrThrow(importImageBody, await jsonBody(c), 'image import request');
-    if (!wantsNdjson(c)) return c.json(await api.importImage(body.name, body.source), 201);
+    if (!wantsNdjson(c)) return c.json(await A(c).importImage(body.name, body.source), 201);
     return ndjson(c, (emit) =>
-      api.importImage(body.name, body.source, (event: ProgressEvent) => emit({ type: 'progress', event })),
+      A(c).importImage(body.name, body.source, (event: ProgressEvent) => emit({ type: 'progress', event })),
     );
   });
   app.delete('/v1/images/:name', async (c) => {
-    await api.removeImage(c.req.param('name'));
+    await A(c).removeImage(c.req.param('name'));
     return c.json({ ok: true });
   });
 
   // ── maintenance ──
-  app.post('/v1/gc', async (c) => c.json(await api.gc()));
-  app.get('/v1/df', async (c) => c.json(await api.df()));
+  app.post('/v1/gc', async (c) => c.json(await A(c).gc()));
+  app.get('/v1/df', async (c) => c.json(await A(c).df()));
 
   return app;
 }

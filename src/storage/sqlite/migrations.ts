@@ -100,6 +100,18 @@ CREATE TABLE layers (
 CREATE INDEX layers_parent ON layers(parent_id);
 `,
   },
+  {
+    version: 2,
+    name: 'tenants and sessions',
+    sql: `
+ALTER TABLE sandboxes ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE sandboxes ADD COLUMN session TEXT;
+-- Names are unique among a tenant's live sandboxes (was: among all live sandboxes).
+DROP INDEX sandboxes_live_name;
+CREATE UNIQUE INDEX sandboxes_live_tenant_name ON sandboxes(tenant, name) WHERE state IN (${liveList});
+CREATE INDEX sandboxes_session ON sandboxes(session) WHERE session IS NOT NULL;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

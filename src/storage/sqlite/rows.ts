@@ -32,6 +32,8 @@ export interface SandboxRow {
   host_pid: number | null;
   runtime: string;
   end_reason: string | null;
+  tenant: string;
+  session: string | null;
 }
 
 export interface TemplateRow {
@@ -135,6 +137,8 @@ export function sandboxToRow(r: SandboxRecord): SandboxRow {
     host_pid: intOrNull(r.hostPid),
     runtime: JSON.stringify(r.runtime),
     end_reason: r.endReason,
+    tenant: r.tenant,
+    session: r.session,
   };
 }
 
@@ -156,6 +160,8 @@ export function rowToSandbox(row: SandboxRow): SandboxRecord {
     hostPid: row.host_pid,
     runtime: parseObject(row.runtime),
     endReason: row.end_reason,
+    tenant: row.tenant,
+    session: row.session,
   };
 }
 

@@ -36,9 +36,9 @@ type TemplateMethods = Pick<
 >;
 
 const SANDBOX_COLS =
-  'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason';
+  'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason, tenant, session';
 const SANDBOX_VALUES =
-  '@id, @name, @state, @image, @template_id, @parent_id, @depth, @limits, @env, @labels, @expires_at, @created_at, @updated_at, @host_pid, @runtime, @end_reason';
+  '@id, @name, @state, @image, @template_id, @parent_id, @depth, @limits, @env, @labels, @expires_at, @created_at, @updated_at, @host_pid, @runtime, @end_reason, @tenant, @session';
 
 /**
  * Labels filter in SQL: no wanted (key, value) pair is missing from the row's labels. json_each on both
@@ -52,8 +52,8 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
   const insert = db.prepare<SandboxRow>(`INSERT INTO sandboxes (${SANDBOX_COLS}) VALUES (${SANDBOX_VALUES})`);
   const getById = db.prepare<[string], SandboxRow>('SELECT * FROM sandboxes WHERE id = ?');
   // A name can be reused once its sandbox has ended: prefer the live one, then the newest.
-  const getByName = db.prepare<[string], SandboxRow>(
-    `SELECT * FROM sandboxes WHERE name = ?
+  const getByName = db.prepare<[string, string], SandboxRow>(
+    `SELECT * FROM sandboxes WHERE name = ? AND tenant = ?
      ORDER BY state IN ('creating', 'running', 'paused', 'killing') DESC, created_at DESC LIMIT 1`,
   );
   const listAll = db.prepare<{ labels: string | null }, SandboxRow>(
@@ -67,7 +67,7 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
     `UPDATE sandboxes SET name = @name, state = @state, image = @image, template_id = @template_id,
        parent_id = @parent_id, depth = @depth, limits = @limits, env = @env, labels = @labels,
        expires_at = @expires_at, created_at = @created_at, updated_at = @updated_at, host_pid = @host_pid,
-       runtime = @runtime, end_reason = @end_reason
+       runtime = @runtime, end_reason = @end_reason, tenant = @tenant, session = @session
      WHERE id = @id`,
   );
   const del = db.prepare<[string]>('DELETE FROM sandboxes WHERE id = ?');
@@ -126,8 +126,8 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
       const row = getById.get(id);
       return row === undefined ? undefined : rowToSandbox(row);
     },
-    getSandboxByName(name) {
-      const row = getByName.get(name);
+    getSandboxByName(name, tenant = 'default') {
+      const row = getByName.get(name, tenant);
       return row === undefined ? undefined : rowToSandbox(row);
     },
     listSandboxes(filter?: SandboxFilter) {
@@ -139,7 +139,13 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
         filter?.states === undefined
           ? listAll.all({ labels })
           : listByStates.all({ states: JSON.stringify(filter.states), labels });
-      return rows.map(rowToSandbox);
+      return rows
+        .map(rowToSandbox)
+        .filter(
+          (r) =>
+            (filter?.tenant === undefined || r.tenant === filter.tenant) &&
+            (filter?.session === undefined || r.session === filter.session),
+        );
     },
     // IMMEDIATE: take the write lock before reading the current state, so no other connection can change
     // it between our check and our write (a DEFERRED read-then-write could also fail with SQLITE_BUSY).

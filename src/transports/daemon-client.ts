@@ -345,7 +345,11 @@ function openSession(socketPath: string): Promise<ClientSession> {
           first(new ForkboxError('unavailable', `the daemon refused the session (HTTP ${res.statusCode}).`));
           return;
         }
-        res.once('data', () => first(null));
+        res.once('data', () => {
+          // Attached: from now on the session must not keep a CLI process alive on its own.
+          res.socket.unref();
+          first(null);
+        });
         res.on('data', () => undefined);
         res.on('close', () => {
           if (!firstDone) first(new ForkboxError('unavailable', 'the daemon closed the session at once.'));
@@ -363,8 +367,6 @@ function openSession(socketPath: string): Promise<ClientSession> {
         );
       } else retry(500);
     });
-    // The socket must not keep a CLI process alive on its own.
-    req.on('socket', (sock) => sock.unref());
     req.end();
     current = req;
   };

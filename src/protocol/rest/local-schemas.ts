@@ -52,6 +52,7 @@ export const createSandboxBody = z.strictObject({
     .optional(),
   env: envRecord.optional(),
   labels: envRecord.optional(),
+  persistent: z.boolean().optional(),
 });
 
 export const extendBody = z.strictObject({

@@ -12,6 +12,7 @@ import { createInboxHub } from './runtimes/native/inbox-hub.ts';
 import { createMounts } from './runtimes/native/mounts.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { nativePaths } from './runtimes/native/paths.ts';
+import { createCopyDriver } from './runtimes/native/snapshot-driver.ts';
 import { createSys } from './runtimes/native/sys.ts';
 import { createTemplates } from './runtimes/native/templates.ts';
 import type { ForkboxApi } from './service/api.ts';
@@ -92,7 +93,9 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       runc: process.env.FORKBOX_RUNC ?? 'runc',
       prewarm: opts.prewarm ?? [],
     });
+    const snapshots = createCopyDriver(join(stateDir, 'layers'));
     const runtime = createNativeRuntime({
+      snapshots,
       paths,
       mounts,
       cgroups,

@@ -43,6 +43,44 @@ export interface SandboxInfo {
   usage?: SandboxUsage;
 }
 
+export interface ForkRequest {
+  /** Number of children, 1..100 (default 1). */
+  n?: number;
+  /** Children's names (length n); default: their ids. */
+  names?: string[];
+  /** Children's limits and TTL; inherited from the source when absent. */
+  memoryMb?: number;
+  cpus?: number;
+  pids?: number;
+  ttlSeconds?: number;
+  /** Added to the source's environment in each child. */
+  env?: Record<string, string>;
+  labels?: Record<string, string>;
+  /** When the source's REPL is busy: wait for it (default) or fail at once with `busy`. */
+  wait?: boolean;
+}
+
+export interface ForkChildResult {
+  ok: boolean;
+  sandbox?: SandboxInfo;
+  error?: { code: string; message: string };
+}
+
+export interface ForkResult {
+  source: string;
+  /** How long the source's workload was frozen (ms). */
+  pauseMs: number;
+  /** Time to freeze the source's files into a read-only layer (ms), part of pauseMs. */
+  snapshotMs: number;
+  driver: string;
+  durationMs: number;
+  /** What the children inherited. */
+  carried: { filesystem: boolean; pythonState: boolean; environment: boolean };
+  /** What they did not, in words. */
+  notCarried: string[];
+  children: ForkChildResult[];
+}
+
 export interface ExecRequest {
   /** argv form; exactly one of argv / cmd. */
   argv?: string[];
@@ -122,10 +160,13 @@ export interface ForkboxApi {
   createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo>;
   listSandboxes(opts?: { all?: boolean; labels?: Record<string, string> }): Promise<SandboxInfo[]>;
   getSandbox(idOrName: string, opts?: { usage?: boolean }): Promise<SandboxInfo>;
-  killSandbox(idOrName: string): Promise<SandboxInfo>;
+  /** Kill a sandbox; with `cascade`, its descendants too (else they keep running). */
+  killSandbox(idOrName: string, opts?: { cascade?: boolean }): Promise<SandboxInfo>;
   pauseSandbox(idOrName: string): Promise<SandboxInfo>;
   resumeSandbox(idOrName: string): Promise<SandboxInfo>;
   extendSandbox(idOrName: string, ttlSeconds: number): Promise<SandboxInfo>;
+  /** Branch a running sandbox into N children that inherit its files and live Python state. */
+  forkSandbox(idOrName: string, req: ForkRequest): Promise<ForkResult>;
 
   /** Run to completion; `onOutput` streams chunks as they arrive. */
   exec(idOrName: string, req: ExecRequest, onOutput?: (c: ExecOutputChunk) => void): Promise<ExecOutcome>;

@@ -11,6 +11,9 @@ import type {
   CreateSandboxRequest,
   DiskUsage,
   ForkboxApi,
+  ForkChildResult,
+  ForkRequest,
+  ForkResult,
   GcReport,
   ProgressEvent,
   SandboxInfo,
@@ -103,6 +106,9 @@ function info(rec: SandboxRecord): SandboxInfo {
   };
 }
 
+/** One fork call makes at most this many children. */
+export const MAX_FORK_CHILDREN = 100;
+
 export function createEngine(deps: EngineDeps): Engine {
   const { store, runtime, images, log } = deps;
   const now = deps.now ?? Date.now;
@@ -155,20 +161,158 @@ export function createEngine(deps: EngineDeps): Engine {
     s.timer.unref?.();
   }
 
+  /** A sandbox whose PID 1 still holds a pid namespace: live, or a tombstone waiting for descendants. */
+  const holds = (r: SandboxRecord) => isLive(r.state) || r.runtime.tombstone === true;
+  const childrenHolding = (id: string) => store.listSandboxes().filter((r) => r.parentId === id && holds(r));
+
   async function kill(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
-    return serial(rec.id, async () => {
+    const done = await serial(rec.id, async () => {
       const cur = store.getSandbox(rec.id) ?? rec;
       if (!isLive(cur.state) && cur.state !== 'lost') return cur;
       if (cur.state !== 'killing') store.transitionSandbox(cur.id, 'killing');
       execs.abandon(cur.id);
+      // Descendants live inside this sandbox's pid namespace: killing its PID 1 would kill them all.
+      // Its own processes die; PID 1 stays as a tombstone until the last descendant ends.
+      const waiting = childrenHolding(cur.id).length;
       try {
-        await runtime.killSandbox(cur);
+        await runtime.killSandbox(cur, { keepInit: waiting > 0 });
       } catch (e) {
         log.error({ sandbox: cur.id, err: String(e) }, 'kill failed');
         throw e;
       }
-      return store.transitionSandbox(cur.id, 'killed', { endReason: reason, hostPid: null });
+      return waiting > 0
+        ? store.transitionSandbox(cur.id, 'killed', {
+            endReason: `${reason} (its PID 1 stays until its ${waiting} child sandbox(es) end)`,
+            runtime: { ...cur.runtime, tombstone: true },
+          })
+        : store.transitionSandbox(cur.id, 'killed', { endReason: reason, hostPid: null });
     });
+    if (done.runtime.tombstone !== true) await releaseTombstones(done.parentId);
+    return done;
+  }
+
+  /** Finish off ancestors that were tombstones waiting only for this subtree. */
+  async function releaseTombstones(parentId: string | null): Promise<void> {
+    let p = parentId;
+    while (p) {
+      const prec = store.getSandbox(p);
+      if (!prec || prec.runtime.tombstone !== true || childrenHolding(p).length > 0) return;
+      await serial(p, async () => {
+        await runtime.killSandbox(prec);
+        store.updateSandbox(prec.id, { runtime: { ...prec.runtime, tombstone: false }, hostPid: null });
+      });
+      p = prec.parentId;
+    }
+  }
+
+  /** Kill a sandbox and its whole subtree, deepest first. */
+  async function killTree(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
+    for (const child of childrenHolding(rec.id)) await killTree(child, `${reason} (cascade from ${rec.id})`);
+    return kill(store.getSandbox(rec.id) ?? rec, reason);
+  }
+
+  async function fork(ctx: CallerContext, source: SandboxRecord, req: ForkRequest): Promise<ForkResult> {
+    const started = now();
+    const n = req.n ?? 1;
+    if (!Number.isInteger(n) || n < 1 || n > MAX_FORK_CHILDREN) {
+      throw errors.invalid(`n must be a whole number from 1 to ${MAX_FORK_CHILDREN} (got ${n}).`, { n });
+    }
+    if (req.names !== undefined && req.names.length !== n) {
+      throw errors.invalid(`give exactly n = ${n} names, or none (got ${req.names.length}).`);
+    }
+    const names = (req.names ?? []).map(checkName);
+    for (const name of names) {
+      const same = store.getSandboxByName(name, ctx.tenant);
+      if ((same && isLive(same.state)) || names.indexOf(name) !== names.lastIndexOf(name)) {
+        throw new ForkboxError(
+          'already_exists',
+          `a live sandbox is already named '${name}'. Pick other names.`,
+          { name },
+        );
+      }
+    }
+    const limits = limitsFrom({
+      memoryMb: req.memoryMb ?? source.limits.memoryBytes / 2 ** 20,
+      cpus: req.cpus ?? source.limits.cpus,
+      pids: req.pids ?? source.limits.pids,
+    });
+    const ttl = checkTtl(req.ttlSeconds);
+    const env = { ...source.env, ...checkEnv(req.env) };
+    const t = now();
+    const children: SandboxRecord[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = `sb-${randomBytes(5).toString('hex')}`;
+      const rec: SandboxRecord = {
+        ...source,
+        id,
+        name: names[i] ?? id,
+        state: 'creating',
+        parentId: source.id,
+        depth: source.depth + 1,
+        limits,
+        env,
+        labels: { ...source.labels, ...(req.labels ?? {}) },
+        // A child's TTL is its own: given, or what was left of the source's.
+        expiresAt: ttl !== undefined ? t + ttl * 1000 : source.expiresAt,
+        createdAt: t,
+        updatedAt: t,
+        hostPid: null,
+        runtime: {},
+        endReason: null,
+      };
+      store.insertSandbox(rec);
+      children.push(rec);
+    }
+    let outcome: Awaited<ReturnType<Runtime['forkSandbox']>>;
+    try {
+      outcome = await runtime.forkSandbox(
+        source,
+        children.map((c, i) => ({ id: c.id, name: c.name, env: c.env, limits: c.limits, forkIndex: i })),
+        { wait: req.wait !== false },
+      );
+    } catch (e) {
+      for (const c of children)
+        store.transitionSandbox(c.id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
+      throw e;
+    }
+    const results: ForkChildResult[] = outcome.children.map((o) => {
+      if (o.ok) {
+        const templateId =
+          typeof o.handle.runtime.templateId === 'string' ? o.handle.runtime.templateId : source.templateId;
+        const rec = store.transitionSandbox(o.id, 'running', {
+          hostPid: o.handle.hostPid,
+          runtime: o.handle.runtime,
+          templateId,
+          depth: typeof o.handle.runtime.depth === 'number' ? o.handle.runtime.depth : source.depth + 1,
+        });
+        return { ok: true, sandbox: info(rec) };
+      }
+      store.transitionSandbox(o.id, 'failed', { endReason: o.error });
+      return { ok: false, error: { code: 'internal', message: o.error } };
+    });
+    const notCarried = [
+      'processes other than the Python REPL (servers and background commands stay in the source only)',
+      'threads of the REPL other than the one that forks',
+      'sockets, pipes and memory maps held by the REPL',
+    ];
+    if (!outcome.pythonState)
+      notCarried.unshift(
+        `Python state: the source is ${source.depth + 1} forks deep, at the pid-namespace depth limit, so the children were forked from the template with the source's files only`,
+      );
+    return {
+      source: source.id,
+      pauseMs: Math.round(outcome.pauseMs * 100) / 100,
+      snapshotMs: Math.round(outcome.snapshotMs * 100) / 100,
+      driver: outcome.driver,
+      durationMs: now() - started,
+      carried: {
+        filesystem: true,
+        pythonState: outcome.pythonState && runtime.capabilities.forkProcessState,
+        environment: true,
+      },
+      notCarried,
+      children: results,
+    };
   }
 
   function makeApi(ctx: CallerContext): ForkboxApi {
@@ -257,9 +401,14 @@ export function createEngine(deps: EngineDeps): Engine {
         return out;
       },
 
-      async killSandbox(idOrName) {
-        return info(await kill(find(idOrName), 'killed on request'));
+      async killSandbox(idOrName, opts) {
+        const rec = find(idOrName);
+        return info(
+          await (opts?.cascade ? killTree(rec, 'killed on request') : kill(rec, 'killed on request')),
+        );
       },
+
+      forkSandbox: async (idOrName, req) => fork(ctx, running(idOrName), req),
 
       async pauseSandbox(idOrName) {
         const rec = find(idOrName);

@@ -87,6 +87,30 @@ export interface CreateSandboxSpec {
   env: Record<string, string>;
 }
 
+export interface ForkChildSpec {
+  id: string;
+  name: string;
+  env: Record<string, string>;
+  limits: Limits;
+  forkIndex: number;
+}
+
+export type ForkChildOutcome =
+  | { id: string; ok: true; handle: SandboxHandle }
+  | { id: string; ok: false; error: string };
+
+export interface ForkOutcome {
+  /** How long the source's workload (everything but its agent and idle REPL worker) was frozen. */
+  pauseMs: number;
+  /** Time to freeze the source's writable layer into a read-only one. */
+  snapshotMs: number;
+  /** Storage driver that froze the layer. */
+  driver: string;
+  /** False when the fork fell back to filesystem-only (depth limit, or a runtime that cannot). */
+  pythonState: boolean;
+  children: ForkChildOutcome[];
+}
+
 export interface SandboxHandle {
   id: string;
   hostPid: number;
@@ -191,7 +215,20 @@ export interface Runtime {
     deadlineMs: number,
   ): Promise<{ lost: string[] }>;
   createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle>;
-  killSandbox(rec: SandboxRecord): Promise<void>;
+  /**
+   * Fork a running sandbox into children that inherit its files (as of one instant) and, where the
+   * runtime can, its Python REPL's memory. Each child succeeds or fails on its own.
+   */
+  forkSandbox(
+    source: SandboxRecord,
+    children: ForkChildSpec[],
+    opts?: { wait?: boolean },
+  ): Promise<ForkOutcome>;
+  /**
+   * Kill a sandbox. With `keepInit`, only its own processes die and its PID 1 stays as a tombstone,
+   * because descendants live inside its pid namespace; kill it again without keepInit once they end.
+   */
+  killSandbox(rec: SandboxRecord, opts?: { keepInit?: boolean }): Promise<void>;
   pauseSandbox(rec: SandboxRecord): Promise<void>;
   resumeSandbox(rec: SandboxRecord): Promise<void>;
   usage(rec: SandboxRecord): Promise<SandboxUsage>;

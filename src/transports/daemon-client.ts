@@ -3,8 +3,8 @@
  * as the same ForkboxError codes the engine threw; streaming calls (exec output, image progress) read NDJSON.
  */
 
-import type { IncomingMessage } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { Agent, type ClientRequest, request } from 'node:http';
 import { ForkboxError, isForkboxError } from '../domain/errors.ts';
 import type { ExecRecord, ImageRecord } from '../domain/types.ts';
@@ -215,7 +215,8 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
         },
       }),
     getSandbox: (id, o = {}) => call({ method: 'GET', path: sb(id), query: { usage: o.usage } }),
-    killSandbox: (id) => call({ method: 'DELETE', path: sb(id) }),
+    killSandbox: (id, o = {}) => call({ method: 'DELETE', path: sb(id), query: { cascade: o.cascade } }),
+    forkSandbox: (id, req) => call({ method: 'POST', path: sb(id, '/fork'), json: req }),
     pauseSandbox: (id) => call({ method: 'POST', path: sb(id, '/pause') }),
     resumeSandbox: (id) => call({ method: 'POST', path: sb(id, '/resume') }),
     extendSandbox: (id, ttlSeconds) =>

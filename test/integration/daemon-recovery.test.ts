@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
@@ -20,7 +20,10 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
   let stateDir: string;
 
   function cli(...args: string[]): SpawnSyncReturns<string> {
-    return spawnSync(process.execPath, [BIN, '--state-dir', stateDir, ...args], { encoding: 'utf8', timeout: 60_000 });
+    return spawnSync(process.execPath, [BIN, '--state-dir', stateDir, ...args], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
   }
   function ok(...args: string[]): string {
     const r = cli(...args);
@@ -86,11 +89,17 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     // Nothing frozen, nothing half-mounted: every forkbox cgroup is thawed, and the only mounts under
     // the state dir are the template's root and inbox.
     for (const id of [a.id, b.id]) {
-      assert.equal(readFileSync(`/sys/fs/cgroup/freezer/forkbox/sandboxes/${id}/freezer.state`, 'utf8').trim(), 'THAWED');
+      assert.equal(
+        readFileSync(`/sys/fs/cgroup/freezer/forkbox/sandboxes/${id}/freezer.state`, 'utf8').trim(),
+        'THAWED',
+      );
     }
     const templates = readdirSync(join(stateDir, 'templates'));
     assert.equal(templates.length, 1);
-    const expected = [join(stateDir, 'templates', templates[0] ?? '', 'bundle', 'rootfs'), join(stateDir, 'inbox', templates[0] ?? '')];
+    const expected = [
+      join(stateDir, 'templates', templates[0] ?? '', 'bundle', 'rootfs'),
+      join(stateDir, 'inbox', templates[0] ?? ''),
+    ];
     for (const m of mountsUnder(stateDir)) {
       assert.ok(
         expected.includes(m) || [a.id, b.id].some((id) => m === join(stateDir, 'inbox', id)),

@@ -94,6 +94,10 @@ export function createFakeApi(): FakeApi {
         ? { ...s, usage: { memoryBytes: 1, cpuUsageNs: 2, pids: 3, diskBytes: 4, oomKills: 0 } }
         : s;
     },
+    async forkSandbox(id, req) {
+      log('forkSandbox', id, req);
+      throw new ForkboxError('unavailable', 'the fake api does not fork');
+    },
     async killSandbox(id) {
       log('killSandbox', id);
       const s = find(id);

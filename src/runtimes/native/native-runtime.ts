@@ -1,36 +1,38 @@
 /**
- * The native runtime: sandboxes forked from template containers into fresh namespaces on fresh
- * overlay roots, with per-sandbox cgroups (DESIGN.md 2). Implements the Runtime port.
+ * The native runtime: sandboxes forked from template containers — or from running sandboxes — into
+ * fresh namespaces on fresh overlay roots, with per-sandbox cgroups (DESIGN.md 2). Implements the
+ * Runtime port.
  */
-import { randomBytes } from 'node:crypto';
-import { chownSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
-import { freemem, totalmem } from 'node:os';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { errors, ForkboxError } from '../../domain/errors.ts';
 import type { SandboxRecord, TemplateRecord } from '../../domain/types.ts';
 import type { ImageCatalog } from '../../service/engine.ts';
-import type { CreateSandboxSpec, Runtime, SandboxHandle } from '../../service/ports.ts';
-import { type AgentConnection, createAgentConnection } from './agent-connection.ts';
+import type {
+  CreateSandboxSpec,
+  ForkChildSpec,
+  ForkOutcome,
+  Runtime,
+  SandboxHandle,
+} from '../../service/ports.ts';
+import { createAdmission } from './admission.ts';
+import type { AgentConnection } from './agent-connection.ts';
 import type { Cgroups } from './cgroups/index.ts';
+import { createChildSpawner, type LiveSandbox } from './child-spawner.ts';
 import { dirSize } from './disk.ts';
 import { deadline, type InboxHub, type Logger } from './inbox-hub.ts';
 import type { Mounts } from './mounts.ts';
 import type { UidRange } from './oci-spec.ts';
 import type { NativePaths } from './paths.ts';
-import { isAlive, procStartTime, readProcStatus, setOomScoreAdj } from './proc.ts';
+import { isAlive, readProcStatus } from './proc.ts';
 import { createSandboxOps } from './sandbox-ops.ts';
+import type { SnapshotDriver } from './snapshot-driver.ts';
 import type { Templates } from './templates.ts';
 
-export interface LiveSandbox {
-  id: string;
-  hostPid: number;
-  startTime: number;
-  cgroup: string;
-  conn: AgentConnection | null;
-  /** Resolves when an agent connection is (again) up. */
-  connected: Promise<void>;
-  paused: boolean;
-}
+export type { LiveSandbox } from './child-spawner.ts';
+
+/** Pid namespaces nest at most 32 deep; keep a margin for the template's own. */
+export const MAX_FORK_DEPTH = 30;
 
 export interface NativeRuntimeDeps {
   paths: NativePaths;
@@ -39,6 +41,7 @@ export interface NativeRuntimeDeps {
   hub: InboxHub;
   templates: Templates;
   images: Pick<ImageCatalog, 'require'>;
+  snapshots: SnapshotDriver;
   log: Logger;
   uidRange: UidRange;
   overcommitRatio: number;
@@ -46,82 +49,34 @@ export interface NativeRuntimeDeps {
 }
 
 export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: Map<string, LiveSandbox> } {
-  const { paths, mounts, cgroups, hub, templates, log } = deps;
+  const { paths, cgroups, templates, log } = deps;
   const live = new Map<string, LiveSandbox>();
-  const committed = new Map<string, number>();
+  const admission = createAdmission({
+    hostMemoryBytes: totalmem(),
+    overcommitRatio: deps.overcommitRatio,
+    minFreeDiskBytes: 256 * 1024 * 1024,
+    stateDir: paths.stateDir,
+  });
+  /** Per-sandbox REPL serialisation: a fork waits for evals in flight and new evals wait for it. */
+  const replLocks = new Map<string, Promise<unknown>>();
 
-  function admit(memoryBytes: number): void {
-    const used = [...committed.values()].reduce((a, b) => a + b, 0);
-    const budget = totalmem() * deps.overcommitRatio;
-    if (used + memoryBytes > budget) {
-      throw new ForkboxError(
-        'resource_exhausted',
-        `creating this sandbox would commit ${Math.round((used + memoryBytes) / 2 ** 20)} MiB of memory limits, over the host budget of ${Math.round(budget / 2 ** 20)} MiB (${deps.overcommitRatio}× ${Math.round(totalmem() / 2 ** 20)} MiB RAM). Kill sandboxes, ask for less memory, or raise FORKBOX_OVERCOMMIT_RATIO.`,
-        { committedBytes: used, requestedBytes: memoryBytes, budgetBytes: budget, freeBytes: freemem() },
-      );
-    }
+  function withRepl<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = replLocks.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    replLocks.set(id, tail);
+    void tail.then(() => {
+      if (replLocks.get(id) === tail) replLocks.delete(id);
+    });
+    return next;
   }
 
-  /** Listen on a sandbox's control socket; every verified (re)connection becomes its connection. */
-  async function serveSandbox(
-    sb: LiveSandbox,
-    expect: { nonce: string; parentPid: number } | null,
-  ): Promise<void> {
-    let resolveConnected: () => void = () => undefined;
-    sb.connected = new Promise<void>((r) => {
-      resolveConnected = r;
-    });
-    await hub.listen(sb.id, paths.controlSocket(sb.id), {
-      verify(hello, cred) {
-        if (hello.sandboxId !== sb.id || hello.role !== 'sandbox')
-          throw new Error(`hello names ${hello.role} ${hello.sandboxId}`);
-        if (sb.hostPid > 0) {
-          if (cred.pid !== sb.hostPid)
-            throw new Error(`peer pid ${cred.pid} is not the sandbox's PID 1 (${sb.hostPid})`);
-          return;
-        }
-        // First contact of a new sandbox: the peer must be PID 1 of a pid namespace (NSpid ends in 1),
-        // a child of the forking parent's PID 1, and know the nonce the host gave the parent.
-        const st = readProcStatus(cred.pid);
-        if (!expect || !st) throw new Error('unexpected first hello');
-        if (st.nsPids[st.nsPids.length - 1] !== 1 || st.ppid !== expect.parentPid) {
-          throw new Error(
-            `peer pid ${cred.pid} (ppid ${st.ppid}, NSpid ${st.nsPids.join(' ')}) is not a new sandbox PID 1`,
-          );
-        }
-        if (hello.nonce !== expect.nonce) throw new Error('wrong nonce');
-      },
-      onAgent({ socket, hello, cred }) {
-        void (async () => {
-          try {
-            if (sb.hostPid === 0) {
-              sb.hostPid = cred.pid;
-              sb.startTime = procStartTime(cred.pid) ?? 0;
-              // Place PID 1 before welcoming it: the REPL worker it forks next inherits the cgroups.
-              await cgroups.addProcess(sb.cgroup, cred.pid);
-              setOomScoreAdj(cred.pid, -1000);
-            }
-            sb.conn?.close();
-            const conn = createAgentConnection(socket, hello);
-            sb.conn = conn;
-            conn.on('close', () => {
-              if (sb.conn === conn) sb.conn = null;
-              if (!isAlive(sb.hostPid, sb.startTime) && live.has(sb.id))
-                log.warn({ sandbox: sb.id }, 'sandbox PID 1 exited');
-            });
-            resolveConnected();
-          } catch (e) {
-            log.warn({ sandbox: sb.id, err: String(e) }, 'could not adopt agent connection');
-            socket.destroy();
-          }
-        })();
-      },
-    });
-  }
+  const committed = () => [...live.values()].reduce((a, s) => a + s.memoryBytes, 0);
+  const spawner = createChildSpawner({ ...deps, live });
 
   async function connOf(rec: SandboxRecord): Promise<AgentConnection> {
     const sb = live.get(rec.id);
-    if (!sb) throw errors.sandboxNotRunning(rec.id, rec.state);
+    if (!sb || sb.tombstone) throw errors.sandboxNotRunning(rec.id, rec.state);
     if (sb.conn) return sb.conn;
     if (!isAlive(sb.hostPid, sb.startTime)) {
       throw new ForkboxError(
@@ -139,43 +94,33 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     return sb.conn;
   }
 
-  /** Release everything a sandbox holds on the host. Safe to call on a half-made sandbox. */
-  async function release(id: string, templateId: string | null): Promise<void> {
-    const sb = live.get(id);
-    live.delete(id);
-    committed.delete(id);
-    sb?.conn?.close('closed because the sandbox was killed');
-    hub.close(id);
-    const cg = paths.sandboxCgroup(id);
-    if (sb && sb.hostPid > 0 && isAlive(sb.hostPid, sb.startTime)) {
-      // SIGKILL to PID 1 of the sandbox's pid namespace kills every process in it.
-      try {
-        process.kill(sb.hostPid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
+  const ops = createSandboxOps({ connOf, cgroups, paths });
+
+  /** Host pid of the sandbox's REPL worker (the agent reports its pid in the sandbox's own namespace). */
+  async function workerHostPid(sb: LiveSandbox, conn: AgentConnection): Promise<number | null> {
+    const { result } = await conn.request('stats', {});
+    const nsPid = typeof result.worker_pid === 'number' ? result.worker_pid : null;
+    const initDepth = readProcStatus(sb.hostPid)?.nsPids.length;
+    if (nsPid === null || initDepth === undefined) return null;
+    for (const pid of await cgroups.procs(sb.cgroup)) {
+      const st = readProcStatus(pid);
+      if (st && st.nsPids.length === initDepth && st.nsPids[st.nsPids.length - 1] === nsPid) return pid;
     }
-    if (await cgroups.exists(cg)) {
-      await cgroups.killAll(cg);
-      await cgroups.destroy(cg);
-    }
-    if (templateId) {
-      const tInbox = paths.inbox(templateId);
-      for (const p of [join(tInbox, id), join(tInbox, `${id}-inbox`)]) {
-        mounts.detach(p);
-        try {
-          rmdirSync(p);
-        } catch {
-          // not there
-        }
-      }
-    }
-    mounts.detachAllUnder(paths.inbox(id));
-    rmSync(paths.inbox(id), { recursive: true, force: true });
-    rmSync(paths.sandbox(id), { recursive: true, force: true });
+    return null;
   }
 
-  const ops = createSandboxOps({ connOf, cgroups, paths });
+  /** Put the worker in `repl` and every other process but PID 1 in `work`, so `work` can be frozen alone. */
+  async function sortProcesses(sb: LiveSandbox, worker: number | null): Promise<void> {
+    if (worker !== null) await cgroups.addProcess(`${sb.cgroup}/repl`, worker);
+    for (let round = 0; round < 5; round++) {
+      const strays = [
+        ...(await cgroups.procs(`${sb.cgroup}/agent`)),
+        ...(await cgroups.procs(`${sb.cgroup}/repl`)),
+      ].filter((p) => p !== sb.hostPid && p !== worker);
+      if (strays.length === 0) return;
+      for (const p of strays) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);
+    }
+  }
 
   return {
     name: 'native',
@@ -187,106 +132,101 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     },
     live,
     ...ops,
+    replEval: (rec, code, opts) => withRepl(rec.id, () => ops.replEval(rec, code, opts)),
+    replRestart: (rec) => withRepl(rec.id, () => ops.replRestart(rec)),
 
     async createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
-      admit(spec.limits.memoryBytes);
-      committed.set(spec.id, spec.limits.memoryBytes);
+      await admission.check(spec.limits.memoryBytes, committed());
       const image = deps.images.require(spec.image);
-      let templateId: string | null = null;
-      try {
-        const tpl = await templates.ensure(image);
-        templateId = tpl.id;
-        const tplConn = tpl.conn;
-        if (!tplConn)
-          throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
-        const dir = paths.sandbox(spec.id);
-        const upper = join(dir, 'upper');
-        const work = join(dir, 'work');
-        mkdirSync(upper, { recursive: true, mode: 0o755 });
-        mkdirSync(work, { recursive: true, mode: 0o700 });
-        // The sandbox's `/` is owned by its upper dir's owner: container root.
-        chownSync(upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
-        const tInbox = paths.inbox(tpl.id);
-        const rootMnt = join(tInbox, spec.id);
-        const inboxMnt = join(tInbox, `${spec.id}-inbox`);
-        mkdirSync(rootMnt, { mode: 0o755 });
-        mkdirSync(inboxMnt, { mode: 0o755 });
-        // Both appear inside the template at /.forkbox/inbox/<id>[-inbox] by propagation.
-        mounts.overlay(rootMnt, image.layers, upper, work);
-        mounts.sharedSelfBind(paths.inbox(spec.id));
-        mounts.bind(paths.inbox(spec.id), inboxMnt);
-        const cg = paths.sandboxCgroup(spec.id);
-        await cgroups.create(cg, spec.limits);
-        const sb: LiveSandbox = {
-          id: spec.id,
-          hostPid: 0,
-          startTime: 0,
-          cgroup: cg,
-          conn: null,
-          connected: Promise.resolve(),
-          paused: false,
-        };
-        live.set(spec.id, sb);
-        const nonce = randomBytes(16).toString('hex');
-        await serveSandbox(sb, { nonce, parentPid: tpl.hostPid });
-        const { result } = await tplConn.request('fork', {
-          children: [
-            {
-              sandbox_id: spec.id,
-              nonce,
-              hostname: spec.name.slice(0, 63),
-              root: `/.forkbox/inbox/${spec.id}`,
-              inbox: `/.forkbox/inbox/${spec.id}-inbox`,
-              env: spec.env,
-              fork_index: 0,
-              parent_id: null,
-            },
-          ],
-        });
-        const child = (result.children as { ok: boolean; error?: string }[] | undefined)?.[0];
-        if (!child?.ok)
-          throw new ForkboxError(
-            'internal',
-            `the template could not fork sandbox ${spec.id}: ${child?.error ?? 'no result'}`,
-          );
-        await deadline<void>(
-          deps.createTimeoutMs ?? 10000,
-          `sandbox ${spec.id}'s agent connecting`,
-          (resolve) => void sb.connected.then(resolve),
-        );
-        // The child has its own private copies of these mounts now; drop the host-side ones.
-        mounts.detach(rootMnt);
-        mounts.detach(inboxMnt);
-        rmdirSync(rootMnt);
-        rmdirSync(inboxMnt);
-        return {
-          id: spec.id,
-          hostPid: sb.hostPid,
-          runtime: { templateId: tpl.id, cgroup: cg, startTime: sb.startTime },
-        };
-      } catch (e) {
-        await release(spec.id, templateId).catch((err: unknown) =>
-          log.warn({ sandbox: spec.id, err: String(err) }, 'cleanup after failed create'),
-        );
-        throw e;
-      }
+      const tpl = await templates.ensure(image);
+      if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
+      const [out] = await spawner.spawn(
+        {
+          id: tpl.id,
+          hostPid: tpl.hostPid,
+          conn: tpl.conn,
+          templateId: tpl.id,
+          depth: -1,
+          lowers: image.layers,
+        },
+        [{ id: spec.id, name: spec.name, env: spec.env, limits: spec.limits, forkIndex: 0 }],
+        null,
+      );
+      if (!out) throw new ForkboxError('internal', 'no result for the new sandbox');
+      if (!out.ok) throw out.error;
+      return out.handle;
     },
 
-    async killSandbox(rec: SandboxRecord): Promise<void> {
-      const sb = live.get(rec.id);
-      if (!sb && rec.hostPid !== null) {
-        const st = typeof rec.runtime.startTime === 'number' ? rec.runtime.startTime : 0;
-        live.set(rec.id, {
-          id: rec.id,
-          hostPid: rec.hostPid,
-          startTime: st,
-          cgroup: paths.sandboxCgroup(rec.id),
-          conn: null,
-          connected: Promise.resolve(),
-          paused: false,
-        });
+    async forkSandbox(source: SandboxRecord, children: ForkChildSpec[], opts): Promise<ForkOutcome> {
+      const sb = live.get(source.id);
+      if (!sb || sb.tombstone) throw errors.sandboxNotRunning(source.id, source.state);
+      if (opts?.wait === false && replLocks.has(source.id)) {
+        throw new ForkboxError(
+          'busy',
+          `sandbox '${source.id}' is running Python code; fork again when it ends, or fork with wait: true.`,
+        );
       }
-      await release(rec.id, rec.templateId || null);
+      const total = children.reduce((a, c) => a + c.limits.memoryBytes, 0);
+      await admission.check(total, committed());
+      const deep = sb.depth + 1 >= MAX_FORK_DEPTH;
+      return withRepl(source.id, async () => {
+        const conn = await connOf(source);
+        const worker = await workerHostPid(sb, conn);
+        await sortProcesses(sb, worker);
+        // Freeze everything but the agent and the idle worker, freeze the writable layer into a
+        // read-only one, thaw. The worker cannot change while we hold its REPL lock, so forking it
+        // after the thaw still gives children memory and files of the same instant.
+        const t0 = performance.now();
+        await cgroups.freeze(`${sb.cgroup}/work`);
+        let layer: string;
+        let snapshotMs: number;
+        try {
+          const s0 = performance.now();
+          layer = await deps.snapshots.freeze(join(paths.sandbox(source.id), 'upper'));
+          snapshotMs = performance.now() - s0;
+        } finally {
+          await cgroups.thaw(`${sb.cgroup}/work`);
+        }
+        const pauseMs = performance.now() - t0;
+        const lowers = [layer, ...sb.lowers];
+        let results: Awaited<ReturnType<typeof spawner.spawn>>;
+        if (deep) {
+          // Past the pid-namespace depth limit: a filesystem-only fork from the template.
+          const tpl = templates.get(sb.templateId);
+          if (!tpl?.conn)
+            throw new ForkboxError('unavailable', `template ${sb.templateId} is not connected; try again.`);
+          results = await spawner.spawn(
+            { id: tpl.id, hostPid: tpl.hostPid, conn: tpl.conn, templateId: tpl.id, depth: -1, lowers },
+            children,
+            source.id,
+          );
+        } else {
+          results = await spawner.spawn(
+            { id: sb.id, hostPid: sb.hostPid, conn, templateId: sb.templateId, depth: sb.depth, lowers },
+            children,
+            source.id,
+          );
+        }
+        // A layer no child took is not kept.
+        if (!results.some((r) => r.ok)) await deps.snapshots.remove(layer);
+        return {
+          pauseMs,
+          snapshotMs,
+          driver: deps.snapshots.name,
+          pythonState: !deep,
+          children: results.map((r) => (r.ok ? r : { id: r.id, ok: false as const, error: r.error.message })),
+        };
+      });
+    },
+
+    async killSandbox(rec: SandboxRecord, opts): Promise<void> {
+      if (!live.has(rec.id) && rec.hostPid !== null) live.set(rec.id, spawner.fromRecord(rec));
+      if (opts?.keepInit) {
+        await spawner.tombstone(rec.id);
+        return;
+      }
+      await spawner.release(rec.id, rec.templateId || null, rec.parentId);
+      await spawner.collectLayers();
     },
 
     async pauseSandbox(rec) {
@@ -321,27 +261,18 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       const lost: string[] = [];
       const waits: Promise<void>[] = [];
       for (const rec of liveRecs) {
-        const startTime = typeof rec.runtime.startTime === 'number' ? rec.runtime.startTime : undefined;
-        if (rec.hostPid === null || !isAlive(rec.hostPid, startTime)) {
+        const sb = spawner.fromRecord(rec);
+        if (!isAlive(sb.hostPid, sb.startTime)) {
           lost.push(rec.id);
           continue;
         }
-        committed.set(rec.id, rec.limits.memoryBytes);
-        const sb: LiveSandbox = {
-          id: rec.id,
-          hostPid: rec.hostPid,
-          startTime: startTime ?? 0,
-          cgroup: paths.sandboxCgroup(rec.id),
-          conn: null,
-          connected: Promise.resolve(),
-          paused: rec.state === 'paused',
-        };
         live.set(rec.id, sb);
-        await serveSandbox(sb, null);
-        // A sandbox left frozen by a crash mid-operation is thawed; a paused one stays paused (and
-        // is never called lost for being silent: a frozen agent cannot reconnect).
-        if (rec.state === 'running' && (await cgroups.isFrozen(sb.cgroup))) await cgroups.thaw(sb.cgroup);
+        await spawner.serve(sb, null);
+        // A sandbox left frozen by a crash mid-fork is thawed; a paused one stays paused (and is never
+        // called lost for being silent: a frozen agent cannot reconnect).
         if (rec.state === 'running') {
+          for (const g of [sb.cgroup, `${sb.cgroup}/work`])
+            if (await cgroups.isFrozen(g).catch(() => false)) await cgroups.thaw(g);
           waits.push(
             deadline<void>(
               deadlineMs,
@@ -359,13 +290,16 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
 
     async shutdown(opts) {
       if (opts.killSandboxes) {
-        for (const id of [...live.keys()]) await release(id, null).catch(() => undefined);
+        // Children first: a parent's PID 1 must outlive its descendants' (they live in its pid namespace).
+        const byDepth = [...live.values()].sort((a, b) => b.depth - a.depth);
+        for (const sb of byDepth) await spawner.release(sb.id, sb.templateId, null).catch(() => undefined);
+        await spawner.collectLayers();
         for (const t of templates.list()) await templates.destroy(t.id).catch(() => undefined);
       } else {
         for (const sb of live.values()) sb.conn?.close();
         for (const t of templates.list()) t.conn?.close();
       }
-      hub.closeAll();
+      deps.hub.closeAll();
     },
   };
 }

@@ -1,0 +1,357 @@
+/**
+ * Making sandboxes: the host side of a fork (DESIGN.md 2.3). The same steps serve a create (the parent
+ * is a template's agent, the children's lower layers are the image's) and a fork of a running sandbox
+ * (the parent is its agent, the lowers are a frozen copy of its upper over its own lowers).
+ */
+import { randomBytes } from 'node:crypto';
+import { chownSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
+import type { SandboxRecord } from '../../domain/types.ts';
+import type { ForkChildSpec, SandboxHandle } from '../../service/ports.ts';
+import { type AgentConnection, createAgentConnection } from './agent-connection.ts';
+import type { Cgroups } from './cgroups/index.ts';
+import { deadline, type InboxHub, type Logger } from './inbox-hub.ts';
+import type { Mounts } from './mounts.ts';
+import type { UidRange } from './oci-spec.ts';
+import type { NativePaths } from './paths.ts';
+import { isAlive, procStartTime, readProcStatus, setOomScoreAdj } from './proc.ts';
+import type { SnapshotDriver } from './snapshot-driver.ts';
+
+export interface LiveSandbox {
+  id: string;
+  hostPid: number;
+  startTime: number;
+  cgroup: string;
+  conn: AgentConnection | null;
+  /** Resolves when an agent connection is (again) up. */
+  connected: Promise<void>;
+  paused: boolean;
+  /** Killed, but its PID 1 stays because descendants live in its pid namespace. */
+  tombstone: boolean;
+  depth: number;
+  /** Read-only layers under its upper, newest first. */
+  lowers: string[];
+  templateId: string;
+  parentId: string | null;
+  /** Whose inbox its mount points were made in (for clean-up after a crash mid-create). */
+  spawnedIn: string;
+  memoryBytes: number;
+}
+
+export interface ParentRef {
+  /** Template or sandbox id (its inbox is where the children's mounts are made). */
+  id: string;
+  hostPid: number;
+  conn: AgentConnection;
+  templateId: string;
+  /** -1 for a template. */
+  depth: number;
+  lowers: string[];
+}
+
+export type SpawnOutcome =
+  | { id: string; ok: true; handle: SandboxHandle }
+  | { id: string; ok: false; error: ForkboxError };
+
+/** Leaves of every sandbox cgroup: a fork freezes `work` while `agent` and `repl` keep running. */
+export const LEAVES = ['agent', 'repl', 'work'] as const;
+const NO_LIMITS = { memoryBytes: 0, pids: 0, cpus: 0 };
+
+export function createChildSpawner(deps: {
+  paths: NativePaths;
+  mounts: Mounts;
+  cgroups: Cgroups;
+  hub: InboxHub;
+  snapshots: SnapshotDriver;
+  log: Logger;
+  uidRange: UidRange;
+  live: Map<string, LiveSandbox>;
+  createTimeoutMs?: number;
+}) {
+  const { paths, mounts, cgroups, hub, log, live } = deps;
+
+  /** Listen on a sandbox's control socket; every verified (re)connection becomes its connection. */
+  async function serve(sb: LiveSandbox, expect: { nonce: string; parentPid: number } | null): Promise<void> {
+    let resolveConnected: () => void = () => undefined;
+    sb.connected = new Promise<void>((r) => {
+      resolveConnected = r;
+    });
+    await hub.listen(sb.id, paths.controlSocket(sb.id), {
+      verify(hello, cred) {
+        if (hello.sandboxId !== sb.id || hello.role !== 'sandbox')
+          throw new Error(`hello names ${hello.role} ${hello.sandboxId}`);
+        if (sb.hostPid > 0) {
+          if (cred.pid !== sb.hostPid)
+            throw new Error(`peer pid ${cred.pid} is not the sandbox's PID 1 (${sb.hostPid})`);
+          return;
+        }
+        // First contact: the peer must be PID 1 of a pid namespace (NSpid ends in 1), a child of the
+        // forking parent's PID 1, and know the nonce the host gave the parent for it.
+        const st = readProcStatus(cred.pid);
+        if (!expect || !st) throw new Error('unexpected first hello');
+        if (st.nsPids[st.nsPids.length - 1] !== 1 || st.ppid !== expect.parentPid) {
+          throw new Error(
+            `peer pid ${cred.pid} (ppid ${st.ppid}, NSpid ${st.nsPids.join(' ')}) is not a new sandbox PID 1`,
+          );
+        }
+        if (hello.nonce !== expect.nonce) throw new Error('wrong nonce');
+      },
+      onAgent({ socket, hello, cred }) {
+        void (async () => {
+          try {
+            if (sb.hostPid === 0) {
+              sb.hostPid = cred.pid;
+              sb.startTime = procStartTime(cred.pid) ?? 0;
+              // Place PID 1 before welcoming it: the REPL worker it forks next inherits the cgroup.
+              await cgroups.addProcess(`${sb.cgroup}/agent`, cred.pid);
+              // Best effort: hosts without CAP_SYS_RESOURCE keep 0 (doctor reports it).
+              setOomScoreAdj(cred.pid, -1000);
+            }
+            sb.conn?.close();
+            const conn = createAgentConnection(socket, hello);
+            sb.conn = conn;
+            conn.on('close', () => {
+              if (sb.conn === conn) sb.conn = null;
+            });
+            resolveConnected();
+          } catch (e) {
+            log.warn({ sandbox: sb.id, err: String(e) }, 'could not adopt agent connection');
+            socket.destroy();
+          }
+        })();
+      },
+    });
+  }
+
+  function handleOf(sb: LiveSandbox): SandboxHandle {
+    return {
+      id: sb.id,
+      hostPid: sb.hostPid,
+      runtime: {
+        templateId: sb.templateId,
+        cgroup: sb.cgroup,
+        startTime: sb.startTime,
+        depth: sb.depth,
+        lowers: sb.lowers,
+        spawnedIn: sb.spawnedIn,
+      },
+    };
+  }
+
+  /** Host-side mount points of a child under its parent's inbox (the child has its own copies). */
+  function dropMountPoints(parentId: string, id: string): void {
+    for (const p of [join(paths.inbox(parentId), id), join(paths.inbox(parentId), `${id}-inbox`)]) {
+      mounts.detach(p);
+      try {
+        rmdirSync(p);
+      } catch {
+        // not there
+      }
+    }
+  }
+
+  /** Release everything a sandbox holds on the host. Safe on a half-made sandbox. */
+  async function release(id: string, ...inboxOwners: (string | null)[]): Promise<void> {
+    const sb = live.get(id);
+    live.delete(id);
+    sb?.conn?.close('closed because the sandbox was killed');
+    hub.close(id);
+    const cg = paths.sandboxCgroup(id);
+    if (sb && sb.hostPid > 0 && isAlive(sb.hostPid, sb.startTime)) {
+      // SIGKILL to PID 1 of the sandbox's pid namespace kills every process in it.
+      try {
+        process.kill(sb.hostPid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    if (await cgroups.exists(cg)) {
+      // A tombstone's agent leaf is frozen on its own: on cgroup v1 thawing the parent leaves a
+      // self-frozen child frozen, and a frozen process never acts on its SIGKILL.
+      for (const leaf of LEAVES) {
+        if (await cgroups.exists(`${cg}/${leaf}`)) await cgroups.thaw(`${cg}/${leaf}`).catch(() => undefined);
+      }
+      await cgroups.killAll(cg);
+      await cgroups.destroy(cg);
+    }
+    for (const owner of new Set([...inboxOwners, sb?.spawnedIn ?? null]))
+      if (owner) dropMountPoints(owner, id);
+    mounts.detachAllUnder(paths.inbox(id));
+    rmSync(paths.inbox(id), { recursive: true, force: true });
+    rmSync(paths.sandbox(id), { recursive: true, force: true });
+  }
+
+  async function prepare(
+    parent: ParentRef,
+    c: ForkChildSpec,
+    sourceId: string | null,
+  ): Promise<{ sb: LiveSandbox; nonce: string }> {
+    const dir = paths.sandbox(c.id);
+    const upper = join(dir, 'upper');
+    const work = join(dir, 'work');
+    mkdirSync(upper, { recursive: true, mode: 0o755 });
+    mkdirSync(work, { recursive: true, mode: 0o700 });
+    // The sandbox's `/` is owned by its upper dir's owner: container root.
+    chownSync(upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
+    const pInbox = paths.inbox(parent.id);
+    const rootMnt = join(pInbox, c.id);
+    const inboxMnt = join(pInbox, `${c.id}-inbox`);
+    mkdirSync(rootMnt, { mode: 0o755 });
+    mkdirSync(inboxMnt, { mode: 0o755 });
+    // Both appear inside the parent at /.forkbox/inbox/<id>[-inbox] by mount propagation.
+    mounts.overlay(rootMnt, parent.lowers, upper, work);
+    mounts.sharedSelfBind(paths.inbox(c.id));
+    mounts.bind(paths.inbox(c.id), inboxMnt);
+    const cg = paths.sandboxCgroup(c.id);
+    await cgroups.create(cg, c.limits);
+    for (const leaf of LEAVES) await cgroups.create(`${cg}/${leaf}`, NO_LIMITS);
+    const sb: LiveSandbox = {
+      id: c.id,
+      hostPid: 0,
+      startTime: 0,
+      cgroup: cg,
+      conn: null,
+      connected: Promise.resolve(),
+      paused: false,
+      tombstone: false,
+      depth: parent.depth + 1,
+      lowers: parent.lowers,
+      templateId: parent.templateId,
+      parentId: sourceId,
+      spawnedIn: parent.id,
+      memoryBytes: c.limits.memoryBytes,
+    };
+    live.set(c.id, sb);
+    const nonce = randomBytes(16).toString('hex');
+    await serve(sb, { nonce, parentPid: parent.hostPid });
+    return { sb, nonce };
+  }
+
+  return {
+    serve,
+    release,
+
+    /** A live entry for a sandbox known from the store (recovery, or a kill after a restart). */
+    fromRecord(rec: SandboxRecord): LiveSandbox {
+      const r = rec.runtime;
+      return {
+        id: rec.id,
+        hostPid: rec.hostPid ?? 0,
+        startTime: typeof r.startTime === 'number' ? r.startTime : 0,
+        cgroup: paths.sandboxCgroup(rec.id),
+        conn: null,
+        connected: Promise.resolve(),
+        paused: rec.state === 'paused',
+        tombstone: r.tombstone === true,
+        depth: typeof r.depth === 'number' ? r.depth : rec.depth,
+        lowers: Array.isArray(r.lowers) ? (r.lowers as string[]) : [],
+        templateId: rec.templateId,
+        parentId: rec.parentId,
+        spawnedIn: typeof r.spawnedIn === 'string' ? r.spawnedIn : rec.templateId,
+        memoryBytes: rec.limits.memoryBytes,
+      };
+    },
+
+    /**
+     * Fork `parent`'s REPL worker into one sandbox per child spec. Each child succeeds or fails on its
+     * own; nothing of a failed child is left behind.
+     */
+    async spawn(
+      parent: ParentRef,
+      children: ForkChildSpec[],
+      sourceId: string | null,
+    ): Promise<SpawnOutcome[]> {
+      const out = new Map<string, SpawnOutcome>();
+      const ready: { c: ForkChildSpec; sb: LiveSandbox; nonce: string }[] = [];
+      for (const c of children) {
+        try {
+          ready.push({ c, ...(await prepare(parent, c, sourceId)) });
+        } catch (e) {
+          out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+        }
+      }
+      if (ready.length > 0) {
+        let results: { sandbox_id?: unknown; ok?: unknown; error?: unknown }[] = [];
+        try {
+          const { result } = await parent.conn.request('fork', {
+            children: ready.map(({ c, nonce }) => ({
+              sandbox_id: c.id,
+              nonce,
+              hostname: c.name.slice(0, 63),
+              root: `/.forkbox/inbox/${c.id}`,
+              inbox: `/.forkbox/inbox/${c.id}-inbox`,
+              env: c.env,
+              fork_index: c.forkIndex,
+              parent_id: sourceId,
+            })),
+          });
+          results = Array.isArray(result.children) ? (result.children as typeof results) : [];
+        } catch (e) {
+          for (const { c } of ready) out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+        }
+        await Promise.all(
+          ready.map(async ({ c, sb }) => {
+            if (out.has(c.id)) return;
+            const r = results.find((x) => x.sandbox_id === c.id);
+            if (r?.ok !== true) {
+              const why = typeof r?.error === 'string' ? r.error : 'no result from the parent agent';
+              out.set(c.id, {
+                id: c.id,
+                ok: false,
+                error: new ForkboxError('internal', `forking sandbox ${c.id} failed: ${why}`),
+              });
+              return;
+            }
+            try {
+              await deadline<void>(
+                deps.createTimeoutMs ?? 10000,
+                `sandbox ${c.id}'s agent connecting`,
+                (resolve) => void sb.connected.then(resolve),
+              );
+              out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
+            } catch (e) {
+              out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+            }
+          }),
+        );
+      }
+      for (const c of children) {
+        dropMountPoints(parent.id, c.id);
+        const o = out.get(c.id);
+        if (!o?.ok)
+          await release(c.id, parent.id).catch((e: unknown) =>
+            log.warn({ sandbox: c.id, err: String(e) }, 'cleanup after failed fork'),
+          );
+      }
+      return children.map(
+        (c) => out.get(c.id) ?? { id: c.id, ok: false, error: new ForkboxError('internal', 'no outcome') },
+      );
+    },
+
+    /** Kill a sandbox's own processes but keep its PID 1 (frozen) for the descendants in its pid namespace. */
+    async tombstone(id: string): Promise<void> {
+      const sb = live.get(id);
+      if (!sb) return;
+      sb.tombstone = true;
+      sb.conn?.close('closed because the sandbox was killed');
+      hub.close(id);
+      const agentLeaf = `${sb.cgroup}/agent`;
+      for (const p of await cgroups.procs(agentLeaf))
+        if (p !== sb.hostPid) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);
+      // Frozen, PID 1 cannot restart the REPL worker we are about to kill.
+      await cgroups.freeze(agentLeaf);
+      await cgroups.killAll(`${sb.cgroup}/repl`);
+      await cgroups.killAll(`${sb.cgroup}/work`);
+    },
+
+    /** Remove snapshot layers that no live sandbox (tombstones included) stacks on. */
+    async collectLayers(): Promise<void> {
+      const used = new Set([...live.values()].flatMap((s) => s.lowers));
+      for (const layer of await deps.snapshots.list())
+        if (!used.has(layer)) await deps.snapshots.remove(layer);
+    },
+  };
+}
+
+export type ChildSpawner = ReturnType<typeof createChildSpawner>;

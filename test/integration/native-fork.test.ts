@@ -1,0 +1,159 @@
+/**
+ * Forking a running sandbox (DESIGN.md 2.3) against the real runtime: children inherit files and the
+ * live Python REPL (variables, imported modules, open files, a large list), are isolated from the source
+ * and from each other, reseed their RNGs, fork again, and outlive a killed source.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { ForkboxError } from '../../src/domain/errors.ts';
+import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import type { ForkboxApi } from '../../src/service/api.ts';
+import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+
+const skip = nativeUnavailable();
+
+describe('forking a running sandbox', { skip: skip ?? false }, () => {
+  let fx: NativeFixture;
+  let api: ForkboxApi;
+  let src: string;
+  let kids: string[] = [];
+
+  const py = async (id: string, code: string) => {
+    const r = await api.runCode(id, { code, timeoutSeconds: 30 });
+    assert.equal(r.ok, true, `${code}: ${r.error?.traceback ?? ''}`);
+    return r;
+  };
+  const sh = async (id: string, cmd: string) => (await api.exec(id, { cmd })).stdout;
+
+  before(async () => {
+    fx = await openNative();
+    api = fx.opened.api;
+    src = (await api.createSandbox({ name: 'src', memoryMb: 512 })).id;
+    await sh(src, 'mkdir -p /work && echo from-source > /work/shared.txt');
+    await py(
+      src,
+      [
+        'import json, random',
+        'x = 42',
+        'big = list(range(1_000_000))',
+        "log = open('/work/log.txt', 'a+')",
+        "log.write('source-before\\n'); log.flush()",
+      ].join('\n'),
+    );
+  });
+  after(async () => {
+    await fx?.close();
+  });
+
+  it('forks into 3 children that see the files, variables, modules, open file and big list', async () => {
+    const r = await api.forkSandbox(src, { n: 3 });
+    assert.equal(r.children.length, 3);
+    assert.ok(
+      r.children.every((c) => c.ok),
+      JSON.stringify(r.children.filter((c) => !c.ok)),
+    );
+    assert.equal(r.carried.pythonState, true);
+    assert.equal(r.carried.filesystem, true);
+    assert.ok(r.pauseMs >= 0 && r.pauseMs < 60_000);
+    kids = r.children.map((c) => c.sandbox?.id ?? '');
+    for (const [i, k] of kids.entries()) {
+      const info = await api.getSandbox(k);
+      assert.equal(info.parentId, src);
+      assert.equal(info.depth, 1);
+      assert.equal((await py(k, 'x')).value, '42');
+      assert.equal((await py(k, 'len(big), big[-1]')).value, '(1000000, 999999)');
+      assert.equal((await py(k, "json.dumps({'ok': True})")).value, `'{"ok": true}'`);
+      assert.equal(await sh(k, 'cat /work/shared.txt'), 'from-source\n');
+      assert.equal(
+        await sh(k, 'echo $FORKBOX_SANDBOX_ID $FORKBOX_PARENT_ID $FORKBOX_FORK_INDEX'),
+        `${k} ${src} ${i}\n`,
+      );
+      const env = await py(
+        k,
+        "import os; (os.environ['FORKBOX_SANDBOX_ID'], os.environ['FORKBOX_PARENT_ID'], os.environ['FORKBOX_FORK_INDEX'])",
+      );
+      assert.equal(env.value, `('${k}', '${src}', '${i}')`);
+    }
+  });
+
+  it('keeps each child’s writes away from the source and its siblings', async () => {
+    const [a, b] = kids as [string, string, string];
+    await py(a, "x = 'child-a'\nlog.write('child-a\\n'); log.flush()");
+    await sh(a, 'echo a > /work/shared.txt; echo only-a > /work/a.txt');
+    await py(b, "x = 'child-b'\nlog.write('child-b\\n'); log.flush()");
+    assert.equal((await py(src, 'x')).value, '42');
+    assert.equal((await py(b, 'x')).value, "'child-b'");
+    assert.equal(await sh(src, 'cat /work/shared.txt'), 'from-source\n');
+    assert.equal(await sh(b, 'cat /work/shared.txt; ls /work'), 'from-source\nlog.txt\nshared.txt\n');
+    // Writes through the inherited open file handle land in each sandbox's own copy.
+    assert.equal(await sh(src, 'cat /work/log.txt'), 'source-before\n');
+    assert.equal(await sh(a, 'cat /work/log.txt'), 'source-before\nchild-a\n');
+    assert.equal(await sh(b, 'cat /work/log.txt'), 'source-before\nchild-b\n');
+  });
+
+  it('reseeds random in each child', async () => {
+    const draws = new Set<string>();
+    for (const k of kids) draws.add((await py(k, 'random.random()')).value ?? '');
+    assert.equal(draws.size, kids.length);
+  });
+
+  it('keeps the source working, and sees children as separate process trees', async () => {
+    assert.equal((await py(src, 'x + 1')).value, '43');
+    assert.equal(await sh(src, 'echo ok'), 'ok\n');
+    const ps = await sh(kids[0] ?? '', 'ps -eo pid,comm --no-headers');
+    assert.match(ps, /^\s*1 python3/m, 'a child’s agent is PID 1 of its own pid namespace');
+  });
+
+  it('forks a child again (a grandchild) and a child keeps working when the source is killed', async () => {
+    const g = await api.forkSandbox(kids[0] ?? '', { n: 1 });
+    const gid = g.children[0]?.sandbox?.id ?? '';
+    assert.ok(g.children[0]?.ok, JSON.stringify(g.children[0]));
+    assert.equal((await api.getSandbox(gid)).depth, 2);
+    assert.equal((await py(gid, 'x')).value, "'child-a'");
+    assert.equal(await sh(gid, 'cat /work/a.txt'), 'only-a\n');
+
+    const killed = await api.killSandbox(src);
+    assert.equal(killed.state, 'killed');
+    assert.match(killed.endReason ?? '', /PID 1 stays/);
+    await assert.rejects(api.exec(src, { argv: ['true'] }), (e: ForkboxError) => e.code === 'conflict');
+    for (const k of [...kids, gid]) assert.equal((await py(k, '1 + 1')).value, '2', `${k} still works`);
+
+    // Killing the last descendants releases the source's tombstone and its disk.
+    await api.killSandbox(kids[0] ?? '', { cascade: true });
+    assert.equal((await api.getSandbox(gid)).state, 'killed');
+    for (const k of kids.slice(1)) await api.killSandbox(k);
+    assert.equal(existsSync(join(fx.stateDir, 'sandboxes', src)), false);
+    assert.deepEqual(
+      readdirSync(join(fx.stateDir, 'layers')).filter((n) => n.startsWith('s-')),
+      [],
+      'snapshot layers are freed when nothing uses them',
+    );
+    assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(src), false);
+  });
+
+  it('refuses bad forks clearly and leaves nothing half-made', async () => {
+    const s = (await api.createSandbox({})).id;
+    const code = async (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e: ForkboxError) => `${e.code}: ${e.message}`,
+      );
+    assert.match(await code(api.forkSandbox('sb-nope', { n: 1 })), /^not_found/);
+    assert.match(await code(api.forkSandbox(s, { n: 0 })), /^invalid_argument: n must be .* 1 to 100/);
+    assert.match(await code(api.forkSandbox(s, { n: 101 })), /^invalid_argument/);
+    await api.pauseSandbox(s);
+    assert.match(await code(api.forkSandbox(s, { n: 1 })), /^conflict: .*paused/);
+    await api.killSandbox(s);
+    assert.match(await code(api.forkSandbox(s, { n: 1 })), /^conflict: .*killed/);
+    const leftovers = mountsUnder(join(fx.stateDir, 'inbox')).filter(
+      (m) => !/\/inbox\/tpl-[0-9a-f]+$/.test(m),
+    );
+    assert.deepEqual(leftovers, []);
+    assert.deepEqual(
+      readdirSync(join(fx.stateDir, 'layers')).filter((n) => n.startsWith('s-')),
+      [],
+    );
+  });
+});

@@ -16,6 +16,7 @@ import * as images from './commands/images.ts';
 import * as inspect from './commands/inspect.ts';
 import * as kill from './commands/kill.ts';
 import * as ls from './commands/ls.ts';
+import * as mcp from './commands/mcp.ts';
 import * as pause from './commands/pause.ts';
 import * as resume from './commands/resume.ts';
 import * as run from './commands/run.ts';
@@ -26,6 +27,7 @@ import { createOutput, type Output } from './output.ts';
 
 const COMMANDS = [
   serve,
+  mcp,
   doctor,
   images,
   create,

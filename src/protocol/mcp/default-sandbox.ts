@@ -1,0 +1,70 @@
+/**
+ * The default sandbox: the one a per-sandbox tool uses when called without `sandbox`. Its scope is
+ * chosen by the transport (one stdio connection, one HTTP session, one token), which hands the server
+ * a holder; the server creates the sandbox lazily on first use and re-creates it if it was killed.
+ */
+import { isForkboxError } from '../../domain/errors.ts';
+import type { ForkboxApi } from '../../service/api.ts';
+
+export interface DefaultSandbox {
+  get(): string | undefined;
+  set(id: string): void;
+  /**
+   * The creation in flight, if any. Lives on the holder (not the server) because an HTTP transport
+   * builds a server per request: concurrent first calls must still share one sandbox.
+   */
+  creating?: Promise<string> | undefined;
+}
+
+/** Label put on default sandboxes, so `sandbox_list` (and people) can tell them apart. */
+export const DEFAULT_LABEL = 'forkbox.mcp-default';
+
+/** A default-sandbox holder in memory (for one stdio connection, one HTTP session, one test). */
+export function createDefaultSandbox(initial?: string): DefaultSandbox {
+  let id = initial;
+  return {
+    get: () => id,
+    set: (v) => {
+      id = v;
+    },
+    creating: undefined,
+  };
+}
+
+const USABLE = new Set(['running', 'paused', 'creating']);
+
+/**
+ * Returns `resolve(arg)`: `arg` itself when given, else the default sandbox's id, creating it when there
+ * is none or the recorded one has ended. Concurrent first calls share one creation (not two sandboxes).
+ */
+export function createSandboxResolver(
+  api: ForkboxApi,
+  defaults: DefaultSandbox,
+): (arg: string | undefined) => Promise<string> {
+  async function usable(id: string): Promise<boolean> {
+    try {
+      return USABLE.has((await api.getSandbox(id)).state);
+    } catch (e) {
+      if (isForkboxError(e) && (e.code === 'not_found' || e.code === 'sandbox_gone')) return false;
+      throw e;
+    }
+  }
+
+  async function ensure(): Promise<string> {
+    const current = defaults.get();
+    if (current !== undefined && (await usable(current))) return current;
+    const sb = await api.createSandbox({ labels: { [DEFAULT_LABEL]: 'true' } });
+    defaults.set(sb.id);
+    return sb.id;
+  }
+
+  return async (arg) => {
+    if (arg !== undefined) return arg;
+    if (!defaults.creating) {
+      defaults.creating = ensure().finally(() => {
+        defaults.creating = undefined;
+      });
+    }
+    return defaults.creating;
+  };
+}

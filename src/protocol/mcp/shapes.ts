@@ -1,0 +1,93 @@
+/** Output shapes shared by several tools (snake_case, like the inputs), and the API → shape mappers. */
+import { z } from 'zod';
+import type { ExecRecord } from '../../domain/types.ts';
+import type { SandboxInfo } from '../../service/api.ts';
+
+const MiB = 1024 * 1024;
+
+export const usageShape = z.object({
+  memory_bytes: z.number(),
+  cpu_usage_ns: z.number(),
+  pids: z.number(),
+  disk_bytes: z.number(),
+  oom_kills: z.number(),
+});
+
+export const sandboxShape = z.object({
+  id: z.string(),
+  name: z.string(),
+  state: z.string(),
+  image: z.string(),
+  parent_id: z.string().nullable(),
+  depth: z.number(),
+  memory_mb: z.number(),
+  cpus: z.number(),
+  pids: z.number(),
+  labels: z.record(z.string(), z.string()),
+  created_at: z.string(),
+  expires_at: z.string().nullable(),
+  end_reason: z.string().nullable(),
+  persistent: z.boolean().describe('False: removed when the client session that created it ends.'),
+  usage: usageShape.optional(),
+});
+
+export type SandboxShape = z.input<typeof sandboxShape>;
+
+export function sandboxOut(s: SandboxInfo): SandboxShape {
+  const out: SandboxShape = {
+    id: s.id,
+    name: s.name,
+    state: s.state,
+    image: s.image,
+    parent_id: s.parentId,
+    depth: s.depth,
+    memory_mb: Math.round(s.limits.memoryBytes / MiB),
+    cpus: s.limits.cpus,
+    pids: s.limits.pids,
+    labels: s.labels,
+    created_at: s.createdAt,
+    expires_at: s.expiresAt,
+    end_reason: s.endReason,
+    persistent: s.persistent,
+  };
+  if (s.usage) {
+    out.usage = {
+      memory_bytes: s.usage.memoryBytes,
+      cpu_usage_ns: s.usage.cpuUsageNs,
+      pids: s.usage.pids,
+      disk_bytes: s.usage.diskBytes,
+      oom_kills: s.usage.oomKills,
+    };
+  }
+  return out;
+}
+
+export const execShape = z.object({
+  exec_id: z.string(),
+  sandbox_id: z.string(),
+  command: z.array(z.string()),
+  state: z.string(),
+  exit_code: z.number().nullable(),
+  signal: z.number().nullable(),
+  timed_out: z.boolean(),
+  truncated: z.boolean(),
+  oom_killed: z.boolean(),
+  started_at: z.string(),
+  ended_at: z.string().nullable(),
+});
+
+export function execOut(e: ExecRecord): z.input<typeof execShape> {
+  return {
+    exec_id: e.id,
+    sandbox_id: e.sandboxId,
+    command: e.command,
+    state: e.state,
+    exit_code: e.exitCode,
+    signal: e.signal,
+    timed_out: e.timedOut,
+    truncated: e.truncated,
+    oom_killed: e.oomKilled,
+    started_at: new Date(e.startedAt).toISOString(),
+    ended_at: e.endedAt === null ? null : new Date(e.endedAt).toISOString(),
+  };
+}

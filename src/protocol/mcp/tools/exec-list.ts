@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { execOut, execShape } from '../shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+
+export const execList = defineTool({
+  name: 'exec_list',
+  title: 'List commands',
+  description: "List a sandbox's recent commands (up to 100, newest first) with their state and exit code.",
+  annotations: HINTS.read,
+  input: z.object({ sandbox: sandboxArg }),
+  output: z.object({ execs: z.array(execShape) }),
+  async run(a, { api, sandbox }) {
+    return { structured: { execs: (await api.listExecs(await sandbox(a.sandbox))).map(execOut) } };
+  },
+});

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { execOut, execShape } from '../shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+
+export const execPoll = defineTool({
+  name: 'exec_poll',
+  title: 'Read background command output',
+  description:
+    'Get the state of a background command and its output chunks after `after_seq` (start at -1; pass back next_seq). With wait_ms, waits up to that long (max 60000) for new output or the end. done=true once it has ended; exit_code is then set.',
+  annotations: HINTS.read,
+  input: z.object({
+    sandbox: sandboxArg,
+    exec_id: z.string().min(1).max(64),
+    after_seq: z
+      .number()
+      .int()
+      .min(-1)
+      .optional()
+      .describe('Return chunks with seq > after_seq (default -1: all kept).'),
+    wait_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .optional()
+      .describe('Long-poll: wait this long for news (default 0).'),
+  }),
+  output: z.object({
+    exec: execShape,
+    chunks: z.array(z.object({ seq: z.number(), stream: z.enum(['stdout', 'stderr']), data: z.string() })),
+    next_seq: z.number(),
+    done: z.boolean(),
+  }),
+  async run(a, { api, sandbox }) {
+    const id = await sandbox(a.sandbox);
+    const opts: { afterSeq?: number; waitMs?: number } = {};
+    if (a.after_seq !== undefined) opts.afterSeq = a.after_seq;
+    if (a.wait_ms !== undefined) opts.waitMs = a.wait_ms;
+    const r = await api.pollExec(id, a.exec_id, opts);
+    return { structured: { exec: execOut(r.exec), chunks: r.chunks, next_seq: r.nextSeq, done: r.done } };
+  },
+});

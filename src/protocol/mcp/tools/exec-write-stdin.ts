@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { defineTool, sandboxArg } from '../tool-kit.ts';
+
+export const execWriteStdin = defineTool({
+  name: 'exec_write_stdin',
+  title: 'Write to a background command',
+  description:
+    'Write data to the stdin of a background command started with exec_start(stdin: true); eof=true closes its stdin afterwards.',
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  input: z.object({
+    sandbox: sandboxArg,
+    exec_id: z.string().min(1).max(64),
+    data: z
+      .string()
+      .max(8 * 1024 * 1024)
+      .describe('Bytes to write (utf8 text, or base64 with encoding=base64).'),
+    encoding: z.enum(['utf8', 'base64']).optional(),
+    eof: z.boolean().optional().describe('Close stdin after writing.'),
+  }),
+  output: z.object({ written_bytes: z.number(), eof: z.boolean() }),
+  async run(a, { api, sandbox }) {
+    const id = await sandbox(a.sandbox);
+    const data = Buffer.from(a.data, a.encoding === 'base64' ? 'base64' : 'utf8');
+    await api.writeExecStdin(id, a.exec_id, data, a.eof === true);
+    return { structured: { written_bytes: data.length, eof: a.eof === true } };
+  },
+});

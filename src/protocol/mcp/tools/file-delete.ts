@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
+
+export const fileDelete = defineTool({
+  name: 'file_delete',
+  title: 'Delete a path',
+  description:
+    'Delete a file, symlink or empty directory in a sandbox; recursive=true deletes a directory and everything under it.',
+  annotations: HINTS.destroy,
+  input: z.object({ sandbox: sandboxArg, path: pathArg, recursive: z.boolean().optional() }),
+  output: z.object({ path: z.string(), deleted: z.boolean() }),
+  async run(a, { api, sandbox }) {
+    const id = await sandbox(a.sandbox);
+    await api.deleteFile(id, a.path, a.recursive === undefined ? {} : { recursive: a.recursive });
+    return { structured: { path: a.path, deleted: true } };
+  },
+});

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { toolFailure } from '../errors.ts';
+import { checkIfMatch, etagOf } from '../etag.ts';
+import { defineTool, pathArg, sandboxArg } from '../tool-kit.ts';
+
+function countOccurrences(text: string, needle: string): number {
+  let n = 0;
+  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) n++;
+  return n;
+}
+
+export const fileEdit = defineTool({
+  name: 'file_edit',
+  title: 'Edit a file',
+  description:
+    'Replace exactly one occurrence of `old_string` with `new_string` in a utf8 text file, like an editor. Fails, changing nothing, when old_string occurs 0 times or more than once (the error says how many): include more surrounding lines to make it unique. Keeps the file mode. Optional if_match etag. Returns the new etag.',
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  input: z.object({
+    sandbox: sandboxArg,
+    path: pathArg,
+    old_string: z
+      .string()
+      .min(1)
+      .max(1024 * 1024),
+    new_string: z.string().max(1024 * 1024),
+    if_match: z.string().min(1).max(128).optional().describe('Only edit if the file still has this etag.'),
+  }),
+  output: z.object({ path: z.string(), size: z.number(), etag: z.string(), replacements: z.number() }),
+  async run(a, { api, sandbox }) {
+    const id = await sandbox(a.sandbox);
+    await checkIfMatch(api, id, a.path, a.if_match);
+    const [file, stat] = await Promise.all([api.readFile(id, a.path), api.statFile(id, a.path)]);
+    const text = file.data.toString('utf8');
+    const n = countOccurrences(text, a.old_string);
+    if (n === 0) {
+      toolFailure(
+        'invalid_argument',
+        `old_string was not found in ${a.path} (0 matches); nothing was changed. Re-read the file with file_read and copy the exact text, whitespace included.`,
+      );
+    }
+    if (n > 1) {
+      toolFailure(
+        'invalid_argument',
+        `old_string occurs ${n} times in ${a.path}; nothing was changed. Include more surrounding text so that it matches exactly once.`,
+      );
+    }
+    const at = text.indexOf(a.old_string);
+    const data = Buffer.from(text.slice(0, at) + a.new_string + text.slice(at + a.old_string.length), 'utf8');
+    const r = await api.writeFile(id, a.path, data, { mode: stat.mode & 0o7777 });
+    return { structured: { path: a.path, size: r.size, etag: etagOf(data), replacements: 1 } };
+  },
+});

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { defineTool, pathArg, sandboxArg } from '../tool-kit.ts';
+
+export const fileMove = defineTool({
+  name: 'file_move',
+  title: 'Move a path',
+  description:
+    'Move or rename a file or directory within a sandbox. Fails if `to` exists unless overwrite=true.',
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  input: z.object({
+    sandbox: sandboxArg,
+    from: pathArg,
+    to: pathArg,
+    overwrite: z.boolean().optional(),
+  }),
+  output: z.object({ from: z.string(), to: z.string() }),
+  async run(a, { api, sandbox }) {
+    const id = await sandbox(a.sandbox);
+    await api.moveFile(id, a.from, a.to, a.overwrite === undefined ? {} : { overwrite: a.overwrite });
+    return { structured: { from: a.from, to: a.to } };
+  },
+});

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { etagOf } from '../etag.ts';
+import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
+
+const DEFAULT_LENGTH = 256 * 1024;
+const MAX_LENGTH = 16 * 1024 * 1024;
+
+export const fileRead = defineTool({
+  name: 'file_read',
+  title: 'Read a file',
+  description: `Read a file from a sandbox: \`length\` bytes (default ${DEFAULT_LENGTH}, max ${MAX_LENGTH}) from \`offset\`, as utf8 text or base64 (for binary). Returns the total size, whether more remains (truncated), and the file's etag: pass it as if_match to file_write/file_edit to refuse the write if the file changed meanwhile.`,
+  annotations: HINTS.read,
+  input: z.object({
+    sandbox: sandboxArg,
+    path: pathArg,
+    offset: z.number().int().min(0).optional().describe('Byte offset to start at (default 0).'),
+    length: z.number().int().min(1).max(MAX_LENGTH).optional(),
+    encoding: z.enum(['utf8', 'base64']).optional().describe('Default utf8.'),
+  }),
+  output: z.object({
+    path: z.string(),
+    content: z.string(),
+    encoding: z.enum(['utf8', 'base64']),
+    offset: z.number(),
+    bytes: z.number().describe('Bytes returned.'),
+    size: z.number().describe('Total file size.'),
+    truncated: z.boolean().describe('More bytes follow; read again from offset + bytes.'),
+    etag: z.string(),
+  }),
+  async run(a, { api, sandbox }) {
+    const id = await sandbox(a.sandbox);
+    const offset = a.offset ?? 0;
+    const length = a.length ?? DEFAULT_LENGTH;
+    const part = await api.readFile(id, a.path, { offset, length });
+    const whole = offset === 0 && part.data.length === part.size;
+    // The etag is of the whole file, so a partial read costs one more read of it.
+    const etag = etagOf(whole ? part.data : (await api.readFile(id, a.path)).data);
+    const encoding = a.encoding ?? 'utf8';
+    return {
+      structured: {
+        path: a.path,
+        content: part.data.toString(encoding),
+        encoding,
+        offset,
+        bytes: part.data.length,
+        size: part.size,
+        truncated: offset + part.data.length < part.size,
+        etag,
+      },
+    };
+  },
+});

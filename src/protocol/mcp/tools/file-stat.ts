@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { currentEtag } from '../etag.ts';
+import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
+
+export const fileStat = defineTool({
+  name: 'file_stat',
+  title: 'Stat a path',
+  description:
+    "Get a path's type, size, octal mode, owner, mtime and symlink target, plus a regular file's etag (usable as if_match). Fails with not_found when the path does not exist.",
+  annotations: HINTS.read,
+  input: z.object({ sandbox: sandboxArg, path: pathArg }),
+  output: z.object({
+    path: z.string(),
+    type: z.string(),
+    size: z.number(),
+    mode: z.string(),
+    mtime: z.string(),
+    uid: z.number().nullable(),
+    gid: z.number().nullable(),
+    link_target: z.string().nullable(),
+    etag: z.string().nullable(),
+  }),
+  async run(a, { api, sandbox }) {
+    const id = await sandbox(a.sandbox);
+    const st = await api.statFile(id, a.path);
+    return {
+      structured: {
+        path: st.path,
+        type: st.type,
+        size: st.size,
+        mode: st.mode.toString(8).padStart(3, '0'),
+        mtime: new Date(st.mtimeMs).toISOString(),
+        uid: st.uid ?? null,
+        gid: st.gid ?? null,
+        link_target: st.linkTarget ?? null,
+        etag: st.type === 'file' ? await currentEtag(api, id, a.path) : null,
+      },
+    };
+  },
+});

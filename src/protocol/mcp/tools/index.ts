@@ -1,0 +1,55 @@
+/** The canonical `forkbox` toolset, in the order tools/list returns them. */
+import type { ToolDef } from '../tool-kit.ts';
+import { codeReset } from './code-reset.ts';
+import { codeRun } from './code-run.ts';
+import { execCancel } from './exec-cancel.ts';
+import { execList } from './exec-list.ts';
+import { execPoll } from './exec-poll.ts';
+import { execRun } from './exec-run.ts';
+import { execStart } from './exec-start.ts';
+import { execWriteStdin } from './exec-write-stdin.ts';
+import { fileDelete } from './file-delete.ts';
+import { fileEdit } from './file-edit.ts';
+import { fileList } from './file-list.ts';
+import { fileMove } from './file-move.ts';
+import { fileRead } from './file-read.ts';
+import { fileStat } from './file-stat.ts';
+import { fileWrite } from './file-write.ts';
+import { imageList } from './image-list.ts';
+import { sandboxCreate } from './sandbox-create.ts';
+import { sandboxExtend } from './sandbox-extend.ts';
+import { sandboxGet } from './sandbox-get.ts';
+import { sandboxKill } from './sandbox-kill.ts';
+import { sandboxList } from './sandbox-list.ts';
+import { sandboxPause } from './sandbox-pause.ts';
+import { sandboxResume } from './sandbox-resume.ts';
+import { systemStatus } from './system-status.ts';
+import { waitForText } from './wait-for-text.ts';
+
+export const CANONICAL_TOOLS: readonly ToolDef[] = [
+  sandboxCreate,
+  sandboxList,
+  sandboxGet,
+  sandboxKill,
+  sandboxExtend,
+  sandboxPause,
+  sandboxResume,
+  execRun,
+  execStart,
+  execPoll,
+  execWriteStdin,
+  execCancel,
+  execList,
+  codeRun,
+  codeReset,
+  fileRead,
+  fileWrite,
+  fileEdit,
+  fileList,
+  fileStat,
+  fileDelete,
+  fileMove,
+  waitForText,
+  systemStatus,
+  imageList,
+];

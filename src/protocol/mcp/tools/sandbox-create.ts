@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import type { CreateSandboxRequest } from '../../../service/api.ts';
+import { sandboxOut, sandboxShape } from '../shapes.ts';
+import { defineTool, envArg, HINTS } from '../tool-kit.ts';
+
+export const sandboxCreate = defineTool({
+  name: 'sandbox_create',
+  title: 'Create a sandbox',
+  description:
+    'Create a new isolated Linux sandbox (its own filesystem, processes and persistent Python REPL; no network). Returns its id; pass it (or its name) as `sandbox` to the other tools. You only need this for a second sandbox or non-default limits: the other tools create a default sandbox on first use. Unless `persistent` is true, the sandbox is removed when this connection/session ends; `ttl_s` reaps it after that many seconds in any case.',
+  annotations: HINTS.create,
+  input: z.object({
+    image: z.string().min(1).max(128).optional().describe("Image name (default 'debian'; see image_list)."),
+    name: z
+      .string()
+      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/)
+      .optional()
+      .describe('Unique name usable instead of the id.'),
+    memory_mb: z
+      .number()
+      .int()
+      .min(16)
+      .max(1_048_576)
+      .optional()
+      .describe('Hard memory limit, MiB (default 1024).'),
+    cpus: z.number().min(0.01).max(1024).optional().describe('CPU quota in CPUs (default 1).'),
+    pids: z.number().int().min(8).max(65_536).optional().describe('Max processes/threads (default 512).'),
+    ttl_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 24 * 3600)
+      .optional()
+      .describe('Kill the sandbox after this many seconds (extend with sandbox_extend).'),
+    env: envArg.describe('Environment for every command in the sandbox.'),
+    labels: z
+      .record(z.string().min(1).max(63), z.string().max(256))
+      .refine((r) => Object.keys(r).length <= 64, 'at most 64 labels')
+      .optional(),
+    persistent: z
+      .boolean()
+      .optional()
+      .describe('Keep the sandbox after this connection/session ends (default false).'),
+  }),
+  output: sandboxShape,
+  async run(a, { api }) {
+    const req: CreateSandboxRequest = {};
+    if (a.image !== undefined) req.image = a.image;
+    if (a.name !== undefined) req.name = a.name;
+    if (a.memory_mb !== undefined) req.memoryMb = a.memory_mb;
+    if (a.cpus !== undefined) req.cpus = a.cpus;
+    if (a.pids !== undefined) req.pids = a.pids;
+    if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
+    if (a.env !== undefined) req.env = a.env;
+    if (a.labels !== undefined) req.labels = a.labels;
+    // The engine ties a non-persistent sandbox to the caller's client session (when there is one).
+    if (a.persistent === true) req.persistent = true;
+    return { structured: sandboxOut(await api.createSandbox(req)) };
+  },
+});

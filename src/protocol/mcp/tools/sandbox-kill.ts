@@ -1,0 +1,16 @@
+import { z } from 'zod';
+import { sandboxOut, sandboxShape } from '../shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+
+export const sandboxKill = defineTool({
+  name: 'sandbox_kill',
+  title: 'Kill a sandbox',
+  description:
+    "Kill a sandbox and delete its filesystem, processes and REPL state. Irreversible. Without `sandbox`, kills this connection's default sandbox (the next call without `sandbox` creates a fresh one).",
+  annotations: HINTS.destroy,
+  input: z.object({ sandbox: sandboxArg }),
+  output: sandboxShape,
+  async run(a, { api, sandbox }) {
+    return { structured: sandboxOut(await api.killSandbox(await sandbox(a.sandbox))) };
+  },
+});

@@ -1,0 +1,374 @@
+/**
+ * The MCP server end to end in-process: the official SDK v2 Client talks to createForkboxMcpServer
+ * through the SDK's in-memory transport pair, over the real engine (runc templates, forked sandboxes).
+ * Every canonical tool is called, with its error cases, progress streaming and cancellation.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import { DEFAULT_LABEL } from '../../src/protocol/mcp/default-sandbox.ts';
+import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
+import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
+import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+
+const skip = nativeUnavailable();
+
+type SC = Record<string, unknown>;
+const text = (r: CallToolResult): string => (r.content[0]?.type === 'text' ? r.content[0].text : '');
+
+describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false }, () => {
+  let fx: NativeFixture;
+  let client: Client;
+  let closeServer: () => Promise<void>;
+  const defaults = createDefaultSandbox();
+  const called = new Set<string>();
+
+  async function call(name: string, args: SC = {}, opts: Parameters<Client['callTool']>[1] = {}) {
+    called.add(name);
+    return (await client.callTool({ name, arguments: args }, opts)) as CallToolResult;
+  }
+  /** Call and expect success; return the structured content. */
+  async function ok<T = SC>(name: string, args: SC = {}): Promise<T> {
+    const r = await call(name, args);
+    assert.notEqual(r.isError, true, `${name} failed: ${text(r)}`);
+    assert.deepEqual(
+      JSON.parse(text(r)),
+      r.structuredContent,
+      `${name}: the text copy equals structuredContent`,
+    );
+    return r.structuredContent as T;
+  }
+  async function fails(name: string, args: SC, re: RegExp): Promise<void> {
+    const r = await call(name, args);
+    assert.equal(r.isError, true, `${name} should fail: ${text(r)}`);
+    assert.match(text(r), re);
+  }
+
+  before(async () => {
+    fx = await openNative();
+    const server = createForkboxMcpServer({ api: fx.opened.api, defaults, version: 'test' });
+    const [ct, st] = InMemoryTransport.createLinkedPair();
+    await server.connect(st);
+    client = new Client({ name: 'forkbox-test', version: '1' });
+    await client.connect(ct);
+    closeServer = () => server.close();
+  });
+  after(async () => {
+    await client?.close();
+    await closeServer?.();
+    await fx?.close();
+  });
+
+  it('lists every tool with title, annotations, input and output schemas', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      CANONICAL_TOOLS.map((t) => t.name),
+    );
+    for (const t of tools) {
+      assert.ok(t.title && t.description, t.name);
+      assert.equal(t.inputSchema.type, 'object', t.name);
+      assert.equal(t.outputSchema?.type, 'object', t.name);
+      assert.equal(typeof t.annotations?.readOnlyHint, 'boolean', t.name);
+      assert.equal(typeof t.annotations?.destructiveHint, 'boolean', t.name);
+      assert.equal(typeof t.annotations?.idempotentHint, 'boolean', t.name);
+      assert.equal(typeof t.annotations?.openWorldHint, 'boolean', t.name);
+    }
+  });
+
+  it('system_status and image_list describe the engine', async () => {
+    const s = await ok<{ runtime: string; capabilities: { pause: boolean } }>('system_status');
+    assert.equal(s.runtime, 'native');
+    assert.equal(s.capabilities.pause, true);
+    const i = await ok<{ images: { name: string }[] }>('image_list');
+    assert.ok(i.images.some((x) => x.name === 'debian'));
+  });
+
+  it('creates the default sandbox lazily, reuses it, and re-creates it after a kill', async () => {
+    assert.equal(defaults.get(), undefined);
+    const r = await ok<{ stdout: string; exit_code: number }>('exec_run', {
+      argv: ['python3', '-c', 'print(6*7)'],
+    });
+    assert.equal(r.stdout, '42\n');
+    assert.equal(r.exit_code, 0);
+    const first = defaults.get();
+    assert.ok(first);
+    await ok('exec_run', { command: 'echo again > /tmp/marker' });
+    assert.equal(defaults.get(), first, 'the second call reuses the default sandbox');
+    const listed = await ok<{ sandboxes: { id: string; labels: Record<string, string> }[] }>('sandbox_list');
+    assert.equal(listed.sandboxes.find((s) => s.id === first)?.labels[DEFAULT_LABEL], 'true');
+
+    const killed = await ok<{ id: string; state: string }>('sandbox_kill');
+    assert.equal(killed.id, first);
+    assert.equal(killed.state, 'killed');
+    const again = await ok<{ exit_code: number }>('exec_run', { command: 'test ! -e /tmp/marker' });
+    assert.equal(again.exit_code, 0, 'a fresh default sandbox, without the old files');
+    assert.notEqual(defaults.get(), first);
+  });
+
+  it('manages a named sandbox: create, get with usage, extend, pause, resume, kill', async () => {
+    const sb = await ok<{ id: string; name: string; memory_mb: number; labels: SC }>('sandbox_create', {
+      name: 'mcp-named',
+      memory_mb: 256,
+      pids: 128,
+      cpus: 0.5,
+      ttl_s: 600,
+      env: { GREETING: 'hello' },
+      labels: { team: 'a' },
+    });
+    assert.equal(sb.name, 'mcp-named');
+    assert.equal(sb.memory_mb, 256);
+    const env = await ok<{ stdout: string }>('exec_run', { sandbox: 'mcp-named', command: 'echo $GREETING' });
+    assert.equal(env.stdout, 'hello\n');
+    const got = await ok<{ state: string; usage?: { pids: number; memory_bytes: number } }>('sandbox_get', {
+      sandbox: sb.id,
+    });
+    assert.equal(got.state, 'running');
+    assert.ok(got.usage && got.usage.pids >= 1 && got.usage.memory_bytes > 0, JSON.stringify(got.usage));
+    const before = Date.now();
+    const ext = await ok<{ expires_at: string }>('sandbox_extend', { sandbox: 'mcp-named', ttl_s: 3600 });
+    assert.ok(Date.parse(ext.expires_at) >= before + 3590_000);
+    assert.equal((await ok<{ state: string }>('sandbox_pause', { sandbox: 'mcp-named' })).state, 'paused');
+    await fails(
+      'exec_run',
+      { sandbox: 'mcp-named', command: 'true' },
+      /paused.*sandbox_resume|paused.*resume/i,
+    );
+    assert.equal((await ok<{ state: string }>('sandbox_resume', { sandbox: 'mcp-named' })).state, 'running');
+    const filtered = await ok<{ sandboxes: { name: string }[] }>('sandbox_list', { labels: { team: 'a' } });
+    assert.deepEqual(
+      filtered.sandboxes.map((s) => s.name),
+      ['mcp-named'],
+    );
+    assert.equal((await ok<{ state: string }>('sandbox_kill', { sandbox: 'mcp-named' })).state, 'killed');
+    const all = await ok<{ sandboxes: { name: string; state: string }[] }>('sandbox_list', { all: true });
+    assert.ok(all.sandboxes.some((s) => s.name === 'mcp-named' && s.state === 'killed'));
+  });
+
+  it('reports an unknown sandbox and bad arguments as tool errors', async () => {
+    await fails(
+      'exec_run',
+      { sandbox: 'no-such-sandbox', command: 'true' },
+      /no sandbox 'no-such-sandbox'.*not_found/,
+    );
+    await fails('sandbox_create', { memory_mb: 1 }, /Input validation error/);
+    await fails('file_read', {}, /Input validation error/);
+    await fails('exec_run', { command: 'true', argv: ['true'] }, /exactly one of `command`/);
+  });
+
+  it('exec_run: stdin, exit codes, timeouts and truncation', async () => {
+    const up = await ok<{ stdout: string }>('exec_run', { argv: ['tr', 'a-z', 'A-Z'], stdin: 'shout\n' });
+    assert.equal(up.stdout, 'SHOUT\n');
+    const bad = await ok<{ exit_code: number; stderr: string }>('exec_run', {
+      command: 'echo no >&2; exit 4',
+    });
+    assert.equal(bad.exit_code, 4);
+    assert.equal(bad.stderr, 'no\n');
+    const slow = await ok<{ timed_out: boolean }>('exec_run', { command: 'sleep 5', timeout_s: 0.5 });
+    assert.equal(slow.timed_out, true);
+    const big = await ok<{ truncated: boolean; stdout: string }>('exec_run', {
+      command: 'head -c 100000 /dev/zero | tr "\\0" x',
+      max_output_bytes: 1000,
+    });
+    assert.equal(big.truncated, true);
+    assert.ok(big.stdout.startsWith('x'.repeat(1000)));
+    assert.match(big.stdout.slice(1000), /^\n\[forkbox: output truncated after 1000 bytes/);
+  });
+
+  it('exec_run streams output as progress notifications before the result', async () => {
+    const seen: { progress: number; message: string | undefined; at: number }[] = [];
+    const started = Date.now();
+    const r = await call(
+      'exec_run',
+      { command: 'for i in 1 2 3 4 5 6; do echo line $i; sleep 0.5; done' },
+      { onprogress: (p) => seen.push({ progress: p.progress, message: p.message, at: Date.now() }) },
+    );
+    const countAtResult = seen.length;
+    assert.notEqual(r.isError, true, text(r));
+    assert.ok(countAtResult >= 5, `got ${countAtResult} progress notifications`);
+    const progress = seen.map((s) => s.progress);
+    assert.deepEqual(
+      progress,
+      [...progress].sort((a, b) => a - b),
+    );
+    assert.equal(new Set(progress).size, progress.length, 'progress strictly increases');
+    assert.match(seen.map((s) => s.message).join(''), /line 1\n[\s\S]*line 6\n/);
+    // Streamed, not delivered in a burst at the end: the first arrives well before the command ends.
+    assert.ok((seen[0]?.at ?? Infinity) - started < 2000, 'first progress arrives early');
+  });
+
+  it('cancelling exec_run kills the command', async () => {
+    const ac = new AbortController();
+    let progressed = false;
+    const p = call(
+      'exec_run',
+      { command: 'echo started; sleep 3; echo done > /tmp/cancel-proof' },
+      {
+        signal: ac.signal,
+        onprogress: () => {
+          progressed = true;
+          ac.abort();
+        },
+      },
+    );
+    await assert.rejects(p);
+    assert.ok(progressed, 'the command had started');
+    await new Promise((r) => setTimeout(r, 4000));
+    await fails('file_stat', { path: '/tmp/cancel-proof' }, /not_found/);
+    const execs = await ok<{ execs: { command: string[]; state: string }[] }>('exec_list');
+    const mine = execs.execs.find((e) => e.command.join(' ').includes('cancel-proof'));
+    assert.equal(mine?.state, 'cancelled');
+    const ps = await ok<{ stdout: string }>('exec_run', { command: 'ps -eo args' });
+    assert.doesNotMatch(ps.stdout, /sleep 3/);
+  });
+
+  it('background execs: start, write stdin, poll, cancel, list', async () => {
+    const cat = await ok<{ exec_id: string; state: string }>('exec_start', { argv: ['cat'], stdin: true });
+    assert.equal(cat.state, 'running');
+    const w = await ok<{ written_bytes: number }>('exec_write_stdin', {
+      exec_id: cat.exec_id,
+      data: 'echoed\n',
+      eof: true,
+    });
+    assert.equal(w.written_bytes, 7);
+    let out = '';
+    let seq = -1;
+    for (let i = 0; i < 20; i++) {
+      const r = await ok<{
+        chunks: { data: string }[];
+        next_seq: number;
+        done: boolean;
+        exec: { exit_code: number };
+      }>('exec_poll', { exec_id: cat.exec_id, after_seq: seq, wait_ms: 2000 });
+      out += r.chunks.map((c) => c.data).join('');
+      seq = r.next_seq;
+      if (r.done) {
+        assert.equal(r.exec.exit_code, 0);
+        break;
+      }
+    }
+    assert.equal(out, 'echoed\n');
+
+    const sleeper = await ok<{ exec_id: string }>('exec_start', { command: 'sleep 100' });
+    const c = await ok<{ state: string }>('exec_cancel', { exec_id: sleeper.exec_id });
+    assert.equal(c.state, 'cancelled');
+    const list = await ok<{ execs: { exec_id: string }[] }>('exec_list');
+    assert.ok(list.execs.some((e) => e.exec_id === sleeper.exec_id));
+  });
+
+  it('code_run keeps Python state and returns trailing values; code_reset clears it', async () => {
+    await ok('code_run', { code: 'x = 41' });
+    const v = await ok<{ ok: boolean; value: string }>('code_run', { code: 'x + 1' });
+    assert.equal(v.value, '42');
+    const err = await ok<{ ok: boolean; error: { type: string } }>('code_run', { code: '1/0' });
+    assert.equal(err.ok, false);
+    assert.equal(err.error.type, 'ZeroDivisionError');
+    const sh = await ok<{ stdout: string }>('code_run', { language: 'bash', code: 'echo $((6*7))' });
+    assert.equal(sh.stdout, '42\n');
+    await ok('code_reset');
+    const gone = await ok<{ ok: boolean; error: { type: string } }>('code_run', { code: 'x' });
+    assert.equal(gone.error.type, 'NameError');
+  });
+
+  it('files: write, read, edit, list, stat, move, delete, with etags', async () => {
+    const w = await ok<{ etag: string; size: number }>('file_write', {
+      path: '/work/a/b.txt',
+      content: 'alpha = 1\nbeta = 1\n',
+      create_dirs: true,
+    });
+    assert.equal(w.size, 19);
+    const r = await ok<{ content: string; etag: string; size: number }>('file_read', {
+      path: '/work/a/b.txt',
+    });
+    assert.equal(r.content, 'alpha = 1\nbeta = 1\n');
+    assert.equal(r.etag, w.etag);
+    const part = await ok<{ content: string; truncated: boolean; etag: string }>('file_read', {
+      path: '/work/a/b.txt',
+      offset: 2,
+      length: 3,
+    });
+    assert.equal(part.content, 'pha');
+    assert.equal(part.truncated, true);
+    assert.equal(part.etag, w.etag, 'a partial read still carries the whole file etag');
+    const b64 = await ok<{ content: string }>('file_read', {
+      path: '/work/a/b.txt',
+      encoding: 'base64',
+      length: 5,
+    });
+    assert.equal(Buffer.from(b64.content, 'base64').toString(), 'alpha');
+
+    await fails('file_edit', { path: '/work/a/b.txt', old_string: 'gamma', new_string: 'x' }, /0 matches/);
+    await fails(
+      'file_edit',
+      { path: '/work/a/b.txt', old_string: ' = 1', new_string: ' = 2' },
+      /occurs 2 times/,
+    );
+    const e = await ok<{ etag: string }>('file_edit', {
+      path: '/work/a/b.txt',
+      old_string: 'beta = 1',
+      new_string: 'beta = 2',
+      if_match: w.etag,
+    });
+    assert.notEqual(e.etag, w.etag);
+    await fails(
+      'file_write',
+      { path: '/work/a/b.txt', content: 'clobber', if_match: w.etag },
+      /changed since you read it.*file_read/,
+    );
+    const ok2 = await ok<{ etag: string }>('file_write', {
+      path: '/work/a/b.txt',
+      content: '#!/bin/sh\necho hi\n',
+      if_match: e.etag,
+      mode: '755',
+    });
+    const st = await ok<{ type: string; mode: string; etag: string }>('file_stat', { path: '/work/a/b.txt' });
+    assert.deepEqual([st.type, st.mode, st.etag], ['file', '755', ok2.etag]);
+    const run = await ok<{ stdout: string }>('exec_run', { argv: ['/work/a/b.txt'] });
+    assert.equal(run.stdout, 'hi\n');
+
+    await ok('file_write', {
+      path: '/work/a/bin.dat',
+      content: Buffer.from([0, 1, 2, 255]).toString('base64'),
+      encoding: 'base64',
+    });
+    const bin = await ok<{ content: string; size: number }>('file_read', {
+      path: '/work/a/bin.dat',
+      encoding: 'base64',
+    });
+    assert.deepEqual([...Buffer.from(bin.content, 'base64')], [0, 1, 2, 255]);
+
+    const ls = await ok<{ entries: { name: string; type: string }[] }>('file_list', { path: '/work/a' });
+    assert.deepEqual(ls.entries.map((x) => x.name).sort(), ['b.txt', 'bin.dat']);
+    await ok('file_move', { from: '/work/a/b.txt', to: '/work/c.txt' });
+    await fails('file_stat', { path: '/work/a/b.txt' }, /not_found/);
+    const deep = await ok<{ entries: { path: string }[] }>('file_list', { path: '/work', recursive: true });
+    assert.ok(deep.entries.some((x) => x.path === '/work/c.txt'));
+    await ok('file_delete', { path: '/work/c.txt' });
+    await ok('file_delete', { path: '/work/a', recursive: true });
+    const empty = await ok<{ entries: unknown[] }>('file_list', { path: '/work' });
+    assert.deepEqual(empty.entries, []);
+  });
+
+  it('wait_for_text waits for a marker written later, and times out cleanly', async () => {
+    await ok('exec_start', { command: 'sleep 0.7; echo "server ready" >> /tmp/app.log' });
+    const w = await ok<{ found: boolean; waited_ms: number }>('wait_for_text', {
+      path: '/tmp/app.log',
+      marker: 'ready',
+      timeout_s: 10,
+    });
+    assert.equal(w.found, true);
+    assert.ok(w.waited_ms >= 300, `waited ${w.waited_ms} ms`);
+    const t = await ok<{ found: boolean }>('wait_for_text', {
+      path: '/tmp/app.log',
+      marker: 'never',
+      timeout_s: 0.5,
+    });
+    assert.equal(t.found, false);
+  });
+
+  it('called every canonical tool', () => {
+    const missing = CANONICAL_TOOLS.map((t) => t.name).filter((n) => !called.has(n));
+    assert.deepEqual(missing, []);
+  });
+});

@@ -40,6 +40,8 @@ export interface SandboxInfo {
   endReason: string | null;
   /** False when the sandbox ends with the client session that created it. */
   persistent: boolean;
+  /** Ids of its children that are alive (forks of it). */
+  children: string[];
   usage?: SandboxUsage;
 }
 

@@ -89,7 +89,7 @@ export interface Engine extends ForkboxApi {
   close(): Promise<void>;
 }
 
-function info(rec: SandboxRecord): SandboxInfo {
+function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {
   return {
     id: rec.id,
     name: rec.name,
@@ -103,6 +103,7 @@ function info(rec: SandboxRecord): SandboxInfo {
     expiresAt: rec.expiresAt === null ? null : new Date(rec.expiresAt).toISOString(),
     endReason: rec.endReason,
     persistent: rec.session === null,
+    children,
   };
 }
 
@@ -315,6 +316,15 @@ export function createEngine(deps: EngineDeps): Engine {
     };
   }
 
+  /** The record as the API shows it, with its live children. */
+  function withKids(rec: SandboxRecord): SandboxInfo {
+    const kids = store
+      .listSandboxes({ states: ['creating', 'running', 'paused'] })
+      .filter((r) => r.parentId === rec.id)
+      .map((r) => r.id);
+    return info(rec, kids);
+  }
+
   function makeApi(ctx: CallerContext): ForkboxApi {
     const find = (idOrName: string) => findFor(ctx, idOrName);
     const running = (idOrName: string) => runningFor(ctx, idOrName);
@@ -375,7 +385,7 @@ export function createEngine(deps: EngineDeps): Engine {
         try {
           const h = await runtime.createSandbox({ id, name, image: image.name, limits, env });
           const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';
-          return info(
+          return withKids(
             store.transitionSandbox(id, 'running', { hostPid: h.hostPid, runtime: h.runtime, templateId }),
           );
         } catch (e) {
@@ -390,12 +400,24 @@ export function createEngine(deps: EngineDeps): Engine {
 
       async listSandboxes(opts) {
         const filter = opts?.all ? {} : { states: ['creating', 'running', 'paused', 'killing'] as const };
-        return store.listSandboxes({ ...filter, ...(opts?.labels ? { labels: opts.labels } : {}) }).map(info);
+        const recs = store.listSandboxes({
+          ...filter,
+          tenant: ctx.tenant,
+          ...(opts?.labels ? { labels: opts.labels } : {}),
+        });
+        const kids = new Map<string, string[]>();
+        for (const r of store.listSandboxes({
+          states: ['creating', 'running', 'paused'],
+          tenant: ctx.tenant,
+        })) {
+          if (r.parentId) kids.set(r.parentId, [...(kids.get(r.parentId) ?? []), r.id]);
+        }
+        return recs.map((r) => info(r, kids.get(r.id) ?? []));
       },
 
       async getSandbox(idOrName, opts) {
         const rec = find(idOrName);
-        const out = info(rec);
+        const out = withKids(rec);
         if (opts?.usage && (rec.state === 'running' || rec.state === 'paused'))
           out.usage = await runtime.usage(rec);
         return out;
@@ -403,7 +425,7 @@ export function createEngine(deps: EngineDeps): Engine {
 
       async killSandbox(idOrName, opts) {
         const rec = find(idOrName);
-        return info(
+        return withKids(
           await (opts?.cascade ? killTree(rec, 'killed on request') : kill(rec, 'killed on request')),
         );
       },
@@ -415,7 +437,7 @@ export function createEngine(deps: EngineDeps): Engine {
         return serial(rec.id, async () => {
           const cur = running(rec.id);
           await runtime.pauseSandbox(cur);
-          return info(store.transitionSandbox(cur.id, 'paused'));
+          return withKids(store.transitionSandbox(cur.id, 'paused'));
         });
       },
 
@@ -423,10 +445,10 @@ export function createEngine(deps: EngineDeps): Engine {
         const rec = find(idOrName);
         return serial(rec.id, async () => {
           const cur = find(rec.id);
-          if (cur.state === 'running') return info(cur);
+          if (cur.state === 'running') return withKids(cur);
           if (cur.state !== 'paused') throw errors.sandboxNotRunning(cur.id, cur.state);
           await runtime.resumeSandbox(cur);
-          return info(store.transitionSandbox(cur.id, 'running'));
+          return withKids(store.transitionSandbox(cur.id, 'running'));
         });
       },
 
@@ -434,7 +456,7 @@ export function createEngine(deps: EngineDeps): Engine {
         const rec = find(idOrName);
         if (!isLive(rec.state)) throw errors.sandboxNotRunning(rec.id, rec.state);
         const ttl = checkTtl(ttlSeconds) ?? 0;
-        return info(store.updateSandbox(rec.id, { expiresAt: now() + ttl * 1000 }));
+        return withKids(store.updateSandbox(rec.id, { expiresAt: now() + ttl * 1000 }));
       },
 
       exec: async (idOrName, req, onOutput) => execs.run(running(idOrName), req, onOutput),

@@ -77,6 +77,7 @@ export function createFakeApi(): FakeApi {
         },
         labels: req.labels ?? {},
         persistent: req.persistent === true,
+        children: [],
         createdAt: new Date(0).toISOString(),
         expiresAt: null,
         endReason: null,

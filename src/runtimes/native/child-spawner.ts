@@ -56,7 +56,20 @@ export type SpawnOutcome =
 
 /** Leaves of every sandbox cgroup: a fork freezes `work` while `agent` and `repl` keep running. */
 export const LEAVES = ['agent', 'repl', 'work'] as const;
-const NO_LIMITS = { memoryBytes: 0, pids: 0, cpus: 0 };
+
+/**
+ * Whether `pid` is `ancestor` or a process up to two generations below it. A new sandbox's PID 1 is
+ * reparented to the parent's PID 1 once the forking middle process exits, but it may say hello first,
+ * while its parent is still that middle process (whose parent is the REPL worker, a child of PID 1).
+ */
+function descendsFrom(pid: number, ancestor: number): boolean {
+  let p = pid;
+  for (let hops = 0; hops < 3 && p > 1; hops++) {
+    if (p === ancestor) return true;
+    p = readProcStatus(p)?.ppid ?? 0;
+  }
+  return p === ancestor;
+}
 
 export function createChildSpawner(deps: {
   paths: NativePaths;
@@ -90,7 +103,7 @@ export function createChildSpawner(deps: {
         // forking parent's PID 1, and know the nonce the host gave the parent for it.
         const st = readProcStatus(cred.pid);
         if (!expect || !st) throw new Error('unexpected first hello');
-        if (st.nsPids[st.nsPids.length - 1] !== 1 || st.ppid !== expect.parentPid) {
+        if (st.nsPids[st.nsPids.length - 1] !== 1 || !descendsFrom(st.ppid, expect.parentPid)) {
           throw new Error(
             `peer pid ${cred.pid} (ppid ${st.ppid}, NSpid ${st.nsPids.join(' ')}) is not a new sandbox PID 1`,
           );
@@ -205,7 +218,8 @@ export function createChildSpawner(deps: {
     mounts.bind(paths.inbox(c.id), inboxMnt);
     const cg = paths.sandboxCgroup(c.id);
     await cgroups.create(cg, c.limits);
-    for (const leaf of LEAVES) await cgroups.create(`${cg}/${leaf}`, NO_LIMITS);
+    // Leaves carry no limits of their own (the sandbox group holds them).
+    for (const leaf of LEAVES) await cgroups.create(`${cg}/${leaf}`);
     const sb: LiveSandbox = {
       id: c.id,
       hostPid: 0,

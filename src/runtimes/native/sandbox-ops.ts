@@ -34,7 +34,7 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 export function createSandboxOps(deps: Deps) {
   const oomKills = async (rec: SandboxRecord): Promise<number> => {
     try {
-      return (await deps.cgroups.stats(deps.paths.sandboxCgroup(rec.id))).oomKills;
+      return await deps.cgroups.oomKills(deps.paths.sandboxCgroup(rec.id));
     } catch {
       return 0;
     }

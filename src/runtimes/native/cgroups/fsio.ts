@@ -3,7 +3,6 @@
  * `writeCgroupFile`, so every failure names the file, the value, the errno and what to do about it.
  */
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ErrorCode, ForkboxError } from '../../../domain/errors.ts';
@@ -90,21 +89,23 @@ export function cgroupError(op: string, file: string, e: unknown, value?: string
  */
 export async function writeCgroupFile(file: string, value: string | number): Promise<void> {
   const text = String(value);
-  let fh: fsp.FileHandle | undefined;
+  // Synchronous on purpose: a cgroupfs write takes tens of microseconds in the kernel, while a round trip
+  // through libuv's thread pool costs far more, and a create makes dozens of them (bench: 19 ms → <1 ms).
+  let fd: number | undefined;
   try {
-    fh = await fsp.open(file, fs.constants.O_WRONLY | fs.constants.O_TRUNC);
+    fd = fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_TRUNC);
     // One write(2) call: cgroupfs parses each write separately, so a split write would be two values.
-    await fh.write(text);
+    fs.writeSync(fd, text);
   } catch (e) {
     throw cgroupError('writing', file, e, text);
   } finally {
-    await fh?.close().catch(() => {});
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 
 export async function readCgroupFile(file: string): Promise<string> {
   try {
-    return await fsp.readFile(file, 'utf8');
+    return fs.readFileSync(file, 'utf8');
   } catch (e) {
     throw cgroupError('reading', file, e);
   }
@@ -113,7 +114,7 @@ export async function readCgroupFile(file: string): Promise<string> {
 /** Read a file that may legitimately be absent (older kernel, controller not present). */
 export async function readOptional(file: string): Promise<string | null> {
   try {
-    return await fsp.readFile(file, 'utf8');
+    return fs.readFileSync(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw cgroupError('reading', file, e);
@@ -144,7 +145,7 @@ export function fileExists(file: string): boolean {
 /** Create a directory; an existing one is fine (create is idempotent). */
 export async function mkdirGroup(dir: string): Promise<boolean> {
   try {
-    await fsp.mkdir(dir);
+    fs.mkdirSync(dir);
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -155,7 +156,7 @@ export async function mkdirGroup(dir: string): Promise<boolean> {
 /** Direct child group names of a cgroup directory (sub-directories); [] when absent. */
 export async function childGroups(dir: string): Promise<string[]> {
   try {
-    const entries = await fsp.readdir(dir, { withFileTypes: true });
+    const entries = fs.readdirSync(dir, { withFileTypes: true });
     return entries
       .filter((d) => d.isDirectory())
       .map((d) => d.name)
@@ -186,13 +187,13 @@ export async function removeGroupTree(dir: string, busyRetryMs = 2_000): Promise
   const deadline = Date.now() + busyRetryMs;
   for (;;) {
     try {
-      await fsp.rmdir(dir);
+      fs.rmdirSync(dir);
       return;
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return;
       if (code === 'EBUSY' && Date.now() < deadline) {
-        await sleep(20);
+        await sleep(5);
         continue;
       }
       const err = cgroupError('removing', dir, e);
@@ -213,7 +214,7 @@ export async function removeGroupTree(dir: string, busyRetryMs = 2_000): Promise
 export async function pollUntil(
   check: () => Promise<boolean>,
   timeoutMs: number,
-  everyMs = 10,
+  everyMs = 2,
 ): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -18,7 +18,9 @@ export interface CgroupStats {
 export interface Cgroups {
   readonly kind: 'v1' | 'v2';
   /** Create the group `rel` (e.g. 'forkbox/sandboxes/sb-abc') in every controller used, with limits. Idempotent. */
-  create(rel: string, limits: CgroupLimits): Promise<void>;
+  create(rel: string, limits?: CgroupLimits): Promise<void>;
+  /** OOM kills in the group and its sub-groups (cheap: read per exec). */
+  oomKills(rel: string): Promise<number>;
   setLimits(rel: string, limits: CgroupLimits): Promise<void>;
   /** Moves the whole process (all its threads) into the group, via cgroup.procs. */
   addProcess(rel: string, pid: number): Promise<void>;

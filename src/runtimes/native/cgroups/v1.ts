@@ -164,7 +164,11 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
           if (h === ctl('cpuset')) await inheritCpuset(parent, dir);
         }
       }
-      await setLimits(rel, limits);
+      if (limits) await setLimits(rel, limits);
+    },
+
+    async oomKills(rel) {
+      return oomKills(g('memory', rel));
     },
 
     setLimits,
@@ -201,7 +205,7 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
           return left.length === 0;
         },
         Math.max(0, deadline - Date.now()),
-        20,
+        2,
       );
       if (!empty) {
         const left = await procs(rel);

@@ -115,7 +115,12 @@ export function createCgroupsV2(opts: { root: string }): Cgroups {
         dir = path.join(dir, part);
         await mkdirGroup(dir);
       }
-      await setLimits(rel, limits);
+      if (limits) await setLimits(rel, limits);
+    },
+
+    async oomKills(rel) {
+      // memory.events is hierarchical (unless mounted with memory_localevents), so kills in leaves count.
+      return parseKeyed(await readCgroupFile(file(rel, 'memory.events'))).get('oom_kill') ?? 0;
     },
 
     setLimits,

@@ -2,10 +2,11 @@
  * (1) Sandbox create → first exec result (`true`), through the daemon and in-process, interleaved per
  * iteration with a cold `runc run /bin/true` of the same image so the ratio shares the machine's noise.
  * The first create of each surface starts its template (a runc container); it is reported apart.
+ * Every timed sample follows an idle gap (IDLE_GAP_MS in lib/stats.ts explains why).
  */
 import { type BenchContext, type Benchmark, execTrue, killAll } from './lib/context.ts';
 import { emptyResult, ratio, row } from './lib/report.ts';
-import { nowMs, timeMs } from './lib/stats.ts';
+import { IDLE_GAP_MS, nowMs, sleep, timeMs } from './lib/stats.ts';
 
 const NAME = 'create';
 const TARGET_MS = 50;
@@ -38,6 +39,7 @@ export const createFirstExec: Benchmark = {
 
     for (let i = 0; i < ctx.runs; i++) {
       for (const s of ctx.surfaces) {
+        await sleep(IDLE_GAP_MS);
         const t0 = nowMs();
         const { id } = await s.api.createSandbox({});
         const t1 = nowMs();
@@ -51,6 +53,7 @@ export const createFirstExec: Benchmark = {
           kill.get(s.name)?.push(await timeMs(() => s.api.killSandbox(id)));
         }
       }
+      await sleep(IDLE_GAP_MS);
       peer.push((await ctx.peer.run(['/bin/true'])).totalMs);
     }
 

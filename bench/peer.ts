@@ -1,17 +1,19 @@
 /**
  * (6) The peer alone: cold `runc run` of /bin/true and of python3 -c 'print(1)' with the same image,
  * interleaved with forkbox doing the same through the first surface (a new sandbox, then the command),
- * so each ratio compares figures taken under the same machine load.
+ * so each ratio compares figures taken under the same machine load. Every timed sample follows an idle
+ * gap (IDLE_GAP_MS in lib/stats.ts explains why).
  */
 import type { ForkboxApi } from '../src/service/api.ts';
 import { type BenchContext, type Benchmark, killAll } from './lib/context.ts';
 import { emptyResult, ratio, row } from './lib/report.ts';
-import { nowMs } from './lib/stats.ts';
+import { IDLE_GAP_MS, nowMs, sleep } from './lib/stats.ts';
 
 const NAME = 'peer';
 const PY = ['/usr/bin/python3', '-c', 'print(1)'];
 
 async function forkboxRun(api: ForkboxApi, argv: string[], log: (m: string) => void): Promise<number> {
+  await sleep(IDLE_GAP_MS);
   const t0 = nowMs();
   const { id } = await api.createSandbox({});
   try {
@@ -40,7 +42,9 @@ export const peerRunc: Benchmark = {
     await ctx.peer.run(PY);
     await forkboxRun(s.api, ['true'], ctx.log);
     for (let i = 0; i < ctx.runs; i++) {
+      await sleep(IDLE_GAP_MS);
       runcTrue.push((await ctx.peer.run(['/bin/true'])).totalMs);
+      await sleep(IDLE_GAP_MS);
       const py = await ctx.peer.run(PY);
       if (py.stdout !== '1\n') throw new Error(`runc run python3 printed ${JSON.stringify(py.stdout)}`);
       runcPy.push(py.totalMs);

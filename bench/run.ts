@@ -7,7 +7,7 @@
  *
  * The table (or JSON) goes to stdout; progress goes to stderr.
  */
-import { cpus, release } from 'node:os';
+import { cpus, loadavg, release } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
@@ -89,6 +89,7 @@ async function main(): Promise<number> {
   process.on('SIGTERM', onSignal);
   const results: { name: string; result: BenchResult }[] = [];
   const started = new Date();
+  const loadBefore = loadavg();
   try {
     if (surfaces.includes('daemon')) daemon = await startDaemon(stderrLog);
     if (surfaces.includes('in-process')) inproc = await openInProcess(stderrLog);
@@ -114,6 +115,8 @@ async function main(): Promise<number> {
   }
 
   const cpu = cpus();
+  // The load average tells how noisy the (shared) machine was while the figures were taken.
+  const load = { before: loadBefore, after: loadavg() };
   const machine = {
     cpus: cpu.length,
     model: cpu[0]?.model ?? 'unknown',
@@ -122,11 +125,12 @@ async function main(): Promise<number> {
   };
   if (values.json) {
     process.stdout.write(
-      `${JSON.stringify({ date: started.toISOString(), machine, runs, surfaces, benchmarks: results }, null, 2)}\n`,
+      `${JSON.stringify({ date: started.toISOString(), machine, load, runs, surfaces, benchmarks: results }, null, 2)}\n`,
     );
   } else {
     process.stdout.write(
-      `forkbox benchmarks — ${started.toISOString()} — ${machine.cpus} × ${machine.model}, Linux ${machine.kernel}, Node ${machine.node}, ${runs} runs\n\n`,
+      `forkbox benchmarks — ${started.toISOString()} — ${machine.cpus} × ${machine.model}, Linux ${machine.kernel}, Node ${machine.node}, ${runs} runs\n` +
+        `load average (1 min) ${load.before[0]?.toFixed(2)} before, ${load.after[0]?.toFixed(2)} after\n\n`,
     );
     process.stdout.write(`${renderTable(results.map((r) => r.result))}\n`);
   }

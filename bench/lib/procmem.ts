@@ -3,7 +3,7 @@
  * Private_Clean + Private_Dirty), PSS (shared pages divided among their sharers) and RSS (every resident
  * page, shared ones counted in full — what `ps` shows, and misleading for forked sandboxes).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 export interface MemFigures {
   ussKb: number;
@@ -14,19 +14,26 @@ export interface MemFigures {
 
 const CGROUP_ROOT = process.env.FORKBOX_CGROUP_ROOT ?? '/sys/fs/cgroup';
 
-/** Pids in a cgroup (v1 pids hierarchy, or the unified one when that is all there is). */
+/**
+ * Pids in a cgroup and all its descendants (v1 pids hierarchy, or the unified one when that is all there
+ * is): a sandbox's processes may sit in leaves under its group (agent / repl / work).
+ */
 export function cgroupPids(rel: string): number[] {
   for (const base of [`${CGROUP_ROOT}/pids`, CGROUP_ROOT]) {
-    try {
-      return readFileSync(`${base}/${rel}/cgroup.procs`, 'utf8')
-        .split('\n')
-        .filter((l) => l.trim() !== '')
-        .map(Number);
-    } catch {
-      // try the next layout
-    }
+    const dir = `${base}/${rel}`;
+    if (existsSync(`${dir}/cgroup.procs`)) return pidsUnder(dir);
   }
   throw new Error(`no cgroup.procs for cgroup ${rel} under ${CGROUP_ROOT}`);
+}
+
+function pidsUnder(dir: string): number[] {
+  const pids = readFileSync(`${dir}/cgroup.procs`, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map(Number);
+  for (const e of readdirSync(dir, { withFileTypes: true }))
+    if (e.isDirectory()) pids.push(...pidsUnder(`${dir}/${e.name}`));
+  return pids;
 }
 
 function rollup(pid: number): Record<string, number> | null {

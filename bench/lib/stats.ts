@@ -47,3 +47,13 @@ export async function timeMs(fn: () => Promise<unknown>): Promise<number> {
 }
 
 export const nowMs = (): number => performance.now();
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Idle time before each timed create (forkbox's and the peer's). Moving a process into a cgroup costs a
+ * synchronize_rcu (~5–10 ms here) when no other migration happened in the last few tens of ms, and
+ * almost nothing otherwise; without a gap, whichever runs right after another create gets it cheap.
+ * With the gap every sample starts from the same state: a create after idle, as an agent makes it.
+ */
+export const IDLE_GAP_MS = 100;

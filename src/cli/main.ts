@@ -11,6 +11,7 @@ import * as df from './commands/df.ts';
 import * as doctor from './commands/doctor.ts';
 import * as evalCmd from './commands/eval.ts';
 import * as exec from './commands/exec.ts';
+import * as fork from './commands/fork.ts';
 import * as gc from './commands/gc.ts';
 import * as images from './commands/images.ts';
 import * as inspect from './commands/inspect.ts';
@@ -31,6 +32,7 @@ const COMMANDS = [
   doctor,
   images,
   create,
+  fork,
   ls,
   inspect,
   exec,

@@ -146,6 +146,36 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     assert.ok(all.sandboxes.some((s) => s.name === 'mcp-named' && s.state === 'killed'));
   });
 
+  it('sandbox_fork branches the REPL state into children; kill with cascade removes the subtree', async () => {
+    const src = await ok<{ id: string }>('sandbox_create', { name: 'mcp-fork-src', memory_mb: 256 });
+    await ok('code_run', { sandbox: src.id, code: 'import random\nstate = {"step": 7}' });
+    const r = await ok<{
+      pause_ms: number;
+      carried: { python_state: boolean };
+      not_carried: string[];
+      children: { ok: boolean; sandbox?: { id: string; parent_id: string | null } }[];
+    }>('sandbox_fork', { sandbox: src.id, n: 2 });
+    assert.equal(r.children.length, 2);
+    assert.equal(r.carried.python_state, true);
+    assert.ok(r.not_carried.length > 0);
+    for (const c of r.children) {
+      assert.equal(c.ok, true);
+      assert.equal(c.sandbox?.parent_id, src.id);
+      const v = await ok<{ value: string | null }>('code_run', {
+        sandbox: c.sandbox?.id,
+        code: 'state["step"]',
+      });
+      assert.equal(v.value, '7');
+    }
+    const got = await ok<{ children: string[] }>('sandbox_get', { sandbox: src.id });
+    assert.deepEqual([...got.children].sort(), r.children.map((c) => c.sandbox?.id).sort());
+    await fails('sandbox_fork', { sandbox: src.id, n: 0 }, /n|101|greater|>=|too_small/i);
+    await ok('sandbox_kill', { sandbox: src.id, cascade: true });
+    for (const c of r.children) {
+      assert.equal((await ok<{ state: string }>('sandbox_get', { sandbox: c.sandbox?.id })).state, 'killed');
+    }
+  });
+
   it('reports an unknown sandbox and bad arguments as tool errors', async () => {
     await fails(
       'exec_run',

@@ -110,6 +110,35 @@ describe('native sandbox isolation', { skip: skip ?? false }, () => {
     assert.match(nnp.stdout, /NoNewPrivs:\s*1/);
   });
 
+  it('drops malformed, oversized or impostor control-socket traffic from a sandbox and keeps serving', async () => {
+    const script = [
+      'import socket, struct, json',
+      'def send(data):',
+      '    s = socket.socket(socket.AF_UNIX); s.connect("/.forkbox/inbox/ctl.sock"); s.sendall(data)',
+      '    s.settimeout(5)',
+      '    try: r = s.recv(100)',
+      '    except Exception as e: r = repr(e).encode()',
+      '    print(repr(r)); s.close()',
+      'send(b"\\xff" * 64)',
+      'send(struct.pack(">II", 1 << 30, 0))',
+      "hello = json.dumps({'t': 'hello', 'v': 1, 'role': 'sandbox', 'sandbox_id': '" +
+        '__ID__' +
+        "', 'nonce': '', 'agent_version': 'x', 'worker_pid': None, 'reconnect': True}).encode()",
+      'send(struct.pack(">II", len(hello), 0) + hello)',
+    ].join('\n');
+    const r = await api.exec(a, { argv: ['python3', '-c', script.replace('__ID__', a)], timeoutSeconds: 30 });
+    assert.equal(r.exitCode, 0, r.stderr);
+    // Each connection is closed by the host without an answer (b'' = EOF), never welcomed.
+    assert.deepEqual(r.stdout.trim().split('\n'), ["b''", "b''", "b''"]);
+    assert.ok(
+      fx.log.lines.some((l) => /hello refused|bad hello|dropping connection/.test(l)),
+      'the host logged the refusal',
+    );
+    // The real agents of both sandboxes are still connected and served.
+    assert.equal((await sh(a, 'echo alive')).stdout, 'alive\n');
+    assert.equal((await sh(b, 'echo alive')).stdout, 'alive\n');
+  });
+
   it('cannot plant a symlink where the host chmods, chowns or mounts', async () => {
     const before = statSync('/etc/passwd');
     const r = await sh(

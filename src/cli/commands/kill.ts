@@ -9,7 +9,8 @@ export function register(program: Command, ctx: CliContext): void {
     .command('kill')
     .description('kill sandboxes and release their resources')
     .argument('<ids...>', 'sandbox ids or names')
-    .action(async (ids: string[]) => {
+    .option('--cascade', 'also kill their descendants (forks); by default children keep running')
+    .action(async (ids: string[], opts: { cascade?: boolean }) => {
       const api = await ctx.api();
       const out = ctx.out();
       const killed: SandboxInfo[] = [];
@@ -17,7 +18,7 @@ export function register(program: Command, ctx: CliContext): void {
       // Kill every one we can; report each failure, exit with the first one's code.
       for (const id of ids) {
         try {
-          killed.push(await api.killSandbox(id));
+          killed.push(await api.killSandbox(id, opts.cascade ? { cascade: true } : {}));
         } catch (e) {
           firstError ??= e;
           if (ids.length > 1) out.note(`${id}: ${(e as Error).message}`);

@@ -28,6 +28,7 @@ export const sandboxShape = z.object({
   expires_at: z.string().nullable(),
   end_reason: z.string().nullable(),
   persistent: z.boolean().describe('False: removed when the client session that created it ends.'),
+  children: z.array(z.string()).describe('Ids of its live child sandboxes (forks of it).'),
   usage: usageShape.optional(),
 });
 
@@ -49,6 +50,7 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
     expires_at: s.expiresAt,
     end_reason: s.endReason,
     persistent: s.persistent,
+    children: s.children,
   };
   if (s.usage) {
     out.usage = {

@@ -18,6 +18,7 @@ import { fileWrite } from './file-write.ts';
 import { imageList } from './image-list.ts';
 import { sandboxCreate } from './sandbox-create.ts';
 import { sandboxExtend } from './sandbox-extend.ts';
+import { sandboxFork } from './sandbox-fork.ts';
 import { sandboxGet } from './sandbox-get.ts';
 import { sandboxKill } from './sandbox-kill.ts';
 import { sandboxList } from './sandbox-list.ts';
@@ -34,6 +35,7 @@ export const CANONICAL_TOOLS: readonly ToolDef[] = [
   sandboxExtend,
   sandboxPause,
   sandboxResume,
+  sandboxFork,
   execRun,
   execStart,
   execPoll,

@@ -1,0 +1,58 @@
+/** `forkbox fork ID [-n N]`: branch a running sandbox, its files and live Python REPL, into N children. */
+import type { Command } from 'commander';
+import { ForkboxError } from '../../domain/errors.ts';
+import type { ForkRequest } from '../../service/api.ts';
+import type { CliContext } from '../context.ts';
+import { exitCodeFor } from '../output.ts';
+import { parseDurationSeconds, parseSizeMb } from '../parse.ts';
+
+function count(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 100) {
+    throw new ForkboxError('invalid_argument', `-n must be a whole number from 1 to 100, not '${v}'.`);
+  }
+  return n;
+}
+
+export function register(program: Command, ctx: CliContext): void {
+  program
+    .command('fork')
+    .description('fork a running sandbox into N children that inherit its files and live Python state')
+    .argument('<id>', 'sandbox id or name')
+    .option('-n, --count <n>', 'number of children (1-100)', count, 1)
+    .option('--name <name...>', 'names for the children (as many as -n)')
+    .option('--memory <size>', "children's memory limit (default: the source's)", parseSizeMb)
+    .option(
+      '--ttl <duration>',
+      "children's TTL, e.g. 30m (default: what is left of the source's)",
+      parseDurationSeconds,
+    )
+    .option('--no-wait', 'fail at once if the REPL is busy instead of waiting for it')
+    .action(
+      async (
+        id: string,
+        o: { count: number; name?: string[]; memory?: number; ttl?: number; wait: boolean },
+      ) => {
+        const api = await ctx.api();
+        const req: ForkRequest = { n: o.count, wait: o.wait };
+        if (o.name !== undefined) req.names = o.name;
+        if (o.memory !== undefined) req.memoryMb = o.memory;
+        if (o.ttl !== undefined) req.ttlSeconds = o.ttl;
+        const r = await api.forkSandbox(id, req);
+        const out = ctx.out();
+        out.result(r, () =>
+          [
+            ...r.children.map((c) =>
+              c.ok ? (c.sandbox?.id ?? '') : `failed: ${c.error?.message ?? 'unknown error'}`,
+            ),
+          ].join('\n'),
+        );
+        out.note(
+          `paused ${r.source} for ${r.pauseMs} ms (${r.driver} snapshot ${r.snapshotMs} ms); ${r.carried.pythonState ? 'files and Python state carried' : 'files carried, Python state NOT carried'}`,
+        );
+        const failed = r.children.find((c) => !c.ok);
+        if (failed)
+          ctx.setExitCode(exitCodeFor(new ForkboxError('internal', failed.error?.message ?? 'fork failed')));
+      },
+    );
+}

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import type { ForkRequest } from '../../../service/api.ts';
+import { sandboxOut, sandboxShape } from '../shapes.ts';
+import { defineTool, envArg, HINTS, sandboxArg } from '../tool-kit.ts';
+
+export const sandboxFork = defineTool({
+  name: 'sandbox_fork',
+  title: 'Fork a running sandbox into N children',
+  description:
+    'Branch a running sandbox into n children (1-100) that start from its exact current state: its files, and its live Python REPL (variables, imported modules, loaded data, open files — each child writes to its own copy). Use it to try several approaches in parallel from the state you reached, then keep the best (sandbox_kill the rest). Not carried: other processes (servers or background commands stay in the source), REPL threads other than the main one, sockets, pipes and memory maps. Each child reseeds `random` (and numpy) and has FORKBOX_SANDBOX_ID, FORKBOX_PARENT_ID and FORKBOX_FORK_INDEX set. The source keeps running; it is paused only for `pause_ms`. If the REPL is busy, the fork waits for it unless `wait` is false. Children inherit limits, TTL, env and labels unless given. Each child succeeds or fails on its own.',
+  annotations: HINTS.create,
+  input: z.object({
+    sandbox: sandboxArg,
+    n: z.number().int().min(1).max(100).optional().describe('Number of children (default 1).'),
+    names: z
+      .array(z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/))
+      .max(100)
+      .optional()
+      .describe('Names for the children (exactly n).'),
+    memory_mb: z
+      .number()
+      .int()
+      .min(16)
+      .max(1_048_576)
+      .optional()
+      .describe("Children's memory limit, MiB (default: the source's)."),
+    ttl_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 24 * 3600)
+      .optional()
+      .describe("Children's TTL in seconds (default: what is left of the source's)."),
+    env: envArg.describe("Added to the source's environment in each child."),
+    wait: z
+      .boolean()
+      .optional()
+      .describe('Wait for a busy REPL to finish (default true); false fails at once instead.'),
+  }),
+  output: z.object({
+    source: z.string(),
+    pause_ms: z.number().describe("How long the source's workload was frozen."),
+    snapshot_ms: z.number(),
+    driver: z.string().describe('Storage driver that froze the files (btrfs or copy).'),
+    duration_ms: z.number(),
+    carried: z.object({ filesystem: z.boolean(), python_state: z.boolean(), environment: z.boolean() }),
+    not_carried: z.array(z.string()),
+    children: z.array(
+      z.object({
+        ok: z.boolean(),
+        sandbox: sandboxShape.optional(),
+        error: z.object({ code: z.string(), message: z.string() }).optional(),
+      }),
+    ),
+  }),
+  async run(a, { api, sandbox }) {
+    const req: ForkRequest = {};
+    if (a.n !== undefined) req.n = a.n;
+    if (a.names !== undefined) req.names = a.names;
+    if (a.memory_mb !== undefined) req.memoryMb = a.memory_mb;
+    if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
+    if (a.env !== undefined) req.env = a.env;
+    if (a.wait !== undefined) req.wait = a.wait;
+    const r = await api.forkSandbox(await sandbox(a.sandbox), req);
+    return {
+      structured: {
+        source: r.source,
+        pause_ms: r.pauseMs,
+        snapshot_ms: r.snapshotMs,
+        driver: r.driver,
+        duration_ms: r.durationMs,
+        carried: {
+          filesystem: r.carried.filesystem,
+          python_state: r.carried.pythonState,
+          environment: r.carried.environment,
+        },
+        not_carried: r.notCarried,
+        children: r.children.map((c) => ({
+          ok: c.ok,
+          ...(c.sandbox ? { sandbox: sandboxOut(c.sandbox) } : {}),
+          ...(c.error ? { error: c.error } : {}),
+        })),
+      },
+    };
+  },
+});

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
+import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import { selectTools } from '../../src/protocol/mcp/toolsets.ts';
 import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
 
@@ -44,7 +45,8 @@ describe('mcp server (fake api)', () => {
         tools.map((t) => t.name),
         selectTools().map((t) => t.name),
       );
-      assert.equal(tools.length, 25);
+      assert.equal(tools.length, CANONICAL_TOOLS.length);
+      assert.ok(tools.some((t) => t.name === 'sandbox_fork'));
       for (const t of tools) {
         assert.match(t.name, /^[a-z]+_[a-z_]+$/);
         assert.ok(t.title, `${t.name} has a title`);

@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
 import { execRoundTrip } from './exec-roundtrip.ts';
+import { forkBench } from './fork.ts';
 import type { BenchContext, Benchmark } from './lib/context.ts';
 import { type DaemonHandle, type InProcessHandle, openInProcess, startDaemon, stderrLog } from './lib/env.ts';
 import { createPeer, type Peer } from './lib/peer.ts';
@@ -26,6 +27,7 @@ const BENCHMARKS: Benchmark[] = [
   replEval,
   createMany,
   memoryPerSandbox,
+  forkBench,
   peerRunc,
 ];
 const MIN_RUNS = 20;

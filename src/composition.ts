@@ -6,13 +6,13 @@ import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync 
 import { join } from 'node:path';
 import { ForkboxError } from './domain/errors.ts';
 import { createImageStore } from './images/index.ts';
+import { openStorage, type StorageMode } from './runtimes/native/btrfs-storage.ts';
 import { detectCgroups } from './runtimes/native/cgroups/index.ts';
 import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
 import { createInboxHub } from './runtimes/native/inbox-hub.ts';
 import { createMounts } from './runtimes/native/mounts.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { nativePaths } from './runtimes/native/paths.ts';
-import { createCopyDriver } from './runtimes/native/snapshot-driver.ts';
 import { createSys } from './runtimes/native/sys.ts';
 import { createTemplates } from './runtimes/native/templates.ts';
 import type { ForkboxApi } from './service/api.ts';
@@ -29,6 +29,8 @@ export interface OpenEngineOptions {
   prewarm?: string[];
   /** TTL reaper period; 0 disables it. */
   reapIntervalMs?: number;
+  /** Storage driver; default FORKBOX_STORAGE, else auto (btrfs when usable, else copy). */
+  storage?: StorageMode;
 }
 
 export interface OpenedEngine {
@@ -74,6 +76,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
   const sys = createSys();
   const lockFd = lockStateDir(stateDir, sys);
   const store = openSqliteStore({ path: join(stateDir, 'forkbox.db') });
+  let storage: ReturnType<typeof openStorage> | null = null;
   try {
     const uidRange = { hostStart: 100000, size: 65536 };
     const paths = nativePaths(stateDir);
@@ -93,9 +96,18 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       runc: process.env.FORKBOX_RUNC ?? 'runc',
       prewarm: opts.prewarm ?? [],
     });
-    const snapshots = createCopyDriver(join(stateDir, 'layers'));
+    // FORKBOX_STORAGE=btrfs|copy|auto; the choice and its reason are logged (and shown by `forkbox doctor`).
+    storage = openStorage({
+      stateDir,
+      sys,
+      mounts,
+      log,
+      env: opts.storage ? { ...process.env, FORKBOX_STORAGE: opts.storage } : process.env,
+    });
+    const snapshots = storage.driver;
     const runtime = createNativeRuntime({
       snapshots,
+      pinnedLayers: () => store.listSnapshots().flatMap((s) => s.layers),
       paths,
       mounts,
       cgroups,
@@ -136,15 +148,27 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         closed = true;
         if (timer) clearInterval(timer);
         if (closeOpts?.killSandboxes) {
-          for (const s of await engine.listSandboxes()) await engine.killSandbox(s.id).catch(() => undefined);
+          // Every tenant's, snapshot holders included; deepest first so no PID 1 is left as a tombstone.
+          const live = store
+            .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
+            .sort((x, y) => y.depth - x.depth);
+          for (const r of live) {
+            await engine
+              .scoped({ tenant: r.tenant })
+              .killSandbox(r.id, { cascade: true })
+              .catch(() => undefined);
+          }
         }
         await engine.close();
         await runtime.shutdown({ killSandboxes: closeOpts?.killSandboxes === true });
+        // Sandboxes that outlive this process (a daemon restart) keep their storage mounted.
+        await snapshots.close({ inUse: closeOpts?.killSandboxes !== true && runtime.live.size > 0 });
         store.close();
         closeSync(lockFd);
       },
     };
   } catch (e) {
+    await storage?.driver.close({ inUse: true }).catch(() => undefined);
     store.close();
     closeSync(lockFd);
     throw e;

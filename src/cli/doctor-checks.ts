@@ -4,6 +4,7 @@ import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createImageStore } from '../images/index.ts';
+import { planStorage } from '../runtimes/native/btrfs-storage.ts';
 import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
 import { hasCapSysResource } from '../runtimes/native/proc.ts';
 
@@ -143,6 +144,20 @@ export async function runDoctorChecks(opts: { stateDir: string; image?: string }
   out.push(binary('debootstrap', 'debootstrap', 'debootstrap', false, 'builds Debian images'));
   out.push(
     binary('btrfs-progs', 'mkfs.btrfs', 'btrfs-progs', false, 'the btrfs storage driver for O(1) snapshots'),
+  );
+  out.push(
+    check('storage driver', false, () => {
+      // What the engine would pick now (FORKBOX_STORAGE=btrfs|copy|auto), with the reason.
+      const plan = planStorage(opts.stateDir);
+      return {
+        ok: plan.available && (plan.driver === 'btrfs' || plan.mode === 'copy'),
+        detail: `${plan.driver} (FORKBOX_STORAGE=${plan.mode}): ${plan.reason}`,
+        fix:
+          plan.mode === 'btrfs'
+            ? 'fix what the detail names, or set FORKBOX_STORAGE=copy'
+            : `${APT} btrfs-progs (and a kernel with btrfs and loop devices) for O(1) fork snapshots; copy works everywhere, slower for big uppers`,
+      };
+    }),
   );
   out.push(
     binary(

@@ -8,6 +8,7 @@ import { VERSION } from '../version.ts';
 import * as cp from './commands/cp.ts';
 import * as create from './commands/create.ts';
 import * as df from './commands/df.ts';
+import * as diff from './commands/diff.ts';
 import * as doctor from './commands/doctor.ts';
 import * as evalCmd from './commands/eval.ts';
 import * as exec from './commands/exec.ts';
@@ -18,10 +19,12 @@ import * as inspect from './commands/inspect.ts';
 import * as kill from './commands/kill.ts';
 import * as ls from './commands/ls.ts';
 import * as mcp from './commands/mcp.ts';
+import * as merge from './commands/merge.ts';
 import * as pause from './commands/pause.ts';
 import * as resume from './commands/resume.ts';
 import * as run from './commands/run.ts';
 import * as serve from './commands/serve.ts';
+import * as snapshot from './commands/snapshot.ts';
 import { defaultStateDir } from './config.ts';
 import type { CliContext, GlobalOptions } from './context.ts';
 import { createOutput, type Output } from './output.ts';
@@ -33,6 +36,9 @@ const COMMANDS = [
   images,
   create,
   fork,
+  merge,
+  snapshot,
+  diff,
   ls,
   inspect,
   exec,

@@ -77,6 +77,24 @@ export interface ExecRecord {
   endedAt: number | null;
 }
 
+/** A named, frozen state of a sandbox: its files (a read-only layer chain) and, while its holder lives, its REPL. */
+export interface SnapshotRecord {
+  id: string;
+  name: string;
+  tenant: string;
+  /** The sandbox it was taken from (may be gone since). */
+  sourceId: string;
+  image: string;
+  templateId: string;
+  /** Read-only layer directories, newest first: what a restored sandbox stacks its upper on. */
+  layers: string[];
+  /** The paused hidden sandbox holding the live REPL copy; null once it is gone (state lost). */
+  holderId: string | null;
+  limits: Limits;
+  env: Record<string, string>;
+  createdAt: number;
+}
+
 export interface ImageRecord {
   name: string;
   /** Content key: same inputs → same id (builds and imports are cached by it). */

@@ -8,6 +8,7 @@ import type {
   ExecOutputChunk,
   FileEntry,
   FileStat,
+  LayerDiff,
   ReplResult,
   RuntimeCapabilities,
   SandboxUsage,
@@ -60,6 +61,28 @@ export interface ForkRequest {
   labels?: Record<string, string>;
   /** When the source's REPL is busy: wait for it (default) or fail at once with `busy`. */
   wait?: boolean;
+}
+
+export interface SnapshotInfo {
+  id: string;
+  name: string;
+  /** The sandbox it was taken from. */
+  source: string;
+  image: string;
+  createdAt: string;
+  /** True while the snapshot still holds a live copy of the REPL (restores bring Python state back). */
+  pythonState: boolean;
+  /** Number of read-only layers in its chain. */
+  layers: number;
+  /** Live sandboxes built on it (restored from it, or forked from those). */
+  dependents: string[];
+}
+
+export interface MergeResult {
+  /** The parent, now running what was the winner. */
+  sandbox: SandboxInfo;
+  /** The winner's old id (an alias of the parent's from now on). */
+  winner: string;
 }
 
 export interface ForkChildResult {
@@ -156,6 +179,22 @@ export interface ProgressEvent {
   total?: number;
 }
 
+export interface DiffRequest {
+  /** Only report paths equal to or under one of these absolute paths (at most 64). */
+  paths?: string[];
+  /** Also return a unified text diff (A → B) of this file; each side is read up to 1 MiB. */
+  unifiedFor?: string;
+}
+
+/**
+ * What changed between two sandboxes' filesystems, from their overlay layers (nothing runs inside).
+ * added: in B, not in A; removed: in A, not in B; modified: in both but differing.
+ */
+export interface DiffResult extends LayerDiff {
+  a: string;
+  b: string;
+}
+
 export interface ForkboxApi {
   status(): Promise<SystemStatus>;
 
@@ -167,8 +206,28 @@ export interface ForkboxApi {
   pauseSandbox(idOrName: string): Promise<SandboxInfo>;
   resumeSandbox(idOrName: string): Promise<SandboxInfo>;
   extendSandbox(idOrName: string, ttlSeconds: number): Promise<SandboxInfo>;
+  /** Freeze a sandbox's files and REPL under a name, to restore later (any number of times). */
+  createSnapshot(idOrName: string, opts?: { name?: string }): Promise<SnapshotInfo>;
+  listSnapshots(): Promise<SnapshotInfo[]>;
+  getSnapshot(idOrName: string): Promise<SnapshotInfo>;
+  /** Refused while sandboxes depend on it, unless `cascade` (which kills them). */
+  deleteSnapshot(
+    idOrName: string,
+    opts?: { cascade?: boolean },
+  ): Promise<{ deleted: string; killed: string[] }>;
+  /** New sandboxes from a snapshot: its files, and its Python state while it holds one. */
+  restoreSnapshot(idOrName: string, req?: ForkRequest): Promise<ForkResult>;
+  /**
+   * Keep a fork: `winner` (a descendant of `parent`) takes over the parent's id and name — its files,
+   * processes and REPL answer under them from now on; the parent's old processes end; the winner's
+   * old id stays as an alias of the parent's. Siblings are untouched.
+   */
+  mergeSandbox(parent: string, winner: string): Promise<MergeResult>;
   /** Branch a running sandbox into N children that inherit its files and live Python state. */
   forkSandbox(idOrName: string, req: ForkRequest): Promise<ForkResult>;
+
+  /** Added, removed and modified paths between two live sandboxes, computed on the host from their layers. */
+  diffSandboxes(a: string, b: string, opts?: DiffRequest): Promise<DiffResult>;
 
   /** Run to completion; `onOutput` streams chunks as they arrive. */
   exec(idOrName: string, req: ExecRequest, onOutput?: (c: ExecOutputChunk) => void): Promise<ExecOutcome>;

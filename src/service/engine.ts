@@ -15,12 +15,16 @@ import type {
   ForkRequest,
   ForkResult,
   GcReport,
+  MergeResult,
   ProgressEvent,
   SandboxInfo,
   SystemStatus,
 } from './api.ts';
+import { diffSandboxRecords } from './diff.ts';
 import { createExecManager } from './exec-manager.ts';
 import type { ReplResult, Runtime, Store } from './ports.ts';
+import { info } from './sandbox-info.ts';
+import { createSnapshots, SNAPSHOT_LABEL } from './snapshots.ts';
 import { checkEnv, checkName, checkPath, checkTtl, limitsFrom, MAX_FILE_BYTES } from './validate.ts';
 
 export interface ImageCatalog {
@@ -89,23 +93,10 @@ export interface Engine extends ForkboxApi {
   close(): Promise<void>;
 }
 
-function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {
-  return {
-    id: rec.id,
-    name: rec.name,
-    state: rec.state,
-    image: rec.image,
-    parentId: rec.parentId,
-    depth: rec.depth,
-    limits: rec.limits,
-    labels: rec.labels,
-    createdAt: new Date(rec.createdAt).toISOString(),
-    expiresAt: rec.expiresAt === null ? null : new Date(rec.expiresAt).toISOString(),
-    endReason: rec.endReason,
-    persistent: rec.session === null,
-    children,
-  };
-}
+/** Label on the hidden record that keeps a merged parent's old processes until they end. */
+export const MERGED_LABEL = 'forkbox.merged-into';
+/** The runtime's id of a sandbox (see runtimes/native runtimeId): after a merge it differs from the public id. */
+const runtimeIdOf = (r: SandboxRecord): string => (typeof r.runtime.rid === 'string' ? r.runtime.rid : r.id);
 
 /** One fork call makes at most this many children. */
 export const MAX_FORK_CHILDREN = 100;
@@ -133,7 +124,10 @@ export function createEngine(deps: EngineDeps): Engine {
   /** A sandbox of this tenant by id or name; another tenant's sandbox is reported as not found. */
   function findFor(ctx: CallerContext, idOrName: string): SandboxRecord {
     const byId = store.getSandbox(idOrName);
-    const rec = byId && byId.tenant === ctx.tenant ? byId : store.getSandboxByName(idOrName, ctx.tenant);
+    let rec = byId && byId.tenant === ctx.tenant ? byId : store.getSandboxByName(idOrName, ctx.tenant);
+    // A merged winner's old id answers as the sandbox it was merged into.
+    const alias = rec?.runtime.aliasOf;
+    if (rec && typeof alias === 'string') rec = store.getSandbox(alias) ?? rec;
     if (!rec) throw errors.sandboxNotFound(idOrName);
     return rec;
   }
@@ -162,9 +156,13 @@ export function createEngine(deps: EngineDeps): Engine {
     s.timer.unref?.();
   }
 
+  /** The sandbox whose PID 1 holds this one's pid namespace (its parent, unless a merge moved it). */
+  const nsParentOf = (r: SandboxRecord): string | null =>
+    typeof r.runtime.nsParent === 'string' ? r.runtime.nsParent : r.parentId;
   /** A sandbox whose PID 1 still holds a pid namespace: live, or a tombstone waiting for descendants. */
   const holds = (r: SandboxRecord) => isLive(r.state) || r.runtime.tombstone === true;
-  const childrenHolding = (id: string) => store.listSandboxes().filter((r) => r.parentId === id && holds(r));
+  const childrenHolding = (id: string) =>
+    store.listSandboxes().filter((r) => nsParentOf(r) === id && holds(r));
 
   async function kill(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
     const done = await serial(rec.id, async () => {
@@ -188,7 +186,7 @@ export function createEngine(deps: EngineDeps): Engine {
           })
         : store.transitionSandbox(cur.id, 'killed', { endReason: reason, hostPid: null });
     });
-    if (done.runtime.tombstone !== true) await releaseTombstones(done.parentId);
+    if (done.runtime.tombstone !== true) await releaseTombstones(nsParentOf(done));
     return done;
   }
 
@@ -197,22 +195,30 @@ export function createEngine(deps: EngineDeps): Engine {
     let p = parentId;
     while (p) {
       const prec = store.getSandbox(p);
-      if (!prec || prec.runtime.tombstone !== true || childrenHolding(p).length > 0) return;
+      if (prec?.runtime.tombstone !== true || childrenHolding(p).length > 0) return;
       await serial(p, async () => {
         await runtime.killSandbox(prec);
         store.updateSandbox(prec.id, { runtime: { ...prec.runtime, tombstone: false }, hostPid: null });
       });
-      p = prec.parentId;
+      p = nsParentOf(prec);
     }
   }
 
   /** Kill a sandbox and its whole subtree, deepest first. */
   async function killTree(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
-    for (const child of childrenHolding(rec.id)) await killTree(child, `${reason} (cascade from ${rec.id})`);
+    const below = store
+      .listSandboxes()
+      .filter((r) => (r.parentId === rec.id || nsParentOf(r) === rec.id) && r.id !== rec.id && holds(r));
+    for (const child of below) await killTree(child, `${reason} (cascade from ${rec.id})`);
     return kill(store.getSandbox(rec.id) ?? rec, reason);
   }
 
-  async function fork(ctx: CallerContext, source: SandboxRecord, req: ForkRequest): Promise<ForkResult> {
+  async function fork(
+    ctx: CallerContext,
+    source: SandboxRecord,
+    req: ForkRequest,
+    opts: { session?: string | null; dropLabels?: string[] } = {},
+  ): Promise<ForkResult> {
     const started = now();
     const n = req.n ?? 1;
     if (!Number.isInteger(n) || n < 1 || n > MAX_FORK_CHILDREN) {
@@ -252,7 +258,12 @@ export function createEngine(deps: EngineDeps): Engine {
         depth: source.depth + 1,
         limits,
         env,
-        labels: { ...source.labels, ...(req.labels ?? {}) },
+        labels: Object.fromEntries(
+          Object.entries({ ...source.labels, ...(req.labels ?? {}) }).filter(
+            ([k]) => !opts.dropLabels?.includes(k),
+          ),
+        ),
+        ...(opts.session === undefined ? {} : { session: opts.session }),
         // A child's TTL is its own: given, or what was left of the source's.
         expiresAt: ttl !== undefined ? t + ttl * 1000 : source.expiresAt,
         createdAt: t,
@@ -325,6 +336,157 @@ export function createEngine(deps: EngineDeps): Engine {
     return info(rec, kids);
   }
 
+  async function create(
+    ctx: CallerContext,
+    req: CreateSandboxRequest,
+    lowers?: string[],
+  ): Promise<SandboxRecord> {
+    const image = images.require(req.image ?? defaultImage);
+    const limits = limitsFrom(req);
+    const ttl = checkTtl(req.ttlSeconds);
+    const env = checkEnv(req.env);
+    const id = `sb-${randomBytes(5).toString('hex')}`;
+    const name = req.name === undefined ? id : checkName(req.name);
+    const sameName = req.name === undefined ? undefined : store.getSandboxByName(name, ctx.tenant);
+    if (sameName && isLive(sameName.state)) {
+      throw new ForkboxError(
+        'already_exists',
+        `a live sandbox is already named '${name}'. Pick another name or kill it first.`,
+        {
+          name,
+        },
+      );
+    }
+    const t = now();
+    const rec: SandboxRecord = {
+      id,
+      name,
+      state: 'creating',
+      image: image.name,
+      templateId: '',
+      parentId: null,
+      depth: 0,
+      limits,
+      env,
+      labels: { ...(req.labels ?? {}) },
+      expiresAt: ttl === undefined ? null : t + ttl * 1000,
+      createdAt: t,
+      updatedAt: t,
+      hostPid: null,
+      runtime: {},
+      endReason: null,
+      tenant: ctx.tenant,
+      session: req.persistent === true ? null : (ctx.session ?? null),
+    };
+    store.insertSandbox(rec);
+    try {
+      const h = await runtime.createSandbox({
+        id,
+        name,
+        image: image.name,
+        limits,
+        env,
+        ...(lowers ? { lowers } : {}),
+      });
+      const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';
+      return store.transitionSandbox(id, 'running', { hostPid: h.hostPid, runtime: h.runtime, templateId });
+    } catch (e) {
+      try {
+        store.transitionSandbox(id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
+      } catch {
+        // already moved on
+      }
+      throw e;
+    }
+  }
+
+  const snapshots = createSnapshots({ store, runtime, now, serial, fork, create, kill, killTree });
+
+  async function merge(
+    _ctx: CallerContext,
+    parent: SandboxRecord,
+    winner: SandboxRecord,
+  ): Promise<MergeResult> {
+    if (parent.id === winner.id) {
+      throw errors.invalid(
+        `cannot merge sandbox '${parent.id}' into itself. Name a fork of it as the winner.`,
+      );
+    }
+    if (winner.state !== 'running') throw errors.sandboxNotRunning(winner.id, winner.state);
+    if (!isLive(parent.state)) throw errors.sandboxNotRunning(parent.id, parent.state);
+    const chain: string[] = [];
+    for (let p = winner.parentId; p !== null; p = store.getSandbox(p)?.parentId ?? null) {
+      chain.push(p);
+      if (chain.length > 64) break;
+    }
+    if (!chain.includes(parent.id)) {
+      throw errors.invalid(
+        `'${parent.id}' is not an ancestor of '${winner.id}' (whose parent is ${winner.parentId ?? 'none'}). Merge a fork into the sandbox it was forked from, or into one of that sandbox's ancestors.`,
+        { parent: parent.id, winner: winner.id },
+      );
+    }
+    return serial(parent.id, () =>
+      serial(winner.id, async () => {
+        const t = now();
+        // The parent's old processes move to a hidden record: its PID 1 may have to stay as a tombstone,
+        // since the winner (and its siblings) live inside its pid namespace.
+        const old: SandboxRecord = {
+          ...parent,
+          id: `sb-${randomBytes(5).toString('hex')}`,
+          state: 'running',
+          labels: { ...parent.labels, [MERGED_LABEL]: parent.id },
+          session: null,
+          expiresAt: null,
+          runtime: { ...parent.runtime, rid: runtimeIdOf(parent) },
+          createdAt: t,
+          updatedAt: t,
+        };
+        old.name = old.id;
+        const parentPaused = parent.state === 'paused';
+        store.insertSandbox({ ...old, state: 'creating' });
+        store.transitionSandbox(old.id, 'running');
+        if (parentPaused) store.transitionSandbox(old.id, 'paused');
+        for (const r of store.listSandboxes()) {
+          if (r.id === old.id) continue;
+          if (nsParentOf(r) === parent.id)
+            store.updateSandbox(r.id, { runtime: { ...r.runtime, nsParent: old.id } });
+        }
+        const winnerNow = store.getSandbox(winner.id) as SandboxRecord;
+        for (const r of store.listSandboxes()) {
+          if (r.parentId === winner.id || nsParentOf(r) === winner.id) {
+            store.updateSandbox(r.id, {
+              parentId: r.parentId === winner.id ? parent.id : r.parentId,
+              runtime: nsParentOf(r) === winner.id ? { ...r.runtime, nsParent: parent.id } : r.runtime,
+            });
+          }
+        }
+        // The parent's record now names the winner's processes.
+        const merged = store.updateSandbox(parent.id, {
+          runtime: { ...winnerNow.runtime, rid: runtimeIdOf(winnerNow) },
+          hostPid: winnerNow.hostPid,
+          templateId: winnerNow.templateId,
+          depth: winnerNow.depth,
+          limits: winnerNow.limits,
+          env: winnerNow.env,
+        });
+        if (parentPaused) store.transitionSandbox(parent.id, 'running');
+        store.transitionSandbox(winner.id, 'killing');
+        store.transitionSandbox(winner.id, 'killed', {
+          endReason: `merged into ${parent.id}`,
+          hostPid: null,
+          runtime: { aliasOf: parent.id },
+        });
+        return merged;
+      }),
+    ).then(async (merged) => {
+      const old = store
+        .listSandboxes({ states: ['running', 'paused'] })
+        .find((r) => r.labels[MERGED_LABEL] === parent.id && runtimeIdOf(r) === runtimeIdOf(parent));
+      if (old) await kill(old, `replaced by its fork ${winner.id} (merge)`);
+      return { sandbox: withKids(store.getSandbox(merged.id) as SandboxRecord), winner: winner.id };
+    });
+  }
+
   function makeApi(ctx: CallerContext): ForkboxApi {
     const find = (idOrName: string) => findFor(ctx, idOrName);
     const running = (idOrName: string) => runningFor(ctx, idOrName);
@@ -343,60 +505,7 @@ export function createEngine(deps: EngineDeps): Engine {
         };
       },
 
-      async createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo> {
-        const image = images.require(req.image ?? defaultImage);
-        const limits = limitsFrom(req);
-        const ttl = checkTtl(req.ttlSeconds);
-        const env = checkEnv(req.env);
-        const id = `sb-${randomBytes(5).toString('hex')}`;
-        const name = req.name === undefined ? id : checkName(req.name);
-        const sameName = req.name === undefined ? undefined : store.getSandboxByName(name, ctx.tenant);
-        if (sameName && isLive(sameName.state)) {
-          throw new ForkboxError(
-            'already_exists',
-            `a live sandbox is already named '${name}'. Pick another name or kill it first.`,
-            {
-              name,
-            },
-          );
-        }
-        const t = now();
-        const rec: SandboxRecord = {
-          id,
-          name,
-          state: 'creating',
-          image: image.name,
-          templateId: '',
-          parentId: null,
-          depth: 0,
-          limits,
-          env,
-          labels: { ...(req.labels ?? {}) },
-          expiresAt: ttl === undefined ? null : t + ttl * 1000,
-          createdAt: t,
-          updatedAt: t,
-          hostPid: null,
-          runtime: {},
-          endReason: null,
-          tenant: ctx.tenant,
-          session: req.persistent === true ? null : (ctx.session ?? null),
-        };
-        store.insertSandbox(rec);
-        try {
-          const h = await runtime.createSandbox({ id, name, image: image.name, limits, env });
-          const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';
-          return withKids(
-            store.transitionSandbox(id, 'running', { hostPid: h.hostPid, runtime: h.runtime, templateId }),
-          );
-        } catch (e) {
-          try {
-            store.transitionSandbox(id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
-          } catch {
-            // already moved on
-          }
-          throw e;
-        }
-      },
+      createSandbox: async (req: CreateSandboxRequest) => withKids(await create(ctx, req)),
 
       async listSandboxes(opts) {
         const filter = opts?.all ? {} : { states: ['creating', 'running', 'paused', 'killing'] as const };
@@ -412,7 +521,10 @@ export function createEngine(deps: EngineDeps): Engine {
         })) {
           if (r.parentId) kids.set(r.parentId, [...(kids.get(r.parentId) ?? []), r.id]);
         }
-        return recs.map((r) => info(r, kids.get(r.id) ?? []));
+        const showHolders = opts?.labels !== undefined && SNAPSHOT_LABEL in opts.labels;
+        return recs
+          .filter((r) => showHolders || r.labels[SNAPSHOT_LABEL] === undefined)
+          .map((r) => info(r, kids.get(r.id) ?? []));
       },
 
       async getSandbox(idOrName, opts) {
@@ -431,6 +543,16 @@ export function createEngine(deps: EngineDeps): Engine {
       },
 
       forkSandbox: async (idOrName, req) => fork(ctx, running(idOrName), req),
+      mergeSandbox: async (parentId, winnerId) => merge(ctx, find(parentId), find(winnerId)),
+
+      createSnapshot: async (idOrName, opts) => snapshots.create(ctx, running(idOrName), opts?.name),
+      listSnapshots: async () => snapshots.list(ctx.tenant),
+      getSnapshot: async (idOrName) => snapshots.get(ctx.tenant, idOrName),
+      deleteSnapshot: async (idOrName, opts) =>
+        snapshots.remove(ctx.tenant, idOrName, opts?.cascade === true),
+      restoreSnapshot: async (idOrName, req) => snapshots.restore(ctx, idOrName, req ?? {}),
+      diffSandboxes: (a, b, opts) =>
+        diffSandboxRecords({ runtime, store, tenant: ctx.tenant, find }, a, b, opts),
 
       async pauseSandbox(idOrName) {
         const rec = find(idOrName);

@@ -8,6 +8,7 @@ import type {
   Limits,
   SandboxRecord,
   SandboxState,
+  SnapshotRecord,
   TemplateRecord,
 } from '../domain/types.ts';
 
@@ -53,6 +54,14 @@ export interface Store {
   updateTemplate(id: string, patch: Partial<Omit<TemplateRecord, 'id'>>): TemplateRecord;
   deleteTemplate(id: string): void;
 
+  // snapshots
+  insertSnapshot(rec: SnapshotRecord): void;
+  getSnapshot(id: string): SnapshotRecord | undefined;
+  getSnapshotByName(name: string, tenant: string): SnapshotRecord | undefined;
+  listSnapshots(tenant?: string): SnapshotRecord[];
+  updateSnapshot(id: string, patch: Partial<Omit<SnapshotRecord, 'id'>>): SnapshotRecord;
+  deleteSnapshot(id: string): void;
+
   // execs
   insertExec(rec: ExecRecord): void;
   getExec(id: string): ExecRecord | undefined;
@@ -85,6 +94,8 @@ export interface CreateSandboxSpec {
   image: string;
   limits: Limits;
   env: Record<string, string>;
+  /** Read-only layers to stack on instead of the image's (restoring a snapshot's files). */
+  lowers?: string[];
 }
 
 export interface ForkChildSpec {
@@ -197,6 +208,50 @@ export interface SandboxUsage {
   oomKills: number;
 }
 
+/** A sandbox's filesystem as overlay layers: its writable upper over read-only lowers (newest first). */
+export interface LayerChain {
+  upper: string;
+  lowers: string[];
+}
+
+/** One side of a changed path. Sizes are bytes (0 for directories); mode is the permission bits. */
+export interface DiffSide {
+  type: FileType;
+  size: number;
+  mode: number;
+  /** Hex SHA-256 of a regular file, where it was computed (same-size files are hashed to compare them). */
+  sha256?: string;
+  linkTarget?: string;
+}
+
+/** A changed path (absolute inside the sandbox): `a` is its state in A, `b` in B; absent = does not exist. */
+export interface DiffEntry {
+  path: string;
+  a?: DiffSide;
+  b?: DiffSide;
+  /** For modified paths: what differs (type, size, content, mode, owner, target, device). */
+  changes?: string[];
+}
+
+export interface LayerDiffOptions {
+  /** Only paths equal to or under one of these absolute paths. */
+  paths?: string[];
+  /** Also return a unified text diff of this absolute path. */
+  unifiedFor?: string;
+  /** Bound on filesystem entries examined (default 200 000); past it the result says `truncated`. */
+  maxEntries?: number;
+}
+
+export interface LayerDiff {
+  /** The nearest common layer's id, or null when the two share none (full views were compared). */
+  base: string | null;
+  added: DiffEntry[];
+  removed: DiffEntry[];
+  modified: DiffEntry[];
+  truncated: boolean;
+  unified?: string;
+}
+
 export interface RuntimeEvents {
   /** A sandbox's agent connected (first time or after a daemon restart). */
   onSandboxConnected?: (id: string) => void;
@@ -261,6 +316,11 @@ export interface Runtime {
   deleteFile(rec: SandboxRecord, path: string, opts?: { recursive?: boolean }): Promise<void>;
   mkdir(rec: SandboxRecord, path: string, opts?: { parents?: boolean }): Promise<void>;
   moveFile(rec: SandboxRecord, from: string, to: string, opts?: { overwrite?: boolean }): Promise<void>;
+
+  /** A live sandbox's overlay layers (read from the host; nothing runs inside the sandbox). */
+  layerChain(rec: SandboxRecord): LayerChain;
+  /** Compare two layer chains down to their nearest common layer (DESIGN.md 2.4). */
+  diffLayers(a: LayerChain, b: LayerChain, opts?: LayerDiffOptions): Promise<LayerDiff>;
 
   /** Stop every template and release every host resource this runtime holds (used by tests and `gc --all`). */
   shutdown(opts: { killSandboxes: boolean }): Promise<void>;

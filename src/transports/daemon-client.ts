@@ -217,6 +217,16 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
     getSandbox: (id, o = {}) => call({ method: 'GET', path: sb(id), query: { usage: o.usage } }),
     killSandbox: (id, o = {}) => call({ method: 'DELETE', path: sb(id), query: { cascade: o.cascade } }),
     forkSandbox: (id, req) => call({ method: 'POST', path: sb(id, '/fork'), json: req }),
+    mergeSandbox: (parent, winner) => call({ method: 'POST', path: sb(parent, '/merge'), json: { winner } }),
+    createSnapshot: (id, o = {}) => call({ method: 'POST', path: sb(id, '/snapshots'), json: o }),
+    listSnapshots: () => call({ method: 'GET', path: '/v1/snapshots' }),
+    getSnapshot: (id) => call({ method: 'GET', path: `/v1/snapshots/${seg(id)}` }),
+    deleteSnapshot: (id, o = {}) =>
+      call({ method: 'DELETE', path: `/v1/snapshots/${seg(id)}`, query: { cascade: o.cascade } }),
+    restoreSnapshot: (id, req = {}) =>
+      call({ method: 'POST', path: `/v1/snapshots/${seg(id)}/restore`, json: req }),
+    diffSandboxes: (a, b, o = {}) =>
+      call({ method: 'POST', path: '/v1/sandboxes/diff', json: { a, b, ...o } }),
     pauseSandbox: (id) => call({ method: 'POST', path: sb(id, '/pause') }),
     resumeSandbox: (id) => call({ method: 'POST', path: sb(id, '/resume') }),
     extendSandbox: (id, ttlSeconds) =>

@@ -3,7 +3,7 @@
  * reuses the default image's layers (built once by `npm run setup` in FORKBOX_STATE_DIR, default
  * /var/lib/forkbox), and a visible skip with the reason when a requirement is missing.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { type OpenedEngine, openEngine } from '../../src/composition.ts';
@@ -69,6 +69,26 @@ export async function openNative(opts: { stateDir?: string } = {}): Promise<Nati
       if (left.length > 0) throw new Error(`mounts left under ${stateDir}: ${left.join(', ')}`);
     },
   };
+}
+
+/** Snapshot layers left in a state dir, wherever the storage driver keeps them (copy or btrfs). */
+export function snapshotLayers(stateDir: string): string[] {
+  const out: string[] = [];
+  for (const dir of [join(stateDir, 'layers'), join(stateDir, 'btrfs', 'layers')]) {
+    try {
+      out.push(...readdirSync(dir).filter((n) => n.startsWith('s-')));
+    } catch {
+      // this driver's directory does not exist
+    }
+  }
+  return out;
+}
+
+/** Mounts the storage driver keeps under a state dir (btrfs: the volume and its sandboxes bind). */
+export function storageMounts(stateDir: string): string[] {
+  return mountsUnder(stateDir).filter(
+    (m) => m === join(stateDir, 'btrfs') || m === join(stateDir, 'sandboxes'),
+  );
 }
 
 export function skipUnlessNative(t: TestContext): boolean {

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
 import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
-import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
+import { makeStateDir, nativeUnavailable, quietLog, storageMounts } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 const BIN = join(import.meta.dirname, '../../bin/forkbox.js');
@@ -100,6 +100,7 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
       join(stateDir, 'templates', templates[0] ?? '', 'bundle', 'rootfs'),
       join(stateDir, 'inbox', templates[0] ?? ''),
     ];
+    expected.push(...storageMounts(stateDir));
     for (const m of mountsUnder(stateDir)) {
       assert.ok(
         expected.includes(m) || [a.id, b.id].some((id) => m === join(stateDir, 'inbox', id)),

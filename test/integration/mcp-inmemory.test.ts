@@ -170,10 +170,63 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     const got = await ok<{ children: string[] }>('sandbox_get', { sandbox: src.id });
     assert.deepEqual([...got.children].sort(), r.children.map((c) => c.sandbox?.id).sort());
     await fails('sandbox_fork', { sandbox: src.id, n: 0 }, /n|101|greater|>=|too_small/i);
+    // Diff two forks after each changed a different file, then keep one of them with a merge.
+    const [c1, c2] = r.children.map((c) => c.sandbox?.id ?? '') as [string, string];
+    await ok('file_write', { sandbox: c1, path: '/tmp/one.txt', content: 'one\n' });
+    await ok('file_write', { sandbox: c2, path: '/tmp/two.txt', content: 'two\n' });
+    const d = await ok<{ added: { path: string }[]; removed: { path: string }[] }>('sandbox_diff', {
+      a: c1,
+      b: c2,
+    });
+    assert.deepEqual(
+      d.added.map((e) => e.path),
+      ['/tmp/two.txt'],
+    );
+    assert.deepEqual(
+      d.removed.map((e) => e.path),
+      ['/tmp/one.txt'],
+    );
+    const m = await ok<{ sandbox: { id: string }; winner: string }>('sandbox_merge', {
+      parent: src.id,
+      winner: c1,
+    });
+    assert.equal(m.sandbox.id, src.id);
+    const kept = await ok<{ content: string }>('file_read', { sandbox: src.id, path: '/tmp/one.txt' });
+    assert.equal(kept.content, 'one\n');
+    await fails('sandbox_merge', { parent: c2, winner: src.id }, /not an ancestor/);
     await ok('sandbox_kill', { sandbox: src.id, cascade: true });
     for (const c of r.children) {
       assert.equal((await ok<{ state: string }>('sandbox_get', { sandbox: c.sandbox?.id })).state, 'killed');
     }
+  });
+
+  it('snapshots: create, list, get, restore with Python state, delete (refused, then cascade)', async () => {
+    const src = await ok<{ id: string }>('sandbox_create', { name: 'mcp-snap-src', memory_mb: 256 });
+    await ok('code_run', { sandbox: src.id, code: 'answer = 41 + 1' });
+    const snap = await ok<{ id: string; python_state: boolean }>('snapshot_create', {
+      sandbox: src.id,
+      name: 'mcp-snap',
+    });
+    assert.equal(snap.python_state, true);
+    const listed = await ok<{ snapshots: { name: string }[] }>('snapshot_list', {});
+    assert.ok(listed.snapshots.some((s) => s.name === 'mcp-snap'));
+    const r = await ok<{
+      carried: { python_state: boolean };
+      sandboxes: { ok: boolean; sandbox?: { id: string } }[];
+    }>('snapshot_restore', { snapshot: 'mcp-snap' });
+    assert.equal(r.carried.python_state, true);
+    const restored = r.sandboxes[0]?.sandbox?.id;
+    assert.equal(
+      (await ok<{ value: string | null }>('code_run', { sandbox: restored, code: 'answer' })).value,
+      '42',
+    );
+    const got = await ok<{ dependents: string[] }>('snapshot_get', { snapshot: 'mcp-snap' });
+    assert.deepEqual(got.dependents, [restored]);
+    await fails('snapshot_delete', { snapshot: 'mcp-snap' }, /used by 1 live sandbox/);
+    const del = await ok<{ killed: string[] }>('snapshot_delete', { snapshot: 'mcp-snap', cascade: true });
+    assert.deepEqual(del.killed, [restored]);
+    await fails('snapshot_get', { snapshot: 'mcp-snap' }, /no snapshot/);
+    await ok('sandbox_kill', { sandbox: src.id });
   });
 
   it('reports an unknown sandbox and bad arguments as tool errors', async () => {

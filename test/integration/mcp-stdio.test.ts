@@ -13,6 +13,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { openEngine } from '../../src/composition.ts';
+import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
 import { socketPathFor } from '../../src/transports/daemon-launcher.ts';
 import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
@@ -87,7 +88,7 @@ describe('forkbox mcp (stdio)', { skip: skip ?? false }, () => {
     for (const n of ['sandbox_create', 'exec_run', 'code_run', 'file_edit', 'system_status']) {
       assert.ok(names.includes(n), n);
     }
-    assert.equal(tools.length, 25);
+    assert.equal(tools.length, CANONICAL_TOOLS.length);
   });
 
   it('runs a command and Python code in the default sandbox, through the daemon', async () => {

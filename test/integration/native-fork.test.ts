@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ForkboxError } from '../../src/domain/errors.ts';
 import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { type NativeFixture, nativeUnavailable, openNative, snapshotLayers } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -125,11 +125,7 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     assert.equal((await api.getSandbox(gid)).state, 'killed');
     for (const k of kids.slice(1)) await api.killSandbox(k);
     assert.equal(existsSync(join(fx.stateDir, 'sandboxes', src)), false);
-    assert.deepEqual(
-      readdirSync(join(fx.stateDir, 'layers')).filter((n) => n.startsWith('s-')),
-      [],
-      'snapshot layers are freed when nothing uses them',
-    );
+    assert.deepEqual(snapshotLayers(fx.stateDir), [], 'snapshot layers are freed when nothing uses them');
     assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(src), false);
   });
 
@@ -151,9 +147,6 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
       (m) => !/\/inbox\/tpl-[0-9a-f]+$/.test(m),
     );
     assert.deepEqual(leftovers, []);
-    assert.deepEqual(
-      readdirSync(join(fx.stateDir, 'layers')).filter((n) => n.startsWith('s-')),
-      [],
-    );
+    assert.deepEqual(snapshotLayers(fx.stateDir), []);
   });
 });

@@ -75,9 +75,10 @@ describe('native sandbox isolation', { skip: skip ?? false }, () => {
 
   it('is root inside but an unprivileged uid on the host', async () => {
     assert.equal((await sh(a, 'id -u')).stdout.trim(), '0');
-    const pids = readFileSync(`/sys/fs/cgroup/pids/forkbox/sandboxes/${a}/cgroup.procs`, 'utf8')
-      .trim()
-      .split('\n');
+    const cg = `/sys/fs/cgroup/pids/forkbox/sandboxes/${a}`;
+    const pids = ['agent', 'repl', 'work']
+      .flatMap((leaf) => readFileSync(`${cg}/${leaf}/cgroup.procs`, 'utf8').trim().split('\n'))
+      .filter((p) => p !== '');
     assert.ok(pids.length >= 2, 'agent and REPL worker are in the sandbox cgroup');
     for (const pid of pids) {
       const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];

@@ -95,9 +95,43 @@ export function createFakeApi(): FakeApi {
         ? { ...s, usage: { memoryBytes: 1, cpuUsageNs: 2, pids: 3, diskBytes: 4, oomKills: 0 } }
         : s;
     },
+    async createSnapshot() {
+      throw new ForkboxError('unavailable', 'the fake api has no snapshots');
+    },
+    async listSnapshots() {
+      return [];
+    },
+    async getSnapshot(id) {
+      throw new ForkboxError('not_found', `no snapshot '${id}'`);
+    },
+    async deleteSnapshot(id) {
+      throw new ForkboxError('not_found', `no snapshot '${id}'`);
+    },
+    async restoreSnapshot(id) {
+      throw new ForkboxError('not_found', `no snapshot '${id}'`);
+    },
+    async mergeSandbox(parent) {
+      throw new ForkboxError('unavailable', `the fake api does not merge (${parent})`);
+    },
     async forkSandbox(id, req) {
       log('forkSandbox', id, req);
       throw new ForkboxError('unavailable', 'the fake api does not fork');
+    },
+    async diffSandboxes(a, b, opts) {
+      log('diffSandboxes', a, b, opts);
+      const file = (size: number, sha256: string) => ({ type: 'file' as const, size, mode: 0o644, sha256 });
+      return {
+        a: find(a).id,
+        b: find(b).id,
+        base: 's-fake',
+        added: [
+          { path: '/work/new', b: { type: 'symlink' as const, size: 3, mode: 0o777, linkTarget: '/x' } },
+        ],
+        removed: [{ path: '/work/old', a: { type: 'dir' as const, size: 0, mode: 0o755 } }],
+        modified: [{ path: '/work/f', a: file(4, 'aa'), b: file(4, 'bb'), changes: ['content'] }],
+        truncated: false,
+        ...(opts?.unifiedFor === undefined ? {} : { unified: `--- a${opts.unifiedFor}\n` }),
+      };
     },
     async killSandbox(id) {
       log('killSandbox', id);

@@ -1,33 +1,98 @@
-/** `forkbox serve`: the daemon. Owns the state dir (the engine takes its lock) and serves the local API. */
+/**
+ * `forkbox serve`: the daemon. Owns the state dir (the engine takes its lock), serves the local API on
+ * its Unix socket and, beside it, MCP + REST on one TCP listener (protocol/http/listener.ts).
+ */
 import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino } from 'pino';
+import { ForkboxError } from '../../domain/errors.ts';
+import { DEFAULT_MAX_CONCURRENCY } from '../../protocol/http/limits.ts';
+import { checkListenSecurity, type Listener, startListener } from '../../protocol/http/listener.ts';
+import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
 import { DEFAULT_TENANT } from '../../service/engine.ts';
 import { socketPathFor } from '../../transports/daemon-launcher.ts';
+import { DEFAULT_LISTEN, parseListen } from '../../transports/http-server.ts';
 import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';
 import type { CliContext } from '../context.ts';
+
+/** How long SIGTERM waits for in-flight HTTP requests before dropping them. */
+const DRAIN_MS = 30_000;
+
+const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(',').filter((s) => s !== '')];
+
+interface ServeFlags {
+  listen?: string;
+  tokenFile?: string;
+  maxConcurrency?: string;
+  allowHost?: string[];
+  allowOrigin?: string[];
+  toolset?: string[];
+}
+
+function positiveInt(v: string, flag: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `${flag} must be a whole number from 1 to 1000000, not '${v}'.`,
+    );
+  }
+  return n;
+}
 
 export function register(program: Command, ctx: CliContext): void {
   program
     .command('serve')
     .description(
-      'run the forkbox daemon: owns the state dir and serves the local API on <state-dir>/forkbox.sock',
+      'run the forkbox daemon: the local API on <state-dir>/forkbox.sock, and MCP (/mcp) + REST (/v1) on a TCP listener',
     )
-    .action(async () => {
+    .option(
+      '--listen <host:port>',
+      `TCP listener address, or 'off' (env FORKBOX_LISTEN; default ${DEFAULT_LISTEN} when --token-file is given, else off). Non-loopback addresses need --token-file`,
+    )
+    .option('--token-file <file>', "bearer tokens, one 'TOKEN TENANT' per line (env FORKBOX_TOKEN_FILE)")
+    .option('--max-concurrency <n>', `requests in flight per tenant (default ${DEFAULT_MAX_CONCURRENCY})`)
+    .option('--allow-host <name>', 'extra Host name accepted on the listener, repeatable', collect)
+    .option(
+      '--allow-origin <origin>',
+      'extra browser Origin accepted (e.g. https://app.example), repeatable',
+      collect,
+    )
+    .option('--toolset <name>', `MCP toolset to expose, repeatable (default: ${DEFAULT_TOOLSET})`, collect)
+    .action(async (o: ServeFlags) => {
       const { stateDir } = ctx.globals();
       // Logs go to stderr, never stdout (stdout may be a protocol channel for a parent process).
       const log = pino(
         { level: process.env.FORKBOX_LOG_LEVEL ?? 'info', base: { pid: process.pid } },
         pino.destination(2),
       );
+      const explicitListen = o.listen ?? process.env.FORKBOX_LISTEN;
+      const tokenFile = o.tokenFile ?? (process.env.FORKBOX_TOKEN_FILE || undefined);
+      // Deny by default: without tokens a TCP listener — even on loopback — lets every local user act
+      // as tenant 'default', unlike the root-only Unix socket. So it starts by itself only with tokens;
+      // an explicit --listen (or FORKBOX_LISTEN) opens it without them.
+      const listenSpec = explicitListen ?? (tokenFile ? DEFAULT_LISTEN : 'off');
+      const listen = listenSpec === 'off' ? undefined : parseListen(listenSpec);
+      if (!listen && explicitListen === undefined) {
+        process.stderr.write(
+          `forkbox: no TCP listener (no --token-file). Add --token-file FILE, or --listen ${DEFAULT_LISTEN} to serve MCP/REST on loopback without tokens.\n`,
+        );
+      }
+      const maxConcurrency =
+        o.maxConcurrency === undefined ? undefined : positiveInt(o.maxConcurrency, '--max-concurrency');
+      const toolsets = o.toolset ?? [DEFAULT_TOOLSET];
+      selectTools(toolsets); // fail fast on an unknown toolset
+      // Refuse an unauthenticated network listener before taking the state dir.
+      if (listen) checkListenSecurity(listen.host, tokenFile);
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });
       // Loaded here, not at the top: the engine (SQLite, FFI, runtimes) is only needed by the daemon, and
       // every other command should start fast.
       const { openEngine } = await import('../../composition.ts');
       const engine = await openEngine({ stateDir, log });
-      let server: Awaited<ReturnType<typeof serveUnix>>;
+      let server: Awaited<ReturnType<typeof serveUnix>> | undefined;
+      let listener: Listener | undefined;
       try {
         server = await serveUnix(
           createLocalApp(engine.api, {
@@ -39,22 +104,64 @@ export function register(program: Command, ctx: CliContext): void {
           }),
           socketPathFor(stateDir),
         );
+        if (listen) {
+          try {
+            listener = await startListener({
+              engine: engine.engine,
+              version: VERSION,
+              host: listen.host,
+              port: listen.port,
+              tokenFile,
+              stateDir,
+              maxConcurrency,
+              allowHosts: o.allowHost,
+              allowOrigins: o.allowOrigin,
+              toolsets,
+              log,
+            });
+          } catch (e) {
+            // Daemons started on demand (one per state dir) all ask for the default port: when another
+            // daemon holds it, this one keeps serving its socket. An address asked for explicitly must work.
+            const busy = e instanceof ForkboxError && e.code === 'conflict';
+            if (explicitListen !== undefined || !busy) throw e;
+            log.warn({ listen: listenSpec }, `${(e as Error).message} Serving the Unix socket only.`);
+          }
+        }
       } catch (e) {
+        await server?.close();
         await engine.close();
         throw e;
       }
-      log.info({ socket: server.socketPath, stateDir, version: VERSION }, 'forkbox daemon listening');
+      const unix = server;
+      log.info({ socket: unix.socketPath, stateDir, version: VERSION }, 'forkbox daemon listening');
+
+      const onHup = () => {
+        try {
+          listener?.reloadTokens();
+          log.info({ tenants: listener?.tokens?.tenants().length ?? 0 }, 'token file reloaded');
+        } catch (e) {
+          log.error(
+            { err: (e as Error).message },
+            'token file reload failed; the previous tokens stay in force',
+          );
+        }
+      };
+      process.on('SIGHUP', onHup);
 
       const signal = await new Promise<NodeJS.Signals>((resolve) => {
         process.once('SIGTERM', () => resolve('SIGTERM'));
         process.once('SIGINT', () => resolve('SIGINT'));
       });
-      log.info({ signal }, 'shutting down (send the signal again to exit at once)');
+      log.info(
+        { signal, drainMs: DRAIN_MS },
+        'shutting down: draining requests (send the signal again to exit at once)',
+      );
+      process.off('SIGHUP', onHup);
       const force = () => process.exit(1);
       process.once('SIGTERM', force);
       process.once('SIGINT', force);
       try {
-        await server.close();
+        await Promise.all([listener?.close(DRAIN_MS), unix.close()]);
       } finally {
         await engine.close();
       }

@@ -63,6 +63,29 @@ export const extendBody = z.strictObject({
     .max(366 * 24 * 3600),
 });
 
+/** POST /v1/sandboxes/{id}/fork (ForkRequest). */
+export const forkBody = z.strictObject({
+  n: z.number().int().min(1).max(100).optional(),
+  names: z.array(createSandboxBody.shape.name.unwrap()).min(1).max(100).optional(),
+  memoryMb: createSandboxBody.shape.memoryMb,
+  cpus: createSandboxBody.shape.cpus,
+  pids: createSandboxBody.shape.pids,
+  ttlSeconds: createSandboxBody.shape.ttlSeconds,
+  env: envRecord.optional(),
+  labels: envRecord.optional(),
+  wait: z.boolean().optional(),
+});
+/** POST /v1/sandboxes/diff: the two sides (sandbox or snapshot ids or names) and a DiffRequest. */
+export const diffBody = z.strictObject({
+  a: z.string().min(1).max(256),
+  b: z.string().min(1).max(256),
+  paths: z.array(z.string().min(1).max(4096)).max(64).optional(),
+  unifiedFor: z.string().min(1).max(4096).optional(),
+});
+export const killQuery = z.object({ cascade: z.enum(['1', '0', 'true', 'false']).optional() });
+export const snapshotBody = z.strictObject({ name: createSandboxBody.shape.name });
+export const mergeBody = z.strictObject({ winner: z.string().min(1).max(256) });
+
 const execCommon = {
   argv: z
     .array(z.string().max(128 * 1024))

@@ -71,6 +71,14 @@ function descendsFrom(pid: number, ancestor: number): boolean {
   return p === ancestor;
 }
 
+/**
+ * The id the runtime knows a sandbox by (paths, cgroups, inbox). Normally its public id; after a merge
+ * the parent's public id answers with the winner's processes, so its record names the winner's here.
+ */
+export function runtimeId(rec: SandboxRecord): string {
+  return typeof rec.runtime.rid === 'string' ? rec.runtime.rid : rec.id;
+}
+
 export function createChildSpawner(deps: {
   paths: NativePaths;
   mounts: Mounts;
@@ -81,6 +89,7 @@ export function createChildSpawner(deps: {
   uidRange: UidRange;
   live: Map<string, LiveSandbox>;
   createTimeoutMs?: number;
+  pinnedLayers?: () => string[];
 }) {
   const { paths, mounts, cgroups, hub, log, live } = deps;
 
@@ -142,6 +151,7 @@ export function createChildSpawner(deps: {
       id: sb.id,
       hostPid: sb.hostPid,
       runtime: {
+        rid: sb.id,
         templateId: sb.templateId,
         cgroup: sb.cgroup,
         startTime: sb.startTime,
@@ -192,7 +202,8 @@ export function createChildSpawner(deps: {
       if (owner) dropMountPoints(owner, id);
     mounts.detachAllUnder(paths.inbox(id));
     rmSync(paths.inbox(id), { recursive: true, force: true });
-    rmSync(paths.sandbox(id), { recursive: true, force: true });
+    // Through the storage driver: on btrfs the sandbox dir is a subvolume (deleted in O(1)).
+    await deps.snapshots.removeSandboxDir(paths.sandbox(id));
   }
 
   async function prepare(
@@ -200,11 +211,8 @@ export function createChildSpawner(deps: {
     c: ForkChildSpec,
     sourceId: string | null,
   ): Promise<{ sb: LiveSandbox; nonce: string }> {
-    const dir = paths.sandbox(c.id);
-    const upper = join(dir, 'upper');
-    const work = join(dir, 'work');
-    mkdirSync(upper, { recursive: true, mode: 0o755 });
-    mkdirSync(work, { recursive: true, mode: 0o700 });
+    // upper and work come from the storage driver (on btrfs: one fresh subvolume holding both).
+    const { upper, work } = await deps.snapshots.createSandboxDir(paths.sandbox(c.id));
     // The sandbox's `/` is owned by its upper dir's owner: container root.
     chownSync(upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
     const pInbox = paths.inbox(parent.id);
@@ -250,10 +258,10 @@ export function createChildSpawner(deps: {
     fromRecord(rec: SandboxRecord): LiveSandbox {
       const r = rec.runtime;
       return {
-        id: rec.id,
+        id: runtimeId(rec),
         hostPid: rec.hostPid ?? 0,
         startTime: typeof r.startTime === 'number' ? r.startTime : 0,
-        cgroup: paths.sandboxCgroup(rec.id),
+        cgroup: paths.sandboxCgroup(runtimeId(rec)),
         conn: null,
         connected: Promise.resolve(),
         paused: rec.state === 'paused',
@@ -277,14 +285,19 @@ export function createChildSpawner(deps: {
       sourceId: string | null,
     ): Promise<SpawnOutcome[]> {
       const out = new Map<string, SpawnOutcome>();
-      const ready: { c: ForkChildSpec; sb: LiveSandbox; nonce: string }[] = [];
-      for (const c of children) {
-        try {
-          ready.push({ c, ...(await prepare(parent, c, sourceId)) });
-        } catch (e) {
-          out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
-        }
-      }
+      // Children are prepared concurrently: most of a prepare is awaiting cgroup file writes and the
+      // control socket's listen, which overlap (fork of 100: about 1.3 s sequential, see docs/STORAGE.md).
+      const prepared = await Promise.all(
+        children.map(async (c) => {
+          try {
+            return { c, ...(await prepare(parent, c, sourceId)) };
+          } catch (e) {
+            out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+            return null;
+          }
+        }),
+      );
+      const ready = prepared.filter((r) => r !== null);
       if (ready.length > 0) {
         let results: { sandbox_id?: unknown; ok?: unknown; error?: unknown }[] = [];
         try {
@@ -362,6 +375,7 @@ export function createChildSpawner(deps: {
     /** Remove snapshot layers that no live sandbox (tombstones included) stacks on. */
     async collectLayers(): Promise<void> {
       const used = new Set([...live.values()].flatMap((s) => s.lowers));
+      for (const l of deps.pinnedLayers?.() ?? []) used.add(l);
       for (const layer of await deps.snapshots.list())
         if (!used.has(layer)) await deps.snapshots.remove(layer);
     },

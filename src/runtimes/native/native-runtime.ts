@@ -18,9 +18,10 @@ import type {
 import { createAdmission } from './admission.ts';
 import type { AgentConnection } from './agent-connection.ts';
 import type { Cgroups } from './cgroups/index.ts';
-import { createChildSpawner, type LiveSandbox } from './child-spawner.ts';
+import { createChildSpawner, type LiveSandbox, runtimeId as rid } from './child-spawner.ts';
 import { dirSize } from './disk.ts';
 import { deadline, type InboxHub, type Logger } from './inbox-hub.ts';
+import { diffLayerChains } from './layer-diff.ts';
 import type { Mounts } from './mounts.ts';
 import type { UidRange } from './oci-spec.ts';
 import type { NativePaths } from './paths.ts';
@@ -46,10 +47,12 @@ export interface NativeRuntimeDeps {
   uidRange: UidRange;
   overcommitRatio: number;
   createTimeoutMs?: number;
+  /** Layers kept although no live sandbox stacks on them (snapshots' files). */
+  pinnedLayers?: () => string[];
 }
 
 export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: Map<string, LiveSandbox> } {
-  const { paths, cgroups, templates, log } = deps;
+  const { paths, cgroups, templates } = deps;
   const live = new Map<string, LiveSandbox>();
   const admission = createAdmission({
     hostMemoryBytes: totalmem(),
@@ -75,7 +78,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
   const spawner = createChildSpawner({ ...deps, live });
 
   async function connOf(rec: SandboxRecord): Promise<AgentConnection> {
-    const sb = live.get(rec.id);
+    const sb = live.get(rid(rec));
     if (!sb || sb.tombstone) throw errors.sandboxNotRunning(rec.id, rec.state);
     if (sb.conn) return sb.conn;
     if (!isAlive(sb.hostPid, sb.startTime)) {
@@ -132,8 +135,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     },
     live,
     ...ops,
-    replEval: (rec, code, opts) => withRepl(rec.id, () => ops.replEval(rec, code, opts)),
-    replRestart: (rec) => withRepl(rec.id, () => ops.replRestart(rec)),
+    replEval: (rec, code, opts) => withRepl(rid(rec), () => ops.replEval(rec, code, opts)),
+    replRestart: (rec) => withRepl(rid(rec), () => ops.replRestart(rec)),
 
     async createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
       await admission.check(spec.limits.memoryBytes, committed());
@@ -147,7 +150,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
           conn: tpl.conn,
           templateId: tpl.id,
           depth: -1,
-          lowers: image.layers,
+          lowers: spec.lowers ?? image.layers,
         },
         [{ id: spec.id, name: spec.name, env: spec.env, limits: spec.limits, forkIndex: 0 }],
         null,
@@ -158,9 +161,9 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     },
 
     async forkSandbox(source: SandboxRecord, children: ForkChildSpec[], opts): Promise<ForkOutcome> {
-      const sb = live.get(source.id);
+      const sb = live.get(rid(source));
       if (!sb || sb.tombstone) throw errors.sandboxNotRunning(source.id, source.state);
-      if (opts?.wait === false && replLocks.has(source.id)) {
+      if (opts?.wait === false && replLocks.has(rid(source))) {
         throw new ForkboxError(
           'busy',
           `sandbox '${source.id}' is running Python code; fork again when it ends, or fork with wait: true.`,
@@ -169,20 +172,23 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       const total = children.reduce((a, c) => a + c.limits.memoryBytes, 0);
       await admission.check(total, committed());
       const deep = sb.depth + 1 >= MAX_FORK_DEPTH;
-      return withRepl(source.id, async () => {
+      return withRepl(rid(source), async () => {
         const conn = await connOf(source);
         const worker = await workerHostPid(sb, conn);
         await sortProcesses(sb, worker);
         // Freeze everything but the agent and the idle worker, freeze the writable layer into a
         // read-only one, thaw. The worker cannot change while we hold its REPL lock, so forking it
         // after the thaw still gives children memory and files of the same instant.
+        // Flush the source's dirty data before the pause: a btrfs snapshot would otherwise write it out
+        // inside the pause window (348 ms → 4 ms at 300 MB, docs/BENCHMARKS.md).
+        await deps.snapshots.prepareFreeze?.(join(paths.sandbox(rid(source)), 'upper'));
         const t0 = performance.now();
         await cgroups.freeze(`${sb.cgroup}/work`);
         let layer: string;
         let snapshotMs: number;
         try {
           const s0 = performance.now();
-          layer = await deps.snapshots.freeze(join(paths.sandbox(source.id), 'upper'));
+          layer = await deps.snapshots.freeze(join(paths.sandbox(rid(source)), 'upper'));
           snapshotMs = performance.now() - s0;
         } finally {
           await cgroups.thaw(`${sb.cgroup}/work`);
@@ -219,32 +225,39 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       });
     },
 
+    layerChain(rec: SandboxRecord) {
+      const lowers = live.get(rid(rec))?.lowers ?? spawner.fromRecord(rec).lowers;
+      if (lowers.length === 0) throw errors.sandboxNotRunning(rec.id, rec.state);
+      return { upper: join(paths.sandbox(rid(rec)), 'upper'), lowers };
+    },
+    diffLayers: diffLayerChains,
+
     async killSandbox(rec: SandboxRecord, opts): Promise<void> {
-      if (!live.has(rec.id) && rec.hostPid !== null) live.set(rec.id, spawner.fromRecord(rec));
+      if (!live.has(rid(rec)) && rec.hostPid !== null) live.set(rid(rec), spawner.fromRecord(rec));
       if (opts?.keepInit) {
-        await spawner.tombstone(rec.id);
+        await spawner.tombstone(rid(rec));
         return;
       }
-      await spawner.release(rec.id, rec.templateId || null, rec.parentId);
+      await spawner.release(rid(rec), rec.templateId || null, rec.parentId);
       await spawner.collectLayers();
     },
 
     async pauseSandbox(rec) {
-      const sb = live.get(rec.id);
+      const sb = live.get(rid(rec));
       if (!sb) throw errors.sandboxNotRunning(rec.id, rec.state);
       await cgroups.freeze(sb.cgroup);
       sb.paused = true;
     },
 
     async resumeSandbox(rec) {
-      const sb = live.get(rec.id);
+      const sb = live.get(rid(rec));
       if (!sb) throw errors.sandboxNotRunning(rec.id, rec.state);
       await cgroups.thaw(sb.cgroup);
       sb.paused = false;
     },
 
     async usage(rec) {
-      const sb = live.get(rec.id);
+      const sb = live.get(rid(rec));
       if (!sb) throw errors.sandboxNotRunning(rec.id, rec.state);
       const s = await cgroups.stats(sb.cgroup);
       return {
@@ -252,7 +265,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         cpuUsageNs: s.cpuUsageNs,
         pids: s.pids,
         oomKills: s.oomKills,
-        diskBytes: await dirSize(join(paths.sandbox(rec.id), 'upper')),
+        diskBytes: await dirSize(join(paths.sandbox(rid(rec)), 'upper')),
       };
     },
 
@@ -266,7 +279,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
           lost.push(rec.id);
           continue;
         }
-        live.set(rec.id, sb);
+        live.set(rid(rec), sb);
         await spawner.serve(sb, null);
         // A sandbox left frozen by a crash mid-fork is thawed; a paused one stays paused (and is never
         // called lost for being silent: a frozen agent cannot reconnect).

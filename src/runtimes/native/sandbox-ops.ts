@@ -12,6 +12,7 @@ import type {
 } from '../../service/ports.ts';
 import type { AgentConnection } from './agent-connection.ts';
 import type { Cgroups } from './cgroups/index.ts';
+import { runtimeId } from './child-spawner.ts';
 import type { NativePaths } from './paths.ts';
 
 const DEFAULT_CAP = 1024 * 1024;
@@ -34,7 +35,7 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 export function createSandboxOps(deps: Deps) {
   const oomKills = async (rec: SandboxRecord): Promise<number> => {
     try {
-      return await deps.cgroups.oomKills(deps.paths.sandboxCgroup(rec.id));
+      return await deps.cgroups.oomKills(deps.paths.sandboxCgroup(runtimeId(rec)));
     } catch {
       return 0;
     }

@@ -4,26 +4,56 @@
  *
  * - `copy` (any filesystem): `cp -a --reflink=auto`. Correct everywhere; cost grows with the upper's size
  *   (free on filesystems with reflinks, e.g. XFS and btrfs).
+ * - `btrfs` (btrfs-driver.ts): every sandbox dir is a subvolume, freezing is an O(1) read-only snapshot.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ForkboxError } from '../../domain/errors.ts';
 
+/** A sandbox's overlay upper and work dirs (always in one filesystem: overlay renames between them). */
+export interface SandboxDirs {
+  upper: string;
+  work: string;
+}
+
 export interface SnapshotDriver {
   readonly name: string;
+  /** Create a sandbox's dir `dir` holding an empty `upper` (0755) and `work` (0700). */
+  createSandboxDir(dir: string): Promise<SandboxDirs>;
+  /** Remove a sandbox's dir and everything in it; a missing dir is not an error. */
+  removeSandboxDir(dir: string): Promise<void>;
+  /**
+   * Optional: make the coming `freeze` of `upperDir` cheap; call it *before* pausing the source. btrfs:
+   * syncfs, so the snapshot does not write back dirty data inside the pause (300 MB: ~350 ms → ~4 ms).
+   */
+  prepareFreeze?(upperDir: string): Promise<void>;
   /** Freeze `upperDir` into a new read-only layer; returns the layer's absolute path. */
   freeze(upperDir: string): Promise<string>;
   remove(layer: string): Promise<void>;
   /** Every layer this driver made. */
   list(): Promise<string[]>;
+  /**
+   * Release what the driver holds on the host (mounts, loop devices). `inUse`: sandboxes outlive this
+   * process (a daemon restart), so their storage must stay reachable.
+   */
+  close(opts: { inUse: boolean }): Promise<void>;
+}
+
+/** Plain directories: what the copy driver uses, and the btrfs driver for dirs it did not make. */
+export function createPlainDirs(dir: string): SandboxDirs {
+  const upper = join(dir, 'upper');
+  const work = join(dir, 'work');
+  mkdirSync(upper, { recursive: true, mode: 0o755 });
+  mkdirSync(work, { recursive: true, mode: 0o700 });
+  return { upper, work };
 }
 
 /** Snapshot layers live beside image layers, with a prefix image ids never have. */
 export const SNAPSHOT_PREFIX = 's-';
 
-function run(cmd: string, args: string[]): Promise<void> {
+export function run(cmd: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
@@ -42,6 +72,13 @@ function run(cmd: string, args: string[]): Promise<void> {
 export function createCopyDriver(layersDir: string): SnapshotDriver {
   return {
     name: 'copy',
+    async createSandboxDir(dir) {
+      return createPlainDirs(dir);
+    },
+    async removeSandboxDir(dir) {
+      rmSync(dir, { recursive: true, force: true });
+    },
+    async close() {},
     async freeze(upperDir) {
       const id = `${SNAPSHOT_PREFIX}${randomBytes(5).toString('hex')}`;
       const layer = join(layersDir, id);

@@ -112,6 +112,26 @@ CREATE UNIQUE INDEX sandboxes_live_tenant_name ON sandboxes(tenant, name) WHERE 
 CREATE INDEX sandboxes_session ON sandboxes(session) WHERE session IS NOT NULL;
 `,
   },
+  {
+    version: 3,
+    name: 'snapshots',
+    sql: `
+CREATE TABLE snapshots (
+  id          TEXT PRIMARY KEY,
+  name        TEXT NOT NULL,
+  tenant      TEXT NOT NULL,
+  source_id   TEXT NOT NULL,
+  image       TEXT NOT NULL,
+  template_id TEXT NOT NULL,
+  layers      TEXT NOT NULL,
+  holder_id   TEXT,
+  limits      TEXT NOT NULL,
+  env         TEXT NOT NULL DEFAULT '{}',
+  created_at  INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX snapshots_tenant_name ON snapshots(tenant, name);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

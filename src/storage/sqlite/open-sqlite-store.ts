@@ -6,6 +6,7 @@ import { createExecQueries } from './exec-queries.ts';
 import { createLayerQueries } from './layer-queries.ts';
 import { applyMigrations } from './migrations.ts';
 import { createSandboxQueries, createTemplateQueries } from './sandbox-queries.ts';
+import { createSnapshotQueries } from './snapshot-queries.ts';
 import { mapSqliteError } from './sqlite-errors.ts';
 import type { OpenSqliteStoreOptions, SqliteStore } from './types.ts';
 
@@ -70,6 +71,7 @@ export function openSqliteStore(opts: OpenSqliteStoreOptions): SqliteStore {
     ...createTemplateQueries(db),
     ...createExecQueries(db, now),
     ...createLayerQueries(db),
+    ...createSnapshotQueries(db),
     close() {
       // Idempotent: shutdown paths may close twice (signal handler + normal exit).
       if (db.open) db.close();

@@ -17,13 +17,20 @@ import { fileStat } from './file-stat.ts';
 import { fileWrite } from './file-write.ts';
 import { imageList } from './image-list.ts';
 import { sandboxCreate } from './sandbox-create.ts';
+import { sandboxDiff } from './sandbox-diff.ts';
 import { sandboxExtend } from './sandbox-extend.ts';
 import { sandboxFork } from './sandbox-fork.ts';
 import { sandboxGet } from './sandbox-get.ts';
 import { sandboxKill } from './sandbox-kill.ts';
 import { sandboxList } from './sandbox-list.ts';
+import { sandboxMerge } from './sandbox-merge.ts';
 import { sandboxPause } from './sandbox-pause.ts';
 import { sandboxResume } from './sandbox-resume.ts';
+import { snapshotCreate } from './snapshot-create.ts';
+import { snapshotDelete } from './snapshot-delete.ts';
+import { snapshotGet } from './snapshot-get.ts';
+import { snapshotList } from './snapshot-list.ts';
+import { snapshotRestore } from './snapshot-restore.ts';
 import { systemStatus } from './system-status.ts';
 import { waitForText } from './wait-for-text.ts';
 
@@ -36,6 +43,13 @@ export const CANONICAL_TOOLS: readonly ToolDef[] = [
   sandboxPause,
   sandboxResume,
   sandboxFork,
+  sandboxMerge,
+  sandboxDiff,
+  snapshotCreate,
+  snapshotList,
+  snapshotGet,
+  snapshotDelete,
+  snapshotRestore,
   execRun,
   execStart,
   execPoll,

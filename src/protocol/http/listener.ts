@@ -1,0 +1,112 @@
+/**
+ * The TCP listener, assembled: security checks on the configuration, token file, audit log, the app
+ * (app.ts) and the server (transports/http-server.ts). `forkbox serve` and the integration tests start
+ * it the same way.
+ */
+import { join } from 'node:path';
+import { ForkboxError } from '../../domain/errors.ts';
+import { type HttpServer, serveHttp } from '../../transports/http-server.ts';
+import type { ToolLog } from '../mcp/tool-kit.ts';
+import { createHttpApp, type HttpApp, type HttpAppOptions } from './app.ts';
+import { type AuditLog, createAuditLog } from './audit.ts';
+import { guardConfig, isLoopbackHost } from './guards.ts';
+import { loadTokenFile, type TokenStore } from './tokens.ts';
+
+export interface ListenerOptions {
+  engine: HttpAppOptions['engine'];
+  version: string;
+  host: string;
+  port: number;
+  /** Path of the token file; absent: no authentication (allowed on loopback only). */
+  tokenFile?: string | undefined;
+  /** Directory of audit.log (the state dir); absent: no audit log. */
+  stateDir?: string | undefined;
+  maxConcurrency?: number | undefined;
+  allowHosts?: string[] | undefined;
+  allowOrigins?: string[] | undefined;
+  toolsets?: string[] | undefined;
+  log?: (ToolLog & { info(o: object, m?: string): void }) | undefined;
+  mcp?: HttpAppOptions['mcp'];
+}
+
+export interface Listener {
+  server: HttpServer;
+  http: HttpApp;
+  tokens: TokenStore | undefined;
+  /** Re-read the token file (SIGHUP). Throws, keeping the old tokens, when the file is invalid. */
+  reloadTokens(): void;
+  /** Stop accepting, drain (up to `graceMs`), end MCP sessions, close the audit log. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Refuse configurations that would expose the engine: a listener others can reach must authenticate.
+ * Without tokens, whoever can connect controls sandboxes, so that is only allowed on loopback.
+ */
+export function checkListenSecurity(host: string, tokenFile: string | undefined): void {
+  if (tokenFile === undefined && !isLoopbackHost(host)) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `refusing to listen on ${host} without authentication: anyone who can reach it could run commands in sandboxes. Pass --token-file FILE (or FORKBOX_TOKEN_FILE) with 'TOKEN TENANT' lines, or listen on 127.0.0.1.`,
+      { host },
+    );
+  }
+}
+
+export async function startListener(opts: ListenerOptions): Promise<Listener> {
+  checkListenSecurity(opts.host, opts.tokenFile);
+  const warn = (m: string) => opts.log?.warn({}, m);
+  const tokens = opts.tokenFile === undefined ? undefined : loadTokenFile(opts.tokenFile, warn);
+  const audit: AuditLog | undefined =
+    opts.stateDir === undefined
+      ? undefined
+      : createAuditLog(join(opts.stateDir, 'audit.log'), (e) =>
+          opts.log?.warn({ err: e.message }, 'audit log write failed'),
+        );
+  // The guard needs the real port (port 0 binds a random one), known only after listening.
+  let port = opts.port;
+  const guard = () =>
+    guardConfig({
+      listenHost: opts.host,
+      port,
+      ...(opts.allowHosts ? { allowHosts: opts.allowHosts } : {}),
+      ...(opts.allowOrigins ? { allowOrigins: opts.allowOrigins } : {}),
+    });
+  let cached = guard();
+  const http = createHttpApp({
+    engine: opts.engine,
+    version: opts.version,
+    tokens,
+    guard: () => cached,
+    audit,
+    maxConcurrency: opts.maxConcurrency,
+    toolsets: opts.toolsets,
+    log: opts.log,
+    ...(opts.mcp ? { mcp: opts.mcp } : {}),
+  });
+  let server: HttpServer;
+  try {
+    server = await serveHttp(http.app, opts.host, opts.port);
+  } catch (e) {
+    await http.close();
+    await audit?.close();
+    throw e;
+  }
+  port = server.port;
+  cached = guard();
+  opts.log?.info(
+    { url: server.url, tenants: tokens?.tenants().length ?? 0, auth: tokens ? 'bearer' : 'none (loopback)' },
+    'forkbox HTTP listener (MCP at /mcp, REST at /v1, /openapi.json, /metrics)',
+  );
+  return {
+    server,
+    http,
+    tokens,
+    reloadTokens: () => tokens?.reload(),
+    async close(graceMs = 30_000) {
+      await server.close({ graceMs, drain: http.drain });
+      await http.close();
+      await audit?.close();
+    },
+  };
+}

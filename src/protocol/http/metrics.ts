@@ -1,0 +1,133 @@
+/**
+ * Prometheus metrics of the TCP listener (GET /metrics). A registry per app, never prom-client's global
+ * one: two apps in one process (tests) must not share or double-register counters.
+ *
+ * No metric carries a tenant label: any tenant's token can read /metrics, and must not learn the other
+ * tenants' names or activity from it.
+ *
+ * Engine-level counters are taken by wrapping the ForkboxApi the surfaces call (instrumentApi), so REST
+ * and MCP are counted the same way without either knowing about metrics.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { toForkboxError } from '../../domain/errors.ts';
+import type { ForkboxApi } from '../../service/api.ts';
+
+export interface HttpMetrics {
+  registry: Registry;
+  sandboxCreates: Counter;
+  execs: Counter<'kind'>;
+  execDuration: Histogram<'kind'>;
+  errors: Counter<'code'>;
+  httpRequests: Counter<'method' | 'route' | 'status'>;
+}
+
+export interface MetricsOptions {
+  /** Sandbox counts by state (all tenants together), read at scrape time. */
+  sandboxCounts: () => Promise<Record<string, number>>;
+}
+
+export function createMetrics(opts: MetricsOptions): HttpMetrics {
+  const registry = new Registry();
+  new Gauge({
+    name: 'forkbox_sandboxes',
+    help: 'Sandboxes by state',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [state, count] of Object.entries(await opts.sandboxCounts())) this.set({ state }, count);
+    },
+  });
+  return {
+    registry,
+    sandboxCreates: new Counter({
+      name: 'forkbox_sandbox_creates_total',
+      help: 'Sandboxes created (including fork children)',
+      registers: [registry],
+    }),
+    execs: new Counter({
+      name: 'forkbox_execs_total',
+      help: 'Commands and code runs started',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    execDuration: new Histogram({
+      name: 'forkbox_exec_duration_seconds',
+      help: 'Duration of synchronous execs and code runs',
+      labelNames: ['kind'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
+    errors: new Counter({
+      name: 'forkbox_errors_total',
+      help: 'Engine errors by catalog code',
+      labelNames: ['code'],
+      registers: [registry],
+    }),
+    httpRequests: new Counter({
+      name: 'forkbox_http_requests_total',
+      help: 'HTTP requests by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
+  };
+}
+
+/**
+ * Wrap `api`: count creates, execs and errors into `m`, time sync execs, and report each failing
+ * call's code to `onError` (the audit log's outcome). Every other method passes through unchanged.
+ */
+export function instrumentApi(api: ForkboxApi, m: HttpMetrics, onError?: (code: string) => void): ForkboxApi {
+  const failed = (e: unknown): never => {
+    const code = toForkboxError(e).code;
+    m.errors.inc({ code });
+    onError?.(code);
+    throw e;
+  };
+  const timed = async <T>(kind: string, run: () => Promise<T>): Promise<T> => {
+    m.execs.inc({ kind });
+    const end = m.execDuration.startTimer({ kind });
+    try {
+      return await run();
+    } finally {
+      end();
+    }
+  };
+  const wrapped: ForkboxApi = {
+    ...api,
+    createSandbox: async (req) => {
+      const sb = await api.createSandbox(req);
+      m.sandboxCreates.inc();
+      return sb;
+    },
+    forkSandbox: async (id, req) => {
+      const r = await api.forkSandbox(id, req);
+      const made = r.children.filter((c) => c.ok).length;
+      if (made > 0) m.sandboxCreates.inc(made);
+      return r;
+    },
+    exec: (id, req, onOutput) => timed('exec', () => api.exec(id, req, onOutput)),
+    runCode: (id, req) => timed('code', () => api.runCode(id, req)),
+    startExec: async (id, req) => {
+      const r = await api.startExec(id, req);
+      m.execs.inc({ kind: 'background' });
+      return r;
+    },
+  };
+  // Every method: errors counted and reported. (Methods are own properties of `wrapped` after the spread.)
+  const out = {} as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(wrapped)) {
+    out[name] =
+      typeof fn === 'function'
+        ? (...args: unknown[]) => {
+            try {
+              const r = (fn as (...a: unknown[]) => unknown)(...args);
+              return r instanceof Promise ? r.catch(failed) : r;
+            } catch (e) {
+              return failed(e);
+            }
+          }
+        : fn;
+  }
+  return out as unknown as ForkboxApi;
+}

@@ -1,0 +1,16 @@
+import { z } from 'zod';
+import { snapshotArg, snapshotOut, snapshotShape } from '../snapshot-shapes.ts';
+import { defineTool, HINTS } from '../tool-kit.ts';
+
+export const snapshotGet = defineTool({
+  name: 'snapshot_get',
+  title: 'Get a snapshot',
+  description:
+    'One snapshot: its source, whether it still holds Python state, and the live sandboxes built on it.',
+  annotations: HINTS.read,
+  input: z.object({ snapshot: snapshotArg }),
+  output: snapshotShape,
+  async run(a, { api }) {
+    return { structured: snapshotOut(await api.getSnapshot(a.snapshot)) };
+  },
+});

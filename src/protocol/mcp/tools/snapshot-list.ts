@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { snapshotOut, snapshotShape } from '../snapshot-shapes.ts';
+import { defineTool, HINTS } from '../tool-kit.ts';
+
+export const snapshotList = defineTool({
+  name: 'snapshot_list',
+  title: 'List snapshots',
+  description: 'List the snapshots you can restore, with whether each still holds Python state.',
+  annotations: HINTS.read,
+  input: z.object({}),
+  output: z.object({ snapshots: z.array(snapshotShape) }),
+  async run(_a, { api }) {
+    return { structured: { snapshots: (await api.listSnapshots()).map(snapshotOut) } };
+  },
+});

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import type { ForkRequest } from '../../../service/api.ts';
+import { sandboxOut, sandboxShape } from '../shapes.ts';
+import { snapshotArg } from '../snapshot-shapes.ts';
+import { defineTool, HINTS } from '../tool-kit.ts';
+
+export const snapshotRestore = defineTool({
+  name: 'snapshot_restore',
+  title: 'Restore a snapshot into new sandboxes',
+  description:
+    "Create n new sandboxes (1-100) from a snapshot: its files and, while it holds one (python_state), its Python REPL state. Each is independent. The result's `carried` says what came back. The new sandboxes belong to this connection/session like sandbox_create's.",
+  annotations: HINTS.create,
+  input: z.object({
+    snapshot: snapshotArg,
+    n: z.number().int().min(1).max(100).optional().describe('Number of sandboxes (default 1).'),
+    names: z
+      .array(z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/))
+      .max(100)
+      .optional(),
+    memory_mb: z.number().int().min(16).max(1_048_576).optional(),
+    ttl_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 24 * 3600)
+      .optional(),
+  }),
+  output: z.object({
+    snapshot: z.string(),
+    carried: z.object({ filesystem: z.boolean(), python_state: z.boolean(), environment: z.boolean() }),
+    not_carried: z.array(z.string()),
+    sandboxes: z.array(
+      z.object({
+        ok: z.boolean(),
+        sandbox: sandboxShape.optional(),
+        error: z.object({ code: z.string(), message: z.string() }).optional(),
+      }),
+    ),
+  }),
+  async run(a, { api }) {
+    const req: ForkRequest = {};
+    if (a.n !== undefined) req.n = a.n;
+    if (a.names !== undefined) req.names = a.names;
+    if (a.memory_mb !== undefined) req.memoryMb = a.memory_mb;
+    if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
+    const r = await api.restoreSnapshot(a.snapshot, req);
+    return {
+      structured: {
+        snapshot: r.source,
+        carried: {
+          filesystem: r.carried.filesystem,
+          python_state: r.carried.pythonState,
+          environment: r.carried.environment,
+        },
+        not_carried: r.notCarried,
+        sandboxes: r.children.map((c) => ({
+          ok: c.ok,
+          ...(c.sandbox ? { sandbox: sandboxOut(c.sandbox) } : {}),
+          ...(c.error ? { error: c.error } : {}),
+        })),
+      },
+    };
+  },
+});

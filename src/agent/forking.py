@@ -227,12 +227,18 @@ def _write(fd, data):
         pass
 
 
-def _fork_one(spec, cwd, files, become_child):
+def _start_one(spec, cwd, files, become_child, siblings_fds=()):
+    """Fork the middle process for one child; returns (pid, read end of its report pipe)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        # middle
+        # middle: drop the report pipes of siblings forked before us (they are the parent's to read)
         os.close(r)
+        for fd in siblings_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         code = 1
         try:
             unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
@@ -256,6 +262,11 @@ def _fork_one(spec, cwd, files, become_child):
         finally:
             os._exit(code)
     os.close(w)
+    return pid, r
+
+
+def _finish_one(spec, pid, r):
+    """Collect one child's report: its pid in our namespace and whether its set-up succeeded."""
     chunks = []
     while True:
         b = os.read(r, 4096)
@@ -293,7 +304,22 @@ def fork_children(children, become_child, skip_fds=()):
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        return [_fork_one(spec, cwd, files, become_child) for spec in children]
+        # All children are forked before any is waited for: their set-ups (mounts, pivot, reopen) run
+        # concurrently instead of one after the other.
+        started = []
+        for spec in children:
+            try:
+                open_fds = [st[1] for _, st in started if not isinstance(st, OSError)]
+                started.append((spec, _start_one(spec, cwd, files, become_child, open_fds)))
+            except OSError as e:
+                started.append((spec, e))
+        results = []
+        for spec, st in started:
+            if isinstance(st, OSError):
+                results.append({"sandbox_id": spec["sandbox_id"], "ok": False, "error": "fork failed: %s" % st})
+            else:
+                results.append(_finish_one(spec, st[0], st[1]))
+        return results
     finally:
         # Only the children need the frozen generation (shared pages); the source collects as before.
         gc.unfreeze()

@@ -25,6 +25,7 @@ import * as resume from './commands/resume.ts';
 import * as run from './commands/run.ts';
 import * as serve from './commands/serve.ts';
 import * as snapshot from './commands/snapshot.ts';
+import * as templates from './commands/templates.ts';
 import { defaultStateDir } from './config.ts';
 import type { CliContext, GlobalOptions } from './context.ts';
 import { createOutput, type Output } from './output.ts';
@@ -34,6 +35,7 @@ const COMMANDS = [
   mcp,
   doctor,
   images,
+  templates,
   create,
   fork,
   merge,

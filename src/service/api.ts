@@ -25,6 +25,32 @@ export interface CreateSandboxRequest {
   labels?: Record<string, string>;
   /** Keep the sandbox when the client session that created it ends (default: removed with it). */
   persistent?: boolean;
+  /**
+   * Named template config to create it from (default 'default'): its image, and a template whose
+   * REPL already imported the config's modules. `image`, when also given, must be the template's.
+   */
+  template?: string;
+}
+
+/** A named template config (see defineTemplate). */
+export interface TemplateInfo {
+  name: string;
+  image: string;
+  /** Python modules every sandbox created from it has already imported. */
+  prewarm: string[];
+  /** True for 'default' (the default image, nothing pre-imported), which always exists. */
+  builtin: boolean;
+  createdAt: string | null;
+  updatedAt: string | null;
+}
+
+export interface DefineTemplateRequest {
+  /** 1-63 letters, digits, '.', '_' or '-'; not 'default'. */
+  name: string;
+  /** Default: the default image. */
+  image?: string;
+  /** Dotted Python module names (at most 64), imported once by the template; default none. */
+  prewarm?: string[];
 }
 
 export interface SandboxInfo {
@@ -265,6 +291,13 @@ export interface ForkboxApi {
   deleteFile(idOrName: string, path: string, opts?: { recursive?: boolean }): Promise<void>;
   mkdir(idOrName: string, path: string): Promise<void>;
   moveFile(idOrName: string, from: string, to: string, opts?: { overwrite?: boolean }): Promise<void>;
+
+  /** Create or replace a named template config (host-wide: the local socket / default tenant only). */
+  defineTemplate(req: DefineTemplateRequest): Promise<TemplateInfo>;
+  /** 'default' first, then the defined ones by name. */
+  listTemplates(): Promise<TemplateInfo[]>;
+  /** Refused while live sandboxes were created from it (they are named). */
+  deleteTemplate(name: string): Promise<{ deleted: string }>;
 
   listImages(): Promise<ImageRecord[]>;
   buildImage(

@@ -25,6 +25,7 @@ import { createExecManager } from './exec-manager.ts';
 import type { ReplResult, Runtime, Store } from './ports.ts';
 import { info } from './sandbox-info.ts';
 import { createSnapshots, SNAPSHOT_LABEL } from './snapshots.ts';
+import { createTemplateConfigs } from './template-configs.ts';
 import { checkEnv, checkName, checkPath, checkTtl, limitsFrom, MAX_FILE_BYTES } from './validate.ts';
 
 export interface ImageCatalog {
@@ -106,6 +107,14 @@ export function createEngine(deps: EngineDeps): Engine {
   const now = deps.now ?? Date.now;
   const defaultImage = deps.defaultImage ?? 'debian';
   const execs = createExecManager({ store, runtime, now });
+  const templateConfigs = createTemplateConfigs({
+    store,
+    images,
+    defaultImage,
+    now,
+    log,
+    ...(runtime.releaseTemplate ? { release: runtime.releaseTemplate.bind(runtime) } : {}),
+  });
   /** Per-sandbox serialisation of lifecycle operations (kill vs pause vs resume). */
   const lifecycle = new Map<string, Promise<unknown>>();
   const sessions = new Map<string, { attached: number; timer: NodeJS.Timeout | null }>();
@@ -341,7 +350,9 @@ export function createEngine(deps: EngineDeps): Engine {
     req: CreateSandboxRequest,
     lowers?: string[],
   ): Promise<SandboxRecord> {
-    const image = images.require(req.image ?? defaultImage);
+    // The named template config (or 'default') picks the image and the modules it starts with.
+    const tpl = templateConfigs.resolve(req);
+    const image = tpl.image;
     const limits = limitsFrom(req);
     const ttl = checkTtl(req.ttlSeconds);
     const env = checkEnv(req.env);
@@ -368,7 +379,7 @@ export function createEngine(deps: EngineDeps): Engine {
       depth: 0,
       limits,
       env,
-      labels: { ...(req.labels ?? {}) },
+      labels: tpl.labels,
       expiresAt: ttl === undefined ? null : t + ttl * 1000,
       createdAt: t,
       updatedAt: t,
@@ -387,6 +398,7 @@ export function createEngine(deps: EngineDeps): Engine {
         limits,
         env,
         ...(lowers ? { lowers } : {}),
+        prewarm: tpl.prewarm,
       });
       const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';
       return store.transitionSandbox(id, 'running', { hostPid: h.hostPid, runtime: h.runtime, templateId });
@@ -654,6 +666,12 @@ export function createEngine(deps: EngineDeps): Engine {
       mkdir: async (idOrName, path) => runtime.mkdir(running(idOrName), checkPath(path), { parents: true }),
       moveFile: async (idOrName, from, to, opts) =>
         runtime.moveFile(running(idOrName), checkPath(from), checkPath(to), opts),
+
+      defineTemplate: async (req) =>
+        templateConfigs.define(req, { tenant: ctx.tenant, hostTenant: DEFAULT_TENANT }),
+      listTemplates: async () => templateConfigs.list(),
+      deleteTemplate: (name) =>
+        templateConfigs.remove(name, { tenant: ctx.tenant, hostTenant: DEFAULT_TENANT }),
 
       listImages: async () => images.list(),
       buildImage: (req, onProgress) =>

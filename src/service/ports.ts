@@ -22,6 +22,19 @@ export interface SandboxFilter {
   session?: string;
 }
 
+/**
+ * A named template config: sandboxes created from it are forked from a template container of its
+ * image whose REPL worker pre-imported `prewarm` (DESIGN.md 2.1). Host-wide, not per tenant.
+ */
+export interface TemplateConfigRecord {
+  name: string;
+  image: string;
+  /** Dotted Python module names the template's worker imports before any sandbox is forked from it. */
+  prewarm: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
 export interface ExecOutputChunk {
   seq: number;
   stream: 'stdout' | 'stderr';
@@ -53,6 +66,14 @@ export interface Store {
   listTemplates(): TemplateRecord[];
   updateTemplate(id: string, patch: Partial<Omit<TemplateRecord, 'id'>>): TemplateRecord;
   deleteTemplate(id: string): void;
+
+  // template configs (named, user-defined; distinct from the template containers above)
+  /** Insert or replace the config with this name. */
+  putTemplateConfig(rec: TemplateConfigRecord): void;
+  getTemplateConfig(name: string): TemplateConfigRecord | undefined;
+  listTemplateConfigs(): TemplateConfigRecord[];
+  /** True when a config was deleted. */
+  deleteTemplateConfig(name: string): boolean;
 
   // snapshots
   insertSnapshot(rec: SnapshotRecord): void;
@@ -96,6 +117,8 @@ export interface CreateSandboxSpec {
   env: Record<string, string>;
   /** Read-only layers to stack on instead of the image's (restoring a snapshot's files). */
   lowers?: string[];
+  /** Python modules the template it is forked from pre-imported (picks, or starts, that template). */
+  prewarm: string[];
 }
 
 export interface ForkChildSpec {
@@ -321,6 +344,12 @@ export interface Runtime {
   layerChain(rec: SandboxRecord): LayerChain;
   /** Compare two layer chains down to their nearest common layer (DESIGN.md 2.4). */
   diffLayers(a: LayerChain, b: LayerChain, opts?: LayerDiffOptions): Promise<LayerDiff>;
+
+  /**
+   * A template config was deleted: stop the template container of (image, prewarm) unless a live
+   * sandbox was forked from it or the image's default template is the same one. True when one stopped.
+   */
+  releaseTemplate?(image: string, prewarm: string[]): Promise<boolean>;
 
   /** Stop every template and release every host resource this runtime holds (used by tests and `gc --all`). */
   shutdown(opts: { killSandboxes: boolean }): Promise<void>;

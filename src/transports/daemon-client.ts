@@ -320,6 +320,10 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
       await call({ method: 'DELETE', path: `/v1/images/${seg(name)}` });
     },
 
+    defineTemplate: (req) => call({ method: 'POST', path: '/v1/templates', json: req }),
+    listTemplates: () => call({ method: 'GET', path: '/v1/templates' }),
+    deleteTemplate: (name) => call({ method: 'DELETE', path: `/v1/templates/${seg(name)}` }),
+
     gc: () => call({ method: 'POST', path: '/v1/gc' }),
     df: () => call({ method: 'GET', path: '/v1/df' }),
   };

@@ -450,6 +450,32 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     assert.equal(t.found, false);
   });
 
+  it('templates: define, list, create from one (warm REPL), delete refused while used, then deleted', async () => {
+    const def = await ok<{ name: string; prewarm: string[] }>('template_define', {
+      name: 'mcp-warm',
+      prewarm: ['decimal', 'sqlite3'],
+    });
+    assert.deepEqual(def.prewarm, ['decimal', 'sqlite3']);
+    const listed = await ok<{ templates: { name: string; builtin: boolean }[] }>('template_list');
+    assert.deepEqual(
+      listed.templates.map((t) => [t.name, t.builtin]),
+      [
+        ['default', true],
+        ['mcp-warm', false],
+      ],
+    );
+    const sb = await ok<{ id: string }>('sandbox_create', { template: 'mcp-warm', memory_mb: 256 });
+    const r = await ok<{ value: string | null }>('code_run', {
+      sandbox: sb.id,
+      code: "import sys; 'sqlite3' in sys.modules",
+    });
+    assert.equal(r.value, 'True');
+    await fails('template_delete', { name: 'mcp-warm' }, new RegExp(`used by 1 live sandbox.*${sb.id}`));
+    await ok('sandbox_kill', { sandbox: sb.id });
+    assert.deepEqual(await ok('template_delete', { name: 'mcp-warm' }), { deleted: 'mcp-warm' });
+    await fails('sandbox_create', { template: 'mcp-warm' }, /no template 'mcp-warm'/);
+  });
+
   it('called every canonical tool', () => {
     const missing = CANONICAL_TOOLS.map((t) => t.name).filter((n) => !called.has(n));
     assert.deepEqual(missing, []);

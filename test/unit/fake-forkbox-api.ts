@@ -4,7 +4,7 @@
  */
 import { errors, ForkboxError } from '../../src/domain/errors.ts';
 import type { ExecRecord, ImageRecord } from '../../src/domain/types.ts';
-import type { ExecOutcome, ForkboxApi, SandboxInfo } from '../../src/service/api.ts';
+import type { ExecOutcome, ForkboxApi, SandboxInfo, TemplateInfo } from '../../src/service/api.ts';
 import type { FileStat } from '../../src/service/ports.ts';
 
 export interface FakeApi extends ForkboxApi {
@@ -16,6 +16,7 @@ export function createFakeApi(): FakeApi {
   const sandboxes = new Map<string, SandboxInfo>();
   const files = new Map<string, { data: Buffer; mode: number }>();
   const images: ImageRecord[] = [];
+  const templates = new Map<string, TemplateInfo>();
   const calls: { method: string; args: unknown[] }[] = [];
   let n = 0;
   const log = (method: string, ...args: unknown[]) => calls.push({ method, args });
@@ -331,6 +332,35 @@ export function createFakeApi(): FakeApi {
     async removeImage(name) {
       log('removeImage', name);
       if (!images.some((i) => i.name === name)) throw errors.imageNotFound(name);
+    },
+    async defineTemplate(req) {
+      log('defineTemplate', req);
+      const t: TemplateInfo = {
+        name: req.name,
+        image: req.image ?? 'debian',
+        prewarm: req.prewarm ?? [],
+        builtin: false,
+        createdAt: '2020-01-01T00:00:00.000Z',
+        updatedAt: '2020-01-01T00:00:00.000Z',
+      };
+      templates.set(req.name, t);
+      return t;
+    },
+    async listTemplates() {
+      const builtin: TemplateInfo = {
+        name: 'default',
+        image: 'debian',
+        prewarm: [],
+        builtin: true,
+        createdAt: null,
+        updatedAt: null,
+      };
+      return [builtin, ...templates.values()];
+    },
+    async deleteTemplate(name) {
+      log('deleteTemplate', name);
+      if (!templates.delete(name)) throw new ForkboxError('not_found', `no template '${name}'`);
+      return { deleted: name };
     },
     async gc() {
       return { removedSandboxes: ['sb-old'], removedMounts: [], removedCgroups: [], removedDirs: [] };

@@ -11,10 +11,17 @@ export function register(program: Command, ctx: CliContext): void {
     .description('create a sandbox and print its id')
     .option('--name <name>', 'a unique name (usable wherever an id is)')
     .option('--ttl <duration>', 'kill it after this long, e.g. 30m, 2h, 3600 (seconds)', parseDurationSeconds)
-    .option('--label <K=V>', 'a label (repeatable)', collectKeyValue('label'));
+    .option('--label <K=V>', 'a label (repeatable)', collectKeyValue('label'))
+    .option(
+      '--template <name>',
+      "a template (see 'forkbox templates ls'): its image, Python modules pre-imported",
+    );
   addLimitOptions(cmd).action(
-    async (o: LimitOptions & { name?: string; ttl?: number; label?: Record<string, string> }) => {
+    async (
+      o: LimitOptions & { name?: string; ttl?: number; label?: Record<string, string>; template?: string },
+    ) => {
       const req: CreateSandboxRequest = limitsToRequest(o);
+      if (o.template !== undefined) req.template = o.template;
       if (o.name !== undefined) req.name = o.name;
       if (o.ttl !== undefined) req.ttlSeconds = o.ttl;
       if (o.label !== undefined) req.labels = o.label;

@@ -29,6 +29,7 @@ interface ServeFlags {
   allowHost?: string[];
   allowOrigin?: string[];
   toolset?: string[];
+  conformanceFixtures?: boolean;
 }
 
 function positiveInt(v: string, flag: string): number {
@@ -61,6 +62,10 @@ export function register(program: Command, ctx: CliContext): void {
       collect,
     )
     .option('--toolset <name>', `MCP toolset to expose, repeatable (default: ${DEFAULT_TOOLSET})`, collect)
+    .option(
+      '--conformance-fixtures',
+      "also serve the MCP conformance suite's test tools, resources and prompts on /mcp (for running the suite; never in production)",
+    )
     .action(async (o: ServeFlags) => {
       const { stateDir } = ctx.globals();
       // Logs go to stderr, never stdout (stdout may be a protocol channel for a parent process).
@@ -84,6 +89,12 @@ export function register(program: Command, ctx: CliContext): void {
         o.maxConcurrency === undefined ? undefined : positiveInt(o.maxConcurrency, '--max-concurrency');
       const toolsets = o.toolset ?? [DEFAULT_TOOLSET];
       selectTools(toolsets); // fail fast on an unknown toolset
+      if (o.conformanceFixtures && !listen) {
+        throw new ForkboxError(
+          'invalid_argument',
+          '--conformance-fixtures serves them on the TCP listener: add --listen 127.0.0.1:PORT.',
+        );
+      }
       // Refuse an unauthenticated network listener before taking the state dir.
       if (listen) checkListenSecurity(listen.host, tokenFile);
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });
@@ -118,7 +129,11 @@ export function register(program: Command, ctx: CliContext): void {
               allowOrigins: o.allowOrigin,
               toolsets,
               log,
+              ...(o.conformanceFixtures ? { mcp: { fixtures: true } } : {}),
             });
+            if (o.conformanceFixtures) {
+              log.warn({}, 'serving the MCP conformance fixtures on /mcp (--conformance-fixtures)');
+            }
           } catch (e) {
             // Daemons started on demand (one per state dir) all ask for the default port: when another
             // daemon holds it, this one keeps serving its socket. An address asked for explicitly must work.

@@ -44,7 +44,7 @@ export interface HttpAppOptions {
   maxConcurrency?: number | undefined;
   toolsets?: string[] | undefined;
   log?: ToolLog | undefined;
-  mcp?: { sessionIdleMs?: number; maxSessionsPerTenant?: number };
+  mcp?: { sessionIdleMs?: number; maxSessionsPerTenant?: number; fixtures?: boolean };
 }
 
 export interface HttpApp {
@@ -136,6 +136,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     ...(opts.mcp?.maxSessionsPerTenant !== undefined
       ? { maxSessionsPerTenant: opts.mcp.maxSessionsPerTenant }
       : {}),
+    ...(opts.mcp?.fixtures ? { fixtures: true } : {}),
   });
 
   const app = new OpenAPIHono();

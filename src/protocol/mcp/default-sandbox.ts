@@ -14,13 +14,22 @@ export interface DefaultSandbox {
    * builds a server per request: concurrent first calls must still share one sandbox.
    */
   creating?: Promise<string> | undefined;
+  /**
+   * Who the default sandbox belongs to when it must outlive this holder (stateless HTTP: the token).
+   * The sandbox then carries it in DEFAULT_OWNER_LABEL, and a holder that knows no id yet — a new
+   * daemon after a restart, whose in-memory holders are gone — adopts that sandbox instead of creating
+   * a second one, so a client calling without `sandbox` finds its files and REPL state again.
+   */
+  owner?: string | undefined;
 }
 
 /** Label put on default sandboxes, so `sandbox_list` (and people) can tell them apart. */
 export const DEFAULT_LABEL = 'forkbox.mcp-default';
+/** Label holding a default sandbox's owner key (see DefaultSandbox.owner). */
+export const DEFAULT_OWNER_LABEL = 'forkbox.mcp-default-owner';
 
 /** A default-sandbox holder in memory (for one stdio connection, one HTTP session, one test). */
-export function createDefaultSandbox(initial?: string): DefaultSandbox {
+export function createDefaultSandbox(initial?: string, opts: { owner?: string } = {}): DefaultSandbox {
   let id = initial;
   return {
     get: () => id,
@@ -28,6 +37,7 @@ export function createDefaultSandbox(initial?: string): DefaultSandbox {
       id = v;
     },
     creating: undefined,
+    owner: opts.owner,
   };
 }
 
@@ -53,7 +63,21 @@ export function createSandboxResolver(
   async function ensure(): Promise<string> {
     const current = defaults.get();
     if (current !== undefined && (await usable(current))) return current;
-    const sb = await api.createSandbox({ labels: { [DEFAULT_LABEL]: 'true' } });
+    const labels: Record<string, string> = { [DEFAULT_LABEL]: 'true' };
+    if (defaults.owner !== undefined) {
+      labels[DEFAULT_OWNER_LABEL] = defaults.owner;
+      // Only when this holder never had one: a default sandbox that was killed is replaced, not revived.
+      if (current === undefined) {
+        const [adopt] = (await api.listSandboxes({ labels }))
+          .filter((s) => USABLE.has(s.state))
+          .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+        if (adopt) {
+          defaults.set(adopt.id);
+          return adopt.id;
+        }
+      }
+    }
+    const sb = await api.createSandbox({ labels });
     defaults.set(sb.id);
     return sb.id;
   }

@@ -2,7 +2,8 @@
  * MCP over Streamable HTTP (POST/GET/DELETE /mcp), both protocol eras behind one URL:
  *
  * - 2026-07-28 (modern, stateless): `createMcpHandler` builds a server per request. Cross-request state is
- *   the default sandbox, kept per token (per caller principal) in `statelessDefaults`.
+ *   the default sandbox, kept per token (per caller principal) in `statelessDefaults` and labelled with an
+ *   owner key derived from it, so that a restarted daemon adopts it again (default-sandbox.ts).
  * - 2025-11-25 and older (legacy): requests are told apart with the SDK's own `isLegacyRequest`. An
  *   `initialize` opens a sessionful `WebStandardStreamableHTTPServerTransport` keyed by `Mcp-Session-Id`
  *   with its own server, default sandbox and engine client session: sandboxes it creates end with it
@@ -13,7 +14,7 @@
  * for an unknown id, so session ids cannot be used to probe or hijack other tenants' sessions.
  * Authentication, Host/Origin checks and body limits happen before this handler (protocol/http/app.ts).
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { AuthInfo, McpRequestContext } from '@modelcontextprotocol/server';
 import {
   createMcpHandler,
@@ -23,6 +24,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { ForkboxApi } from '../../service/api.ts';
 import { onResponseDone } from '../http/limits.ts';
+import { createConformanceFixtures } from './conformance-fixtures.ts';
 import { createDefaultSandbox, createForkboxMcpServer, type DefaultSandbox } from './server.ts';
 import type { ToolLog } from './tool-kit.ts';
 
@@ -48,6 +50,8 @@ export interface McpHttpOptions {
   sessionIdleMs?: number;
   /** Open legacy sessions per tenant (default 32). */
   maxSessionsPerTenant?: number;
+  /** Also serve the MCP conformance suite's fixtures (`forkbox serve --conformance-fixtures`). */
+  fixtures?: boolean;
 }
 
 export interface McpHttp {
@@ -101,11 +105,14 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   const maxSessions = opts.maxSessionsPerTenant ?? 32;
   const statelessDefaults = new Map<string, DefaultSandbox>();
   const sessions = new Map<string, LegacySession>();
+  // One fixture set for the listener's life: its requestState key must outlive the per-request servers.
+  const fixtures = opts.fixtures ? createConformanceFixtures() : undefined;
   const serverFor = (api: ForkboxApi, defaults: DefaultSandbox) =>
     createForkboxMcpServer({
       api,
       defaults,
       version: opts.version,
+      fixtures,
       ...(opts.toolsets ? { toolsets: opts.toolsets } : {}),
       ...(opts.log ? { log: opts.log } : {}),
     });
@@ -114,7 +121,10 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     const key = `${caller.tenant}/${caller.principal}`;
     let defaults = statelessDefaults.get(key);
     if (!defaults) {
-      defaults = createDefaultSandbox();
+      // The owner key lets a restarted daemon find this token's default sandbox again (the map is in
+      // memory). A hash of the principal, not the principal: labels are shown to every token of the tenant.
+      const owner = createHash('sha256').update(`forkbox.mcp-default\0${key}`).digest('hex').slice(0, 16);
+      defaults = createDefaultSandbox(undefined, { owner });
       statelessDefaults.set(key, defaults);
     }
     return serverFor(caller.api, defaults);
@@ -125,6 +135,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     maxRequestBodySize: opts.maxBodyBytes,
     onerror,
   });
+  fixtures?.setNotifier(modern.notify);
   const stateless = legacyStatelessFallback(factory, onerror, { maxRequestBodySize: opts.maxBodyBytes });
 
   async function openSession(req: Request, caller: McpCaller): Promise<Response> {

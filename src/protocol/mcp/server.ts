@@ -7,6 +7,7 @@
 import type { CallToolResult, ServerContext } from '@modelcontextprotocol/server';
 import { McpServer } from '@modelcontextprotocol/server';
 import type { ForkboxApi } from '../../service/api.ts';
+import type { ConformanceFixtures } from './conformance-fixtures.ts';
 import { createSandboxResolver, type DefaultSandbox } from './default-sandbox.ts';
 import { toolError } from './errors.ts';
 import type { ToolContext, ToolDef, ToolLog } from './tool-kit.ts';
@@ -21,6 +22,11 @@ export interface ForkboxMcpServerOptions {
   toolsets?: string[];
   log?: ToolLog;
   version: string;
+  /**
+   * Also register the MCP conformance suite's fixture tools, resources and prompts
+   * (`forkbox serve --conformance-fixtures`). Absent: forkbox's tools only.
+   */
+  fixtures?: ConformanceFixtures | undefined;
 }
 
 const SILENT: ToolLog = { debug: () => undefined, warn: () => undefined };
@@ -90,10 +96,13 @@ function register(server: McpServer, tool: ToolDef, base: Omit<ToolContext, 'sig
 export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer {
   const server = new McpServer(
     { name: 'forkbox', version: opts.version },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+    opts.fixtures
+      ? { ...opts.fixtures.serverOptions(), instructions: INSTRUCTIONS }
+      : { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
   const log = opts.log ?? SILENT;
   const base = { api: opts.api, sandbox: createSandboxResolver(opts.api, opts.defaults), log };
   for (const tool of selectTools(opts.toolsets)) register(server, tool, base);
+  opts.fixtures?.register(server);
   return server;
 }

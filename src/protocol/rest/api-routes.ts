@@ -15,6 +15,7 @@ import {
   buildImageBody,
   codeBody,
   createSandboxBody,
+  defineTemplateBody,
   deleteQuery,
   diffBody,
   EXEC_BODY_LIMIT,
@@ -289,6 +290,12 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
       await A(c).removeImage(c.req.param('name') as string);
       return c.json({ ok: true });
     },
+    listTemplates: async (c) => c.json(await A(c).listTemplates()),
+    defineTemplate: async (c) => {
+      const body = parseOrThrow(defineTemplateBody, await jsonBody(c), 'template definition');
+      return c.json(await A(c).defineTemplate(stripUndefined(body)), 201);
+    },
+    deleteTemplate: async (c) => c.json(await A(c).deleteTemplate(c.req.param('name') as string)),
     gc: async (c) => c.json(await A(c).gc()),
     df: async (c) => c.json(await A(c).df()),
   };
@@ -298,8 +305,9 @@ export interface MountApiOptions {
   /** The API as seen by this request's caller. */
   api: ApiFor;
   /**
-   * Serve host-level operations (image build/import/remove, gc, df). Only the local socket does: image
-   * import reads any host path as the daemon (root), and gc/df/image removal act across tenants. Without
+   * Serve host-level operations (image build/import/remove, template define/delete, gc, df). Only the
+   * local socket does: image import reads any host path as the daemon (root), and gc/df/image removal and
+   * template configs act across tenants (each template config may start a template container). Without
    * this flag those routes answer `permission_denied` and are left out of the OpenAPI document.
    */
   admin: boolean;

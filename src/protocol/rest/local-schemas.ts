@@ -53,6 +53,19 @@ export const createSandboxBody = z.strictObject({
   env: envRecord.optional(),
   labels: envRecord.optional(),
   persistent: z.boolean().optional(),
+  template: z
+    .string()
+    .min(1)
+    .max(63)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'a template name (see GET /v1/templates)')
+    .optional(),
+});
+
+/** POST /v1/templates (DefineTemplateRequest); the engine checks module names in detail. */
+export const defineTemplateBody = z.strictObject({
+  name: createSandboxBody.shape.template.unwrap(),
+  image: name.optional(),
+  prewarm: z.array(z.string().min(1).max(200)).max(64).optional(),
 });
 
 export const extendBody = z.strictObject({

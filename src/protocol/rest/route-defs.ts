@@ -9,6 +9,7 @@ import {
   buildImageBody,
   codeBody,
   createSandboxBody,
+  defineTemplateBody,
   deleteQuery,
   diffBody,
   execBody,
@@ -87,6 +88,15 @@ const anyObject = z.record(z.string(), z.unknown());
 const sandboxId = z.object({ id: z.string().min(1).max(256).describe('sandbox id or name') });
 const execIds = sandboxId.extend({ execId: z.string().min(1).max(256) });
 const imageName = z.object({ name: z.string().min(1).max(256) });
+const templateName = z.object({ name: z.string().min(1).max(63).describe('template name') });
+export const templateInfoSchema = z.object({
+  name: z.string(),
+  image: z.string(),
+  prewarm: z.array(z.string()),
+  builtin: z.boolean(),
+  createdAt: z.string().nullable(),
+  updatedAt: z.string().nullable(),
+});
 
 const json = (schema: z.ZodType, description: string) => ({
   description,
@@ -138,6 +148,7 @@ const snapshotId = z.object({ id: z.string().min(1).max(256).describe('snapshot 
 const E = ['execs'];
 const F = ['files'];
 const I = ['images'];
+const T = ['templates'];
 const M = ['system'];
 
 /** Every /v1 route, keyed by a stable name the handlers (api-routes.ts) attach to. */
@@ -410,6 +421,32 @@ export const ROUTES = {
     { params: imageName },
     { schema: okSchema },
     I,
+    true,
+  ),
+  listTemplates: def(
+    'get',
+    '/v1/templates',
+    'List template configs (built-in default first)',
+    undefined,
+    { schema: z.array(templateInfoSchema) },
+    T,
+  ),
+  defineTemplate: def(
+    'post',
+    '/v1/templates',
+    'Define or replace a template config: an image and Python modules to pre-import (local socket only)',
+    { body: jsonBody(defineTemplateBody) },
+    { status: 201, schema: templateInfoSchema },
+    T,
+    true,
+  ),
+  deleteTemplate: def(
+    'delete',
+    '/v1/templates/{name}',
+    'Delete a template config; refused while live sandboxes use it (local socket only)',
+    { params: templateName },
+    { schema: z.object({ deleted: z.string() }) },
+    T,
     true,
   ),
   gc: def('post', '/v1/gc', 'Garbage-collect (local socket only)', undefined, { schema: anyObject }, M, true),

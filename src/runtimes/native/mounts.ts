@@ -54,8 +54,10 @@ export function createMounts(sys: Sys) {
      * under the inbox later would not propagate into the sandbox.
      */
     sharedSelfBind(dir: string): void {
-      mkdirSync(dir, { recursive: true, mode: 0o755 });
-      if (!isMountPoint(dir)) sys.mount(dir, dir, null, MS.BIND, null);
+      // A directory we just created cannot be a mount point yet: skip the mountinfo scan, which grows
+      // with every live sandbox (it dominated forks of many children).
+      const fresh = mkdirSync(dir, { recursive: true, mode: 0o755 }) !== undefined;
+      if (fresh || !isMountPoint(dir)) sys.mount(dir, dir, null, MS.BIND, null);
       sys.mount(null, dir, null, MS.SHARED, null);
     },
 

@@ -141,7 +141,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     async createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
       await admission.check(spec.limits.memoryBytes, committed());
       const image = deps.images.require(spec.image);
-      const tpl = await templates.ensure(image);
+      const tpl = await templates.ensure(image, spec.prewarm);
       if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
       const [out] = await spawner.spawn(
         {
@@ -158,6 +158,21 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       if (!out) throw new ForkboxError('internal', 'no result for the new sandbox');
       if (!out.ok) throw out.error;
       return out.handle;
+    },
+
+    async releaseTemplate(imageName: string, prewarm: string[]): Promise<boolean> {
+      let image: ReturnType<typeof deps.images.require>;
+      try {
+        image = deps.images.require(imageName);
+      } catch {
+        return false; // image gone: its templates go with gc / shutdown
+      }
+      const tpl = templates.findDedicated(image, prewarm);
+      // Every sandbox forked from a template lives in its PID 1's pid namespace: never stop one in use.
+      if (!tpl || [...live.values()].some((s) => s.templateId === tpl.id)) return false;
+      await templates.destroy(tpl.id);
+      deps.log.info({ template: tpl.id, image: imageName }, 'template stopped: its config was deleted');
+      return true;
     },
 
     async forkSandbox(source: SandboxRecord, children: ForkChildSpec[], opts): Promise<ForkOutcome> {

@@ -47,6 +47,7 @@ export interface TemplateDeps {
   log: Logger;
   uidRange: UidRange;
   runc: string;
+  /** Modules every template pre-imports, before those of its own config (runtime-wide). */
   prewarm: string[];
   startTimeoutMs?: number;
 }
@@ -116,12 +117,15 @@ export function createTemplates(deps: TemplateDeps) {
   const starting = new Map<string, Promise<TemplateHandle>>();
   let agent: { dir: string; hash: string } | undefined;
 
-  function configKey(image: ImageRecord): string {
+  /** The runtime-wide modules, then the config's, each once: the order the worker imports them in. */
+  function effectivePrewarm(prewarm: readonly string[]): string[] {
+    return [...new Set([...deps.prewarm, ...prewarm])];
+  }
+
+  function configKey(image: ImageRecord, prewarm: string[]): string {
     agent ??= installAgent(paths);
     return createHash('sha256')
-      .update(
-        JSON.stringify({ image: image.id, agent: agent.hash, uid: deps.uidRange, prewarm: deps.prewarm }),
-      )
+      .update(JSON.stringify({ image: image.id, agent: agent.hash, uid: deps.uidRange, prewarm }))
       .digest('hex')
       .slice(0, 24);
   }
@@ -152,7 +156,7 @@ export function createTemplates(deps: TemplateDeps) {
     return { connected };
   }
 
-  async function start(image: ImageRecord, key: string): Promise<TemplateHandle> {
+  async function start(image: ImageRecord, key: string, prewarm: string[]): Promise<TemplateHandle> {
     if (!image.python) {
       throw new ForkboxError(
         'requirement_missing',
@@ -177,7 +181,7 @@ export function createTemplates(deps: TemplateDeps) {
       state: 'starting',
       hostPid: null,
       createdAt: now,
-      runtime: {},
+      runtime: { prewarm },
     };
     store.insertTemplate(rec);
     try {
@@ -191,7 +195,7 @@ export function createTemplates(deps: TemplateDeps) {
         env: image.env,
         uidRange: deps.uidRange,
         cgroupsPath: paths.templateCgroup(id),
-        prewarm: deps.prewarm,
+        prewarm,
       });
       writeFileSync(join(paths.templateBundle(id), 'config.json'), JSON.stringify(spec, null, 2));
       const h: TemplateHandle = {
@@ -238,7 +242,7 @@ export function createTemplates(deps: TemplateDeps) {
       store.updateTemplate(id, {
         state: 'running',
         hostPid: h.hostPid,
-        runtime: { startTime: h.startTime, agent: agent.hash },
+        runtime: { startTime: h.startTime, agent: agent.hash, prewarm },
       });
       handles.set(id, h);
       log.info({ template: id, image: image.name, pid: h.hostPid }, 'template started');
@@ -267,9 +271,13 @@ export function createTemplates(deps: TemplateDeps) {
   }
 
   return {
-    /** A running template for this image (started on first use). */
-    async ensure(image: ImageRecord): Promise<TemplateHandle> {
-      const key = configKey(image);
+    /**
+     * A running template for this image whose worker pre-imported `prewarm` (started on first use).
+     * A module that fails to import does not fail the template: the worker logs it and carries on.
+     */
+    async ensure(image: ImageRecord, prewarm: readonly string[] = []): Promise<TemplateHandle> {
+      const modules = effectivePrewarm(prewarm);
+      const key = configKey(image, modules);
       for (const h of handles.values()) {
         if (
           h.image === image.name &&
@@ -287,7 +295,7 @@ export function createTemplates(deps: TemplateDeps) {
       }
       let p = starting.get(key);
       if (!p) {
-        p = start(image, key).finally(() => starting.delete(key));
+        p = start(image, key, modules).finally(() => starting.delete(key));
         starting.set(key, p);
       }
       return p;
@@ -295,6 +303,17 @@ export function createTemplates(deps: TemplateDeps) {
 
     get(id: string): TemplateHandle | undefined {
       return handles.get(id);
+    },
+
+    /**
+     * The running template of (image, prewarm), without starting one; null when there is none or when
+     * it is also the image's default template (its config adds nothing to the runtime-wide modules).
+     */
+    findDedicated(image: ImageRecord, prewarm: readonly string[]): TemplateHandle | null {
+      const key = configKey(image, effectivePrewarm(prewarm));
+      if (key === configKey(image, effectivePrewarm([]))) return null;
+      for (const h of handles.values()) if (store.getTemplate(h.id)?.configKey === key) return h;
+      return null;
     },
 
     /** After a daemon restart: re-listen for running templates' agents; stop records whose process is gone. */

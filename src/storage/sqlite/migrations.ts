@@ -132,6 +132,20 @@ CREATE TABLE snapshots (
 CREATE UNIQUE INDEX snapshots_tenant_name ON snapshots(tenant, name);
 `,
   },
+  {
+    version: 4,
+    name: 'template configs',
+    sql: `
+-- Named template configs (image + modules to pre-import). The built-in 'default' is not stored.
+CREATE TABLE template_configs (
+  name       TEXT PRIMARY KEY,
+  image      TEXT NOT NULL,
+  prewarm    TEXT NOT NULL DEFAULT '[]',
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

@@ -8,6 +8,7 @@ import { applyMigrations } from './migrations.ts';
 import { createSandboxQueries, createTemplateQueries } from './sandbox-queries.ts';
 import { createSnapshotQueries } from './snapshot-queries.ts';
 import { mapSqliteError } from './sqlite-errors.ts';
+import { createTemplateConfigQueries } from './template-config-queries.ts';
 import type { OpenSqliteStoreOptions, SqliteStore } from './types.ts';
 
 /**
@@ -72,6 +73,7 @@ export function openSqliteStore(opts: OpenSqliteStoreOptions): SqliteStore {
     ...createExecQueries(db, now),
     ...createLayerQueries(db),
     ...createSnapshotQueries(db),
+    ...createTemplateConfigQueries(db),
     close() {
       // Idempotent: shutdown paths may close twice (signal handler + normal exit).
       if (db.open) db.close();

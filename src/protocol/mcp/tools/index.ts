@@ -32,6 +32,9 @@ import { snapshotGet } from './snapshot-get.ts';
 import { snapshotList } from './snapshot-list.ts';
 import { snapshotRestore } from './snapshot-restore.ts';
 import { systemStatus } from './system-status.ts';
+import { templateDefine } from './template-define.ts';
+import { templateDelete } from './template-delete.ts';
+import { templateList } from './template-list.ts';
 import { waitForText } from './wait-for-text.ts';
 
 export const CANONICAL_TOOLS: readonly ToolDef[] = [
@@ -68,4 +71,7 @@ export const CANONICAL_TOOLS: readonly ToolDef[] = [
   waitForText,
   systemStatus,
   imageList,
+  templateList,
+  templateDefine,
+  templateDelete,
 ];

@@ -41,6 +41,13 @@ export const sandboxCreate = defineTool({
       .boolean()
       .optional()
       .describe('Keep the sandbox after this connection/session ends (default false).'),
+    template: z
+      .string()
+      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/)
+      .optional()
+      .describe(
+        "Template to start from (see template_list; default 'default'): its image, with its Python modules already imported in the REPL. Give `image` only if it is the template's.",
+      ),
   }),
   output: sandboxShape,
   async run(a, { api }) {
@@ -53,6 +60,7 @@ export const sandboxCreate = defineTool({
     if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
     if (a.env !== undefined) req.env = a.env;
     if (a.labels !== undefined) req.labels = a.labels;
+    if (a.template !== undefined) req.template = a.template;
     // The engine ties a non-persistent sandbox to the caller's client session (when there is one).
     if (a.persistent === true) req.persistent = true;
     return { structured: sandboxOut(await api.createSandbox(req)) };

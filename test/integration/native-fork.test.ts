@@ -4,7 +4,7 @@
  * and from each other, reseed their RNGs, fork again, and outlive a killed source.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxError } from '../../src/domain/errors.ts';

@@ -4,8 +4,6 @@
  * the live copy is gone a restore brings back files only and says so; layers are freed at the end.
  */
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxError } from '../../src/domain/errors.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';

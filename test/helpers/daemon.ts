@@ -1,0 +1,65 @@
+/**
+ * A real `forkbox serve` child process for integration tests: started on a state dir with a TCP
+ * listener on a free loopback port, stopped with SIGTERM, and its state dir emptied (templates outlive
+ * the daemon by design) and checked for leftover mounts.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openEngine } from '../../src/composition.ts';
+import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import { quietLog } from './native.ts';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ServedDaemon {
+  child: ChildProcess;
+  /** `http://127.0.0.1:<port>` of its TCP listener. */
+  url: string;
+  log(): string;
+}
+
+/** Start `forkbox serve --listen 127.0.0.1:0 …` and resolve once its listener reports its URL. */
+export async function startServe(stateDir: string, extraArgs: string[] = []): Promise<ServedDaemon> {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'serve', '--listen', '127.0.0.1:0', ...extraArgs],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let log = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`daemon did not listen:\n${log}`)), 30_000);
+    child.stderr?.on('data', (d: Buffer) => {
+      log += d.toString();
+      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(log);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`daemon exited ${code}:\n${log}`)));
+  });
+  return { child, url, log: () => log };
+}
+
+/** SIGTERM the daemon (SIGKILL after 20 s), then kill what it left in the state dir and remove it. */
+export async function stopServeAndClean(
+  daemon: ChildProcess | undefined,
+  stateDir: string | undefined,
+): Promise<void> {
+  if (daemon && daemon.exitCode === null) {
+    const exited = new Promise((r) => daemon.once('exit', r));
+    daemon.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
+    if (daemon.exitCode === null) daemon.kill('SIGKILL');
+  }
+  if (stateDir) {
+    const opened = await openEngine({ stateDir, log: quietLog() });
+    await opened.close({ killSandboxes: true });
+    const left = mountsUnder(stateDir);
+    rmSync(stateDir, { recursive: true, force: true });
+    assert.deepEqual(left, [], 'nothing left mounted under the state dir');
+  }
+}

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxError } from '../../src/domain/errors.ts';
 import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import { MAX_FORK_DEPTH } from '../../src/runtimes/native/native-runtime.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { type NativeFixture, nativeUnavailable, openNative, snapshotLayers } from '../helpers/native.ts';
 
@@ -127,6 +128,34 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     assert.equal(existsSync(join(fx.stateDir, 'sandboxes', src)), false);
     assert.deepEqual(snapshotLayers(fx.stateDir), [], 'snapshot layers are freed when nothing uses them');
     assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(src), false);
+  });
+
+  it('forks down to the pid-namespace depth limit, then falls back to files only and says so', async () => {
+    const root = (await api.createSandbox({ memoryMb: 128 })).id;
+    await py(root, 'lineage = 0');
+    await sh(root, 'echo root-file > /root/mark.txt');
+    let cur = root;
+    for (let depth = 1; depth < MAX_FORK_DEPTH; depth++) {
+      const r = await api.forkSandbox(cur, { n: 1 });
+      assert.equal(r.carried.pythonState, true, `depth ${depth}`);
+      cur = r.children[0]?.sandbox?.id ?? '';
+      assert.equal((await api.getSandbox(cur)).depth, depth);
+      await py(cur, 'lineage += 1');
+    }
+    assert.equal(
+      (await py(cur, 'lineage')).value,
+      String(MAX_FORK_DEPTH - 1),
+      'Python state carried all the way',
+    );
+    const last = await api.forkSandbox(cur, { n: 1 });
+    assert.equal(last.carried.pythonState, false);
+    assert.match(last.notCarried[0] ?? '', /depth limit/);
+    const leaf = last.children[0]?.sandbox?.id ?? '';
+    assert.ok(last.children[0]?.ok, JSON.stringify(last.children[0]));
+    assert.equal(await sh(leaf, 'cat /root/mark.txt'), 'root-file\n', 'files carried');
+    assert.equal((await api.runCode(leaf, { code: 'lineage' })).ok, false, 'a fresh REPL');
+    await api.killSandbox(root, { cascade: true });
+    assert.equal((await api.getSandbox(leaf)).state, 'killed');
   });
 
   it('refuses bad forks clearly and leaves nothing half-made', async () => {

@@ -140,6 +140,33 @@ describe('native sandbox isolation', { skip: skip ?? false }, () => {
     assert.equal((await sh(b, 'echo alive')).stdout, 'alive\n');
   });
 
+  it('has a seccomp allow list: risky system calls fail, nested user namespaces are refused', async () => {
+    const script = [
+      'import ctypes, errno',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'def call(nr, *args):',
+      '    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])',
+      '    return errno.errorcode.get(ctypes.get_errno(), "ok") if r == -1 else "ok"',
+      // x86_64 numbers: io_uring_setup 425, bpf 321, keyctl 250, userfaultfd 323, perf_event_open 298,
+      // unshare 272 (CLONE_NEWUSER = 0x10000000), kexec_load 246
+      'print(call(425, 1, 0), call(321, 0, 0, 0), call(250, 0), call(323, 0), call(298, 0, 0, 0, 0, 0), call(246, 0, 0, 0, 0))',
+      'print(call(272, 0x10000000))',
+    ].join('\n');
+    const r = await api.exec(a, { argv: ['python3', '-c', script] });
+    assert.equal(r.exitCode, 0, r.stderr);
+    const [risky, userns] = r.stdout.trim().split('\n');
+    assert.equal(risky, 'ENOSYS ENOSYS ENOSYS ENOSYS ENOSYS ENOSYS');
+    assert.equal(userns, 'EPERM');
+    const seccomp = await sh(a, 'grep Seccomp: /proc/self/status');
+    assert.match(seccomp.stdout, /Seccomp:\s*2/);
+    // Ordinary work still runs under the filter: threads, subprocesses, sockets, git.
+    const work = await sh(
+      a,
+      'python3 -c \'import threading, subprocess, socket; t = threading.Thread(target=print, args=(1,)); t.start(); t.join(); s = socket.socket(); s.close(); print(subprocess.run(["true"]).returncode)\' && git --version >/dev/null && echo fine',
+    );
+    assert.equal(work.stdout, '1\n0\nfine\n', work.stderr);
+  });
+
   it('cannot plant a symlink where the host chmods, chowns or mounts', async () => {
     const before = statSync('/etc/passwd');
     const r = await sh(

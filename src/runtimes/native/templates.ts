@@ -28,6 +28,9 @@ import type { Mounts } from './mounts.ts';
 import { templateOciSpec, type UidRange } from './oci-spec.ts';
 import type { NativePaths } from './paths.ts';
 import { isAlive, procStartTime, setOomScoreAdj } from './proc.ts';
+import { seccompProfile } from './seccomp.ts';
+
+const SECCOMP_KEY = createHash('sha256').update(JSON.stringify(seccompProfile())).digest('hex').slice(0, 12);
 
 export interface TemplateHandle {
   id: string;
@@ -124,10 +127,22 @@ export function createTemplates(deps: TemplateDeps) {
 
   function configKey(image: ImageRecord, prewarm: string[]): string {
     agent ??= installAgent(paths);
-    return createHash('sha256')
-      .update(JSON.stringify({ image: image.id, agent: agent.hash, uid: deps.uidRange, prewarm }))
-      .digest('hex')
-      .slice(0, 24);
+    return (
+      createHash('sha256')
+        // The security profile is part of the key: a template started under an older seccomp profile is
+        // not reused for new sandboxes.
+        .update(
+          JSON.stringify({
+            image: image.id,
+            agent: agent.hash,
+            uid: deps.uidRange,
+            prewarm,
+            seccomp: SECCOMP_KEY,
+          }),
+        )
+        .digest('hex')
+        .slice(0, 24)
+    );
   }
 
   /** Listen on the template's control socket; each (re)connection becomes the template's connection. */

@@ -10,7 +10,10 @@ export interface GlobalOptions {
 export interface CliContext {
   globals(): GlobalOptions;
   out(): Output;
-  /** A client of the daemon owning the state dir, starting the daemon when absent and allowed. */
+  /**
+   * A client of the daemon: the remote one at --url / FORKBOX_URL, else the one owning the state dir
+   * (started when absent and allowed).
+   */
   api(): Promise<ForkboxApi>;
   /** The process exit code once the command returns (default 0). */
   setExitCode(code: number): void;

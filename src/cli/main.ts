@@ -1,8 +1,9 @@
 /** The `forkbox` CLI: the program, its global options, and the wiring of every command. */
 import { Command } from 'commander';
 import { pino } from 'pino';
+import { ForkboxError } from '../domain/errors.ts';
 import type { ForkboxApi } from '../service/api.ts';
-import type { DaemonClient } from '../transports/daemon-client.ts';
+import { createDaemonClient, type DaemonClient } from '../transports/daemon-client.ts';
 import { connectOrStartDaemon } from '../transports/daemon-launcher.ts';
 import { VERSION } from '../version.ts';
 import * as cp from './commands/cp.ts';
@@ -29,6 +30,7 @@ import * as templates from './commands/templates.ts';
 import { defaultStateDir } from './config.ts';
 import type { CliContext, GlobalOptions } from './context.ts';
 import { createOutput, type Output } from './output.ts';
+import { resolveRemote } from './remote.ts';
 
 const COMMANDS = [
   serve,
@@ -60,10 +62,31 @@ export function buildProgram(ctx: CliContext): Command {
     .version(VERSION, '-V, --version')
     .option('--state-dir <dir>', 'state directory (env FORKBOX_STATE_DIR)', defaultStateDir())
     .option('--json', 'machine-readable output on stdout')
+    .option('--url <url>', "a remote daemon's listener, e.g. http://host:7777 (env FORKBOX_URL)")
+    // No --token option: an argv value is readable by every local user through ps.
+    .option('--token-file <file>', 'file holding the bearer token for --url (else env FORKBOX_TOKEN)')
     // Throw instead of process.exit() so main() maps every failure to one exit code in one place.
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)');
   for (const c of COMMANDS) c.register(program, ctx);
+  program.hook('preAction', (_program, action) => {
+    let top = action;
+    while (top.parent && top.parent !== program) top = top.parent;
+    const o = program.opts<{ url?: string; tokenFile?: string }>();
+    // Commander gives a global option precedence even after the subcommand, so `serve --token-file F`
+    // (the daemon's tenants file) lands here: hand it back to serve, which never talks to a daemon.
+    if (top.name() === 'serve' && o.tokenFile !== undefined) {
+      if (top.getOptionValue('tokenFile') === undefined) top.setOptionValue('tokenFile', o.tokenFile);
+      program.setOptionValue('tokenFile', undefined);
+    }
+    // The stdio MCP server holds a daemon session, which only the local socket serves.
+    if (top.name() === 'mcp' && resolveRemote(o) !== undefined) {
+      throw new ForkboxError(
+        'invalid_argument',
+        "'forkbox mcp' serves the local daemon over stdio and does not go through --url / FORKBOX_URL. Point the MCP client at URL/mcp with the bearer token instead, or unset FORKBOX_URL.",
+      );
+    }
+  });
   return program;
 }
 
@@ -85,6 +108,12 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     },
     async api(): Promise<ForkboxApi> {
       if (!client) {
+        const remote = resolveRemote(program.opts<{ url?: string; tokenFile?: string }>());
+        if (remote) {
+          // Remote mode: never start a local daemon nor touch the local state dir.
+          client = createDaemonClient({ url: remote.url, token: remote.token });
+          return client;
+        }
         // Only warnings by default: the CLI's stderr is for the command's own output and notes.
         const log = pino({ level: process.env.FORKBOX_LOG_LEVEL ?? 'warn' }, pino.destination(2));
         client = await connectOrStartDaemon({ stateDir: globals().stateDir, log, allowStart: true });

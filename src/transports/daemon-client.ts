@@ -1,11 +1,11 @@
 /**
- * ForkboxApi over the daemon's local API (protocol/rest/local-app.ts) on its Unix socket. Errors come back
- * as the same ForkboxError codes the engine threw; streaming calls (exec output, image progress) read NDJSON.
+ * ForkboxApi over the daemon's /v1 API: the local API (protocol/rest/local-app.ts) on its Unix socket,
+ * or the same routes on the TCP listener of `forkbox serve --listen` given a base URL and a bearer
+ * token (daemon-endpoint.ts). Errors come back as the same ForkboxError codes the engine threw;
+ * streaming calls (exec output, image progress) read NDJSON.
  */
 
-import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { Agent, type ClientRequest, request } from 'node:http';
 import { ForkboxError, isForkboxError } from '../domain/errors.ts';
 import type { ExecRecord, ImageRecord } from '../domain/types.ts';
 import { fromErrorBody } from '../protocol/rest/errors.ts';
@@ -13,9 +13,13 @@ import { SESSION_HEADER } from '../protocol/rest/local-app.ts';
 import { FILE_SIZE_HEADER, NDJSON } from '../protocol/rest/local-schemas.ts';
 import type { ExecOutcome, ForkboxApi, ProgressEvent } from '../service/api.ts';
 import type { ExecOutputChunk } from '../service/ports.ts';
+import { createTransport, type DaemonEndpoint, parseDaemonUrl } from './daemon-endpoint.ts';
+import { type ClientSession, openSession } from './daemon-session.ts';
 
 export interface DaemonClient extends ForkboxApi {
-  readonly socketPath: string;
+  /** The socket path, or the base URL for a remote daemon (for messages). */
+  readonly target: string;
+  readonly endpoint: DaemonEndpoint;
   /** Is the daemon answering /healthz? Never throws. */
   health(timeoutMs?: number): Promise<boolean>;
   /** Drop idle keep-alive connections. */
@@ -26,14 +30,11 @@ export interface DaemonClient extends ForkboxApi {
    * are killed by the daemon shortly after the session ends (close(), process exit, crash).
    */
   openSession(): Promise<ClientSession>;
-  /** This client, with every request acting in the session `id`. */
+  /** This client, with every request acting in the session `id`. Sessions are socket-only. */
   withSession(id: string): DaemonClient;
 }
 
-export interface ClientSession {
-  readonly id: string;
-  close(): void;
-}
+export type { ClientSession } from './daemon-session.ts';
 
 interface Req {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -59,19 +60,30 @@ function buildPath(path: string, query: Req['query']): string {
 
 const seg = (s: string) => encodeURIComponent(s);
 
-export function createDaemonClient(opts: { socketPath: string; session?: string }): DaemonClient {
-  const { socketPath } = opts;
-  // Keep-alive: a CLI command or the stdio MCP server makes many small calls; reconnecting each time costs.
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+export type DaemonClientOptions =
+  | { socketPath: string; session?: string }
+  /** A remote daemon's TCP listener: `url` as for --url (http/https), `token` sent as a bearer token. */
+  | { url: string | URL; token?: string | undefined };
 
-  const unavailable = (e: NodeJS.ErrnoException) =>
-    new ForkboxError(
-      'unavailable',
-      e.code === 'ENOENT' || e.code === 'ECONNREFUSED'
-        ? `the forkbox daemon is not running (nothing answers on ${socketPath}). Start it with 'sudo forkbox serve'.`
-        : `lost the connection to the forkbox daemon on ${socketPath} (${e.code ?? e.message}). Check its log (daemon.log in the state dir) and retry.`,
-      { socketPath, cause: e.code ?? e.message },
-    );
+const sessionsNeedSocket = (target: string) =>
+  new ForkboxError(
+    'invalid_argument',
+    `client sessions are only served on the daemon's local socket, not over ${target}. Run 'forkbox mcp' on the daemon's host, or point an MCP client at ${target}/mcp.`,
+  );
+
+export function createDaemonClient(opts: DaemonClientOptions): DaemonClient {
+  const endpoint: DaemonEndpoint =
+    'socketPath' in opts
+      ? { kind: 'socket', socketPath: opts.socketPath }
+      : {
+          kind: 'url',
+          url: typeof opts.url === 'string' ? parseDaemonUrl(opts.url) : opts.url,
+          token: opts.token,
+        };
+  const session = 'session' in opts ? opts.session : undefined;
+  const transport = createTransport(endpoint);
+  const { unavailable } = transport;
+  const httpError = (status: number, body: unknown) => transport.refine(fromErrorBody(status, body), status);
 
   function send(r: Req): Promise<{ res: IncomingMessage; body: Buffer }> {
     return new Promise((resolve, reject) => {
@@ -86,57 +98,54 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
       }
       if (payload) headers['content-length'] = String(payload.length);
       if (r.ndjson) headers.accept = NDJSON;
-      if (opts.session !== undefined) headers[SESSION_HEADER] = opts.session;
-      const req = request(
-        { socketPath, agent, method: r.method, path: buildPath(r.path, r.query), headers },
-        (res) => {
-          const isStream =
-            r.ndjson && res.statusCode === 200 && (res.headers['content-type'] ?? '').includes(NDJSON);
-          const parts: Buffer[] = [];
-          let pending = '';
-          let failed = false;
-          // One NDJSON line to the caller; a malformed line (or a throwing callback) ends the call.
-          const feed = (line: string): boolean => {
-            if (failed) return false;
-            if (line.trim() === '') return true;
-            try {
-              r.ndjson?.(JSON.parse(line) as Record<string, unknown>);
-              return true;
-            } catch (e) {
-              failed = true;
-              res.destroy();
-              reject(
-                isForkboxError(e)
-                  ? e
-                  : new ForkboxError(
-                      'internal',
-                      `bad streamed line from the forkbox daemon: ${(e as Error).message}`,
-                    ),
-              );
-              return false;
-            }
-          };
-          res.on('data', (d: Buffer) => {
-            if (!isStream || !r.ndjson) {
-              parts.push(d);
-              return;
-            }
-            pending += d.toString('utf8');
-            let nl = pending.indexOf('\n');
-            while (nl >= 0) {
-              const line = pending.slice(0, nl);
-              pending = pending.slice(nl + 1);
-              if (!feed(line)) return;
-              nl = pending.indexOf('\n');
-            }
-          });
-          res.on('end', () => {
-            if (isStream && !feed(pending)) return;
-            resolve({ res, body: Buffer.concat(parts) });
-          });
-          res.on('error', (e) => reject(unavailable(e)));
-        },
-      );
+      if (session !== undefined) headers[SESSION_HEADER] = session;
+      const req = transport.request(r.method, buildPath(r.path, r.query), headers, (res) => {
+        const isStream =
+          r.ndjson && res.statusCode === 200 && (res.headers['content-type'] ?? '').includes(NDJSON);
+        const parts: Buffer[] = [];
+        let pending = '';
+        let failed = false;
+        // One NDJSON line to the caller; a malformed line (or a throwing callback) ends the call.
+        const feed = (line: string): boolean => {
+          if (failed) return false;
+          if (line.trim() === '') return true;
+          try {
+            r.ndjson?.(JSON.parse(line) as Record<string, unknown>);
+            return true;
+          } catch (e) {
+            failed = true;
+            res.destroy();
+            reject(
+              isForkboxError(e)
+                ? e
+                : new ForkboxError(
+                    'internal',
+                    `bad streamed line from the forkbox daemon: ${(e as Error).message}`,
+                  ),
+            );
+            return false;
+          }
+        };
+        res.on('data', (d: Buffer) => {
+          if (!isStream || !r.ndjson) {
+            parts.push(d);
+            return;
+          }
+          pending += d.toString('utf8');
+          let nl = pending.indexOf('\n');
+          while (nl >= 0) {
+            const line = pending.slice(0, nl);
+            pending = pending.slice(nl + 1);
+            if (!feed(line)) return;
+            nl = pending.indexOf('\n');
+          }
+        });
+        res.on('end', () => {
+          if (isStream && !feed(pending)) return;
+          resolve({ res, body: Buffer.concat(parts) });
+        });
+        res.on('error', (e) => reject(unavailable(e)));
+      });
       if (r.timeoutMs !== undefined) {
         req.setTimeout(r.timeoutMs, () =>
           req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })),
@@ -156,7 +165,7 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
     } catch {
       parsed = undefined;
     }
-    if (status < 200 || status >= 300) throw fromErrorBody(status, parsed);
+    if (status < 200 || status >= 300) throw httpError(status, parsed);
     return parsed as T;
   }
 
@@ -190,7 +199,8 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
   };
 
   const client: DaemonClient = {
-    socketPath,
+    target: transport.target,
+    endpoint,
     async health(timeoutMs = 1000) {
       try {
         await call({ method: 'GET', path: '/healthz', timeoutMs });
@@ -199,9 +209,15 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
         return false;
       }
     },
-    close: () => agent.destroy(),
-    openSession: () => openSession(socketPath),
-    withSession: (id) => createDaemonClient({ socketPath, session: id }),
+    close: () => transport.destroy(),
+    openSession: () =>
+      endpoint.kind === 'socket'
+        ? openSession(endpoint.socketPath)
+        : Promise.reject(sessionsNeedSocket(transport.target)),
+    withSession(id) {
+      if (endpoint.kind !== 'socket') throw sessionsNeedSocket(transport.target);
+      return createDaemonClient({ socketPath: endpoint.socketPath, session: id });
+    },
 
     status: () => call({ method: 'GET', path: '/v1/system' }),
     createSandbox: (req) => call({ method: 'POST', path: '/v1/sandboxes', json: req }),
@@ -276,7 +292,7 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
         try {
           parsed = JSON.parse(body.toString('utf8'));
         } catch {}
-        throw fromErrorBody(status, parsed);
+        throw httpError(status, parsed);
       }
       const size = Number(res.headers[FILE_SIZE_HEADER] ?? body.length);
       return { data: body, size };
@@ -328,77 +344,4 @@ export function createDaemonClient(opts: { socketPath: string; session?: string 
     df: () => call({ method: 'GET', path: '/v1/df' }),
   };
   return client;
-}
-
-/**
- * Hold `POST /v1/sessions/<id>/attach` open for the life of the session. The first attach must
- * succeed; after that, a dropped connection (daemon restart) is re-attached with backoff, within the
- * daemon's re-attach window, so the session's sandboxes survive the restart.
- */
-function openSession(socketPath: string): Promise<ClientSession> {
-  const id = randomBytes(16).toString('hex');
-  let closed = false;
-  let current: ClientRequest | null = null;
-  const attach = (onFirst?: (e: Error | null) => void): void => {
-    let firstDone = false;
-    const first = (e: Error | null) => {
-      if (!firstDone) {
-        firstDone = true;
-        onFirst?.(e);
-      }
-    };
-    const retry = (delay: number) => {
-      if (closed) return;
-      const t = setTimeout(() => attach(), delay);
-      t.unref();
-    };
-    const req = request(
-      { socketPath, method: 'POST', path: `/v1/sessions/${id}/attach`, agent: false },
-      (res) => {
-        if (res.statusCode !== 200) {
-          res.resume();
-          first(new ForkboxError('unavailable', `the daemon refused the session (HTTP ${res.statusCode}).`));
-          return;
-        }
-        res.once('data', () => {
-          // Attached: from now on the session must not keep a CLI process alive on its own.
-          res.socket.unref();
-          first(null);
-        });
-        res.on('data', () => undefined);
-        res.on('close', () => {
-          if (!firstDone) first(new ForkboxError('unavailable', 'the daemon closed the session at once.'));
-          else retry(250);
-        });
-      },
-    );
-    req.on('error', (e: NodeJS.ErrnoException) => {
-      if (!firstDone) {
-        first(
-          new ForkboxError(
-            'unavailable',
-            `cannot open a session with the forkbox daemon on ${socketPath}: ${e.code ?? e.message}`,
-          ),
-        );
-      } else retry(500);
-    });
-    req.end();
-    current = req;
-  };
-  return new Promise((resolve, reject) => {
-    attach((e) => {
-      if (e) {
-        closed = true;
-        reject(e);
-        return;
-      }
-      resolve({
-        id,
-        close() {
-          closed = true;
-          current?.destroy();
-        },
-      });
-    });
-  });
 }

@@ -1,0 +1,82 @@
+/** A client session with the daemon over its Unix socket (see DaemonClient.openSession). */
+import { randomBytes } from 'node:crypto';
+import { type ClientRequest, request } from 'node:http';
+import { ForkboxError } from '../domain/errors.ts';
+
+export interface ClientSession {
+  readonly id: string;
+  close(): void;
+}
+
+/**
+ * Hold `POST /v1/sessions/<id>/attach` open for the life of the session. The first attach must
+ * succeed; after that, a dropped connection (daemon restart) is re-attached with backoff, within the
+ * daemon's re-attach window, so the session's sandboxes survive the restart.
+ */
+export function openSession(socketPath: string): Promise<ClientSession> {
+  const id = randomBytes(16).toString('hex');
+  let closed = false;
+  let current: ClientRequest | null = null;
+  const attach = (onFirst?: (e: Error | null) => void): void => {
+    let firstDone = false;
+    const first = (e: Error | null) => {
+      if (!firstDone) {
+        firstDone = true;
+        onFirst?.(e);
+      }
+    };
+    const retry = (delay: number) => {
+      if (closed) return;
+      const t = setTimeout(() => attach(), delay);
+      t.unref();
+    };
+    const req = request(
+      { socketPath, method: 'POST', path: `/v1/sessions/${id}/attach`, agent: false },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          first(new ForkboxError('unavailable', `the daemon refused the session (HTTP ${res.statusCode}).`));
+          return;
+        }
+        res.once('data', () => {
+          // Attached: from now on the session must not keep a CLI process alive on its own.
+          res.socket.unref();
+          first(null);
+        });
+        res.on('data', () => undefined);
+        res.on('close', () => {
+          if (!firstDone) first(new ForkboxError('unavailable', 'the daemon closed the session at once.'));
+          else retry(250);
+        });
+      },
+    );
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      if (!firstDone) {
+        first(
+          new ForkboxError(
+            'unavailable',
+            `cannot open a session with the forkbox daemon on ${socketPath}: ${e.code ?? e.message}`,
+          ),
+        );
+      } else retry(500);
+    });
+    req.end();
+    current = req;
+  };
+  return new Promise((resolve, reject) => {
+    attach((e) => {
+      if (e) {
+        closed = true;
+        reject(e);
+        return;
+      }
+      resolve({
+        id,
+        close() {
+          closed = true;
+          current?.destroy();
+        },
+      });
+    });
+  });
+}

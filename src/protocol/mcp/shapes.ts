@@ -1,7 +1,7 @@
 /** Output shapes shared by several tools (snake_case, like the inputs), and the API → shape mappers. */
 import { z } from 'zod';
 import type { ExecRecord } from '../../domain/types.ts';
-import type { SandboxInfo } from '../../service/api.ts';
+import type { ForkResult, SandboxInfo } from '../../service/api.ts';
 
 const MiB = 1024 * 1024;
 
@@ -91,5 +91,33 @@ export function execOut(e: ExecRecord): z.input<typeof execShape> {
     oom_killed: e.oomKilled,
     started_at: new Date(e.startedAt).toISOString(),
     ended_at: e.endedAt === null ? null : new Date(e.endedAt).toISOString(),
+  };
+}
+
+/** What a fork or a snapshot restore carried into its new sandboxes, and each one's outcome. */
+export const carriedShape = z.object({
+  filesystem: z.boolean(),
+  python_state: z.boolean(),
+  environment: z.boolean(),
+});
+export const forkChildShape = z.object({
+  ok: z.boolean(),
+  sandbox: sandboxShape.optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+
+export function forkOutcomeOut(r: ForkResult) {
+  return {
+    carried: {
+      filesystem: r.carried.filesystem,
+      python_state: r.carried.pythonState,
+      environment: r.carried.environment,
+    },
+    not_carried: r.notCarried,
+    children: r.children.map((c) => ({
+      ok: c.ok,
+      ...(c.sandbox ? { sandbox: sandboxOut(c.sandbox) } : {}),
+      ...(c.error ? { error: c.error } : {}),
+    })),
   };
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ForkRequest } from '../../../service/api.ts';
-import { sandboxOut, sandboxShape } from '../shapes.ts';
+import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
 import { defineTool, envArg, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const sandboxFork = defineTool({
@@ -43,15 +43,9 @@ export const sandboxFork = defineTool({
     snapshot_ms: z.number(),
     driver: z.string().describe('Storage driver that froze the files (btrfs or copy).'),
     duration_ms: z.number(),
-    carried: z.object({ filesystem: z.boolean(), python_state: z.boolean(), environment: z.boolean() }),
+    carried: carriedShape,
     not_carried: z.array(z.string()),
-    children: z.array(
-      z.object({
-        ok: z.boolean(),
-        sandbox: sandboxShape.optional(),
-        error: z.object({ code: z.string(), message: z.string() }).optional(),
-      }),
-    ),
+    children: z.array(forkChildShape),
   }),
   async run(a, { api, sandbox }) {
     const req: ForkRequest = {};
@@ -69,17 +63,7 @@ export const sandboxFork = defineTool({
         snapshot_ms: r.snapshotMs,
         driver: r.driver,
         duration_ms: r.durationMs,
-        carried: {
-          filesystem: r.carried.filesystem,
-          python_state: r.carried.pythonState,
-          environment: r.carried.environment,
-        },
-        not_carried: r.notCarried,
-        children: r.children.map((c) => ({
-          ok: c.ok,
-          ...(c.sandbox ? { sandbox: sandboxOut(c.sandbox) } : {}),
-          ...(c.error ? { error: c.error } : {}),
-        })),
+        ...forkOutcomeOut(r),
       },
     };
   },

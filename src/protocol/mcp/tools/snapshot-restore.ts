@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ForkRequest } from '../../../service/api.ts';
-import { sandboxOut, sandboxShape } from '../shapes.ts';
+import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
 import { snapshotArg } from '../snapshot-shapes.ts';
 import { defineTool, HINTS } from '../tool-kit.ts';
 
@@ -27,15 +27,9 @@ export const snapshotRestore = defineTool({
   }),
   output: z.object({
     snapshot: z.string(),
-    carried: z.object({ filesystem: z.boolean(), python_state: z.boolean(), environment: z.boolean() }),
+    carried: carriedShape,
     not_carried: z.array(z.string()),
-    sandboxes: z.array(
-      z.object({
-        ok: z.boolean(),
-        sandbox: sandboxShape.optional(),
-        error: z.object({ code: z.string(), message: z.string() }).optional(),
-      }),
-    ),
+    sandboxes: z.array(forkChildShape),
   }),
   async run(a, { api }) {
     const req: ForkRequest = {};
@@ -44,21 +38,7 @@ export const snapshotRestore = defineTool({
     if (a.memory_mb !== undefined) req.memoryMb = a.memory_mb;
     if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
     const r = await api.restoreSnapshot(a.snapshot, req);
-    return {
-      structured: {
-        snapshot: r.source,
-        carried: {
-          filesystem: r.carried.filesystem,
-          python_state: r.carried.pythonState,
-          environment: r.carried.environment,
-        },
-        not_carried: r.notCarried,
-        sandboxes: r.children.map((c) => ({
-          ok: c.ok,
-          ...(c.sandbox ? { sandbox: sandboxOut(c.sandbox) } : {}),
-          ...(c.error ? { error: c.error } : {}),
-        })),
-      },
-    };
+    const { children, ...outcome } = forkOutcomeOut(r);
+    return { structured: { snapshot: r.source, ...outcome, sandboxes: children } };
   },
 });

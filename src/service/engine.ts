@@ -230,7 +230,7 @@ export function createEngine(deps: EngineDeps): Engine {
     }
   }
 
-  const { nsParentOf, kill, killTree, fork, merge } = createLineage({
+  const { kill, killTree, fork, merge } = createLineage({
     store,
     runtime,
     log,

@@ -9,6 +9,7 @@ import { createImageStore } from './images/index.ts';
 import { openStorage, type StorageMode } from './runtimes/native/btrfs-storage.ts';
 import { detectCgroups } from './runtimes/native/cgroups/index.ts';
 import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
+import { type InboxFs, openInboxFs } from './runtimes/native/inbox-fs.ts';
 import { createInboxHub } from './runtimes/native/inbox-hub.ts';
 import { createMounts } from './runtimes/native/mounts.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
@@ -77,6 +78,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
   const lockFd = lockStateDir(stateDir, sys);
   const store = openSqliteStore({ path: join(stateDir, 'forkbox.db') });
   let storage: ReturnType<typeof openStorage> | null = null;
+  let inboxFs: InboxFs | null = null;
   try {
     const uidRange = { hostStart: 100000, size: 65536 };
     const paths = nativePaths(stateDir);
@@ -85,6 +87,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     const images = createImageStore({ stateDir, uidShift: uidRange, log: (m) => log.info(m) });
     const cgroups = detectCgroups();
     const mounts = createMounts(sys);
+    inboxFs = openInboxFs({ dir: join(stateDir, 'inbox'), sys, mounts, log });
     const hub = createInboxHub({ sys, log });
     const templates = createTemplates({
       paths,
@@ -162,13 +165,17 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         await engine.close();
         await runtime.shutdown({ killSandboxes: closeOpts?.killSandboxes === true });
         // Sandboxes that outlive this process (a daemon restart) keep their storage mounted.
-        await snapshots.close({ inUse: closeOpts?.killSandboxes !== true && runtime.live.size > 0 });
+        const inUse = closeOpts?.killSandboxes !== true && runtime.live.size > 0;
+        await snapshots.close({ inUse });
+        // Templates' inboxes are in it too: it goes only when the templates went with the sandboxes.
+        inboxFs?.close({ inUse: closeOpts?.killSandboxes !== true });
         store.close();
         closeSync(lockFd);
       },
     };
   } catch (e) {
     await storage?.driver.close({ inUse: true }).catch(() => undefined);
+    inboxFs?.close({ inUse: true });
     store.close();
     closeSync(lockFd);
     throw e;

@@ -20,7 +20,7 @@ import fileops  # noqa: E402
 import sysc  # noqa: E402
 from channel import Channel, Loop, log  # noqa: E402
 from execs import Exec, OpError  # noqa: E402
-from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header  # noqa: E402
+from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header, recv_frame, send_frame  # noqa: E402
 from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, Repl, WorkerHandle  # noqa: E402
 from worker import Worker  # noqa: E402
 
@@ -29,6 +29,7 @@ DEFAULT_CTL_SOCKET = "/.forkbox/inbox/ctl.sock"
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.05, 1.0
 HIGH_WATER, LOW_WATER = 8 << 20, 1 << 20  # bytes queued to the host: pause / resume reading exec output
 SHUTDOWN_GRACE_S = 3.0
+GREET_TIMEOUT_S = 30.0  # a new sandbox's wait for the host's welcome (the host gives up on it after 10 s)
 # Not for user code: the control socket path is plumbing, and the nonce proves this agent to the host.
 INTERNAL_ENV = ("FORKBOX_CTL_SOCKET", "FORKBOX_NONCE")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -48,7 +49,7 @@ def _int_arg(args, key, default, limit=None):
 
 
 class Agent:
-    def __init__(self, adopt=None, restrict_error=None):
+    def __init__(self, adopt=None, restrict_error=None, host_sock=None):
         env = os.environ
         # Commands must not run with the capabilities the agent keeps for forking: refuse execs instead.
         self.restrict_error = restrict_error
@@ -71,6 +72,7 @@ class Agent:
         self.paused = set()  # Execs waiting for the host connection to drain
         self.repl = Repl(self)
         self.adopt = adopt  # a Worker (user state) to fork off once the host has welcomed us
+        self.host_sock = host_sock  # a host connection already welcomed (greet_host), or None
         self.shutting_down = False
         self.t0 = time.monotonic()
         self.wake_r, self.wake_w = os.pipe()
@@ -86,7 +88,11 @@ class Agent:
     def run(self):
         if self.adopt is None:
             self.repl.start()
-        self._connect()
+        if self.host_sock is not None:
+            sock, self.host_sock = self.host_sock, None
+            self._adopt_connection(sock)
+        else:
+            self._connect()
         self._reap()  # a child may have ended before the wakeup fd existed
         while True:
             self.loop.run_once()
@@ -145,7 +151,7 @@ class Agent:
         if pid == 0:
             try:
                 self._close_in_worker(child_sock, sweep=adopt is None)
-                w = adopt if adopt is not None else Worker(become_child=become_child)
+                w = adopt if adopt is not None else Worker(become_child=become_child, greet=greet_host)
                 w.setup_process()
                 if adopt is None:
                     w.prewarm()
@@ -187,6 +193,24 @@ class Agent:
 
     # ---- host connection ----
 
+    def _adopt_connection(self, s):
+        """Take over a connection the host has already welcomed (a forked sandbox's, see greet_host)."""
+        s.setblocking(False)
+        conn = Channel(self.loop, s, self._on_frame, self._on_conn_close, self._on_drain)
+        conn.welcomed = True
+        conn.execs = {}
+        self.conn = conn
+        self.ever_connected = True
+        self._welcomed()
+
+    def _welcomed(self):
+        self.backoff = BACKOFF_MIN_S
+        if self.adopt is not None:
+            # The host has moved this PID 1 into the sandbox's cgroups: the worker, forked off it when
+            # Python is first needed, inherits them.
+            w, self.adopt = self.adopt, None
+            self.repl.defer(w)
+
     def _connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.setblocking(False)
@@ -202,16 +226,8 @@ class Agent:
         conn.execs = {}
         self.conn = conn
         w = self.repl.worker
-        conn.send({
-            "t": "hello",
-            "v": PROTOCOL_VERSION,
-            "role": self.role,
-            "sandbox_id": self.sandbox_id,
-            "nonce": self.nonce,
-            "agent_version": AGENT_VERSION,
-            "worker_pid": w.pid if w is not None else None,
-            "reconnect": self.ever_connected,
-        })
+        conn.send(hello_header(self.role, self.sandbox_id, self.nonce, w.pid if w is not None else None,
+                               self.ever_connected))
         self.ever_connected = True
 
     def _on_conn_close(self, conn, reason):
@@ -244,11 +260,7 @@ class Agent:
                 conn.close("expected 'welcome' before '%s'" % t)
                 return
             conn.welcomed = True
-            self.backoff = BACKOFF_MIN_S
-            if self.adopt is not None:
-                # The host has moved this PID 1 into the sandbox's cgroups: the worker inherits them.
-                w, self.adopt = self.adopt, None
-                self.repl.start(adopt=w)
+            self._welcomed()
             return
         if t == "req":
             rid = h.get("id")
@@ -373,10 +385,62 @@ class Agent:
         }
 
 
-def become_child(spec, worker):
+def hello_header(role, sandbox_id, nonce, worker_pid, reconnect):
+    return {
+        "t": "hello",
+        "v": PROTOCOL_VERSION,
+        "role": role,
+        "sandbox_id": sandbox_id,
+        "nonce": nonce,
+        "agent_version": AGENT_VERSION,
+        "worker_pid": worker_pid,
+        "reconnect": reconnect,
+    }
+
+
+def greet_host(spec):
+    """Called by forking.fork_children in a new sandbox's PID 1 right after it was cloned, before any of
+    its set-up: say hello on the sandbox's control socket (seen through the source's inbox, at
+    spec["inbox"]) and wait for the welcome. The host moves this process into the new sandbox's cgroups
+    before it welcomes it, so the set-up that follows (namespaces, mounts, this agent) is charged to the
+    new sandbox's memory and CPU limits, not to the source's. Returns the welcomed socket, which the
+    agent keeps as its host connection (become_child), and a function that reports a failed set-up on it
+    instead."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(GREET_TIMEOUT_S)
+        s.connect(spec["inbox"].rstrip("/") + "/ctl.sock")
+        send_frame(s, hello_header("sandbox", str(spec["sandbox_id"]), str(spec.get("nonce") or ""), None, False))
+        frame = recv_frame(s)
+        if frame is None or frame[0].get("t") != "welcome":
+            raise OSError("the host did not welcome sandbox %s (%s)"
+                          % (spec["sandbox_id"], "connection closed" if frame is None else frame[0].get("t")))
+        s.settimeout(None)
+        return s, lambda message: report_setup_failure(s, message)
+    except BaseException:
+        s.close()
+        raise
+
+
+def report_setup_failure(sock, message):
+    """A new sandbox's set-up failed after greet_host: answer the host's readiness ping (the request it
+    sends right after its welcome) with the error, so the fork says why this child failed."""
+    try:
+        sock.settimeout(5.0)
+        frame = recv_frame(sock)
+        rid = frame[0].get("id") if frame is not None else None
+        if isinstance(rid, int) and not isinstance(rid, bool) and rid > 0:
+            send_frame(sock, {"t": "res", "id": rid, "ok": False,
+                              "error": {"code": "internal", "message": str(message)[:4000]}})
+    except Exception:  # OSError, a malformed frame: the host then reports the closed connection
+        pass
+
+
+def become_child(spec, worker, host_sock=None):
     """Called by forking.fork_children in PID 1 of a new sandbox's pid namespace (a copy of the source's
     worker, user state included). Turn this process into the sandbox's agent; the worker is forked off it
-    once the host says welcome. Never returns."""
+    when Python is first needed. `host_sock` is the connection greet_host opened (None: connect and say
+    hello now). Never returns."""
     env = os.environ
     # A forked sandbox talks to its own inbox's socket, unless the host names another one in the child's env.
     env.pop("FORKBOX_CTL_SOCKET", None)
@@ -411,7 +475,7 @@ def become_child(spec, worker):
     # the user's objects: pages stay shared, and no user object is ever finalized in the agent (which
     # could close an fd number the agent reuses).
     gc.freeze()
-    Agent(adopt=worker).run()
+    Agent(adopt=worker, host_sock=host_sock).run()
     os._exit(70)
 
 

@@ -4,12 +4,14 @@ Runs in the REPL worker of a template or a sandbox. For each child the host has 
 child's root filesystem at ``spec["root"]`` and its inbox at ``spec["inbox"]`` (both seen here through
 the rslave ``/.forkbox/inbox`` mount). For each child:
 
-    fork -> [middle] unshare(mnt, pid, net, uts, ipc) -> fork -> [grandchild = PID 1 of the new pid ns]
-        mounts (inbox, agent code, fresh /dev, proc, sys) -> pivot_root -> reopen open files
-        -> hostname, lo up, reseed RNGs, env -> become_child(spec)   (never returns)
+    clone(new pid namespace) -> [child = PID 1 of the new pid ns] greet the host on the child's control
+        socket (the host moves it into the new sandbox's cgroups and welcomes it)
+        -> unshare(mnt, net, uts, ipc) -> mounts (inbox, agent code, fresh /dev, proc, sys) -> pivot_root
+        -> reopen open files -> hostname, lo up, reseed RNGs, env -> become_child(spec, socket)
 
-The middle process reports the grandchild's pid (as seen in this pid namespace) on a pipe and exits;
-the grandchild reports "OK" (or an error) on the same pipe once its set-up is done, then closes it.
+The child then answers the host's readiness ping on that connection (or reports its set-up error
+there): the worker returns as soon as every child is cloned. A worker with threads takes the older
+two-step path instead (fork -> unshare -> fork, see `_start_one`).
 Everything is standard library (ctypes for the syscalls Python 3.11 lacks).
 """
 
@@ -41,7 +43,19 @@ MS_PRIVATE = 1 << 18
 MS_SLAVE = 1 << 19
 MNT_DETACH = 0x2
 
+NEW_NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC
+# What a child unshares for itself once it runs. Only the pid namespace has to come with the clone (a
+# process cannot change its own); the others cost most of a clone (a network namespace ~0.8 ms, a copy of
+# the mount table more), so each child makes its own, in parallel, instead of the forking worker making
+# them all one after another.
+OWN_NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC
+CLONE_PARENT = 0x00008000
+SIGCHLD = 17
+
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+# clone(2) with no new stack is fork(2) with flags; with ptid, ctid and tls all 0 the two orders of its
+# last arguments (x86_64: ptid, ctid, tls; aarch64: ptid, tls, ctid) do not matter.
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}
 
 # Device nodes a fresh /dev gets, bound from this sandbox's /dev (never the whole parent /dev: siblings
 # would then share /dev/shm, terminals and mqueues).
@@ -80,6 +94,61 @@ def pivot_root(new_root, put_old):
     if nr is None:
         raise OSError(errno.ENOSYS, "pivot_root: unsupported machine %s" % os.uname().machine)
     _check(_libc.syscall(ctypes.c_long(nr), _b(new_root), _b(put_old)), "pivot_root")
+
+
+def _gil_syscall():
+    """syscall(2) called with the GIL held (a PyDLL function), so that a child made by clone(2) wakes up
+    holding it, as after os.fork(). None where this Python or machine does not allow it."""
+    nr = _SYS_CLONE.get(os.uname().machine)
+    if nr is None:
+        return None
+    try:
+        fn = ctypes.PyDLL(None, use_errno=True).syscall
+        api = ctypes.pythonapi
+        hooks = (api.PyOS_BeforeFork, api.PyOS_AfterFork_Child, api.PyOS_AfterFork_Parent)
+    except (AttributeError, OSError):
+        return None
+    fn.restype = ctypes.c_long
+    for h in hooks:
+        h.restype = None
+        h.argtypes = []
+    return nr, fn, hooks
+
+
+_CLONE = _gil_syscall()
+
+
+def can_clone_into_namespaces():
+    """Whether `clone_into_namespaces` is safe here: it needs a single-threaded process. glibc's fork()
+    makes malloc and stdio locks consistent in the child; a bare clone(2) does not, so a lock another
+    thread held at that instant would stay held in the child forever."""
+    if _CLONE is None:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def clone_into_namespaces(flags):
+    """fork() straight into new namespaces: returns 0 in the child (PID 1 of its new pid namespace when
+    `flags` has CLONE_NEWPID), the child's pid in the parent. One copy of this process instead of the
+    two (and an exit) of fork -> unshare -> fork: the copy is most of the cost of a fork of a large
+    REPL. The child is a child of our parent (CLONE_PARENT), which reaps it: the agent, exactly where
+    the two-step path's grandchild ends up once its middle process exits. Python's own fork hooks run as
+    in os.fork(); glibc's do not (see can_clone_into_namespaces)."""
+    nr, fn, (before, after_child, after_parent) = _CLONE
+    before()
+    pid = fn(ctypes.c_long(nr), ctypes.c_long(flags | CLONE_PARENT | SIGCHLD), ctypes.c_long(0),
+             ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
+    if pid == 0:
+        after_child()
+        return 0
+    err = ctypes.get_errno()
+    after_parent()
+    if pid < 0:
+        raise OSError(err, "clone: %s" % os.strerror(err))
+    return pid
 
 
 def sethostname(name):
@@ -227,34 +296,56 @@ def _write(fd, data):
         pass
 
 
-def _start_one(spec, cwd, files, become_child, siblings_fds=()):
-    """Fork the middle process for one child; returns (pid, read end of its report pipe)."""
+def _child(spec, cwd, files, become_child, greet, unshare_flags=0):
+    """In the new sandbox's PID 1: greet the host (it moves us into the sandbox's cgroups), set up, become
+    the sandbox's agent. Never returns. From the greeting on the host hears from us directly: after the
+    set-up the agent answers the host's readiness ping, or `failed` answers it with the error."""
+    try:
+        host_sock, failed = greet(spec)
+    except BaseException:
+        # Refused or unreachable: the host reports the refusal (or its wait for our hello times out).
+        os._exit(1)
+    try:
+        if unshare_flags:
+            unshare(unshare_flags)
+        _setup_child(spec, cwd, files)
+    except BaseException as e:  # report, never fall back into the parent's code
+        failed("set-up failed inside the new sandbox: %s" % (e,))
+        os._exit(1)
+    try:
+        become_child(spec, host_sock)
+    finally:
+        os._exit(1)
+
+
+def _start_one(spec, cwd, files, become_child, greet, one_step):
+    """Start one child and return its pid (in our pid namespace); raises OSError when it could not start.
+
+    One step (`clone_into_namespaces`): the child is PID 1 of a new pid namespace at once, a child of our
+    parent, and makes its other namespaces itself. Two steps (a worker with threads): fork -> [middle]
+    unshare -> fork -> [grandchild = PID 1]; the middle reports the grandchild's pid on a pipe and exits.
+    """
+    if one_step:
+        pid = clone_into_namespaces(CLONE_NEWPID)
+        if pid == 0:
+            _child(spec, cwd, files, become_child, greet, OWN_NAMESPACES)
+        return pid
     r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        # middle: drop the report pipes of siblings forked before us (they are the parent's to read)
+    try:
+        pid = os.fork()
+    except OSError:
         os.close(r)
-        for fd in siblings_fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        os.close(w)
+        raise
+    if pid == 0:
+        os.close(r)
         code = 1
         try:
-            unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC)
+            unshare(NEW_NAMESPACES)
             gpid = os.fork()
             if gpid == 0:
-                try:
-                    _setup_child(spec, cwd, files)
-                    _write(w, b"OK\n")
-                    os.close(w)
-                except BaseException as e:  # report, never fall back into the parent's code
-                    _write(w, ("E%s\n" % e).encode()[:2000])
-                    os._exit(1)
-                try:
-                    become_child(spec)
-                finally:
-                    os._exit(1)
+                os.close(w)
+                _child(spec, cwd, files, become_child, greet)
             _write(w, ("P%d\n" % gpid).encode())
             code = 0
         except BaseException as e:
@@ -262,11 +353,6 @@ def _start_one(spec, cwd, files, become_child, siblings_fds=()):
         finally:
             os._exit(code)
     os.close(w)
-    return pid, r
-
-
-def _finish_one(spec, pid, r):
-    """Collect one child's report: its pid in our namespace and whether its set-up succeeded."""
     chunks = []
     while True:
         b = os.read(r, 4096)
@@ -278,22 +364,22 @@ def _finish_one(spec, pid, r):
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
-    out = b"".join(chunks).decode(errors="replace")
-    gpid, err, ok = None, None, False
-    for line in out.splitlines():
+    for line in b"".join(chunks).decode(errors="replace").splitlines():
         if line.startswith("P"):
-            gpid = int(line[1:])
-        elif line == "OK":
-            ok = True
-        elif line.startswith("E") and err is None:
-            err = line[1:]
-    if ok and gpid is not None:
-        return {"sandbox_id": spec["sandbox_id"], "ok": True, "pid": gpid}
-    return {"sandbox_id": spec["sandbox_id"], "ok": False, "error": err or "child set-up failed without a message"}
+            return int(line[1:])
+        if line.startswith("E"):
+            raise OSError(errno.EPERM, line[1:])
+    raise OSError(errno.ECHILD, "the forking middle process ended without a report")
 
 
-def fork_children(children, become_child, skip_fds=()):
-    """Fork this process into one new sandbox per spec. Returns one result per child, in order."""
+def fork_children(children, become_child, greet, skip_fds=()):
+    """Fork this process into one new sandbox per spec. Returns one result per child, in order: whether
+    it started, and its pid. Its set-up it reports to the host itself (see `_child`), so the children of a
+    fork set themselves up while later ones are still being cloned, and this returns once all are cloned.
+
+    greet(spec) -> (socket, failed) runs first thing in each child (agent.greet_host); become_child(spec,
+    socket) turns the child into its sandbox's agent.
+    """
     # Objects allocated so far stop being touched by the GC, so children share more pages.
     gc.freeze()
     try:
@@ -304,21 +390,14 @@ def fork_children(children, become_child, skip_fds=()):
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        # All children are forked before any is waited for: their set-ups (mounts, pivot, reopen) run
-        # concurrently instead of one after the other.
-        started = []
+        one_step = can_clone_into_namespaces()
+        results = []
         for spec in children:
             try:
-                open_fds = [st[1] for _, st in started if not isinstance(st, OSError)]
-                started.append((spec, _start_one(spec, cwd, files, become_child, open_fds)))
+                pid = _start_one(spec, cwd, files, become_child, greet, one_step)
+                results.append({"sandbox_id": spec["sandbox_id"], "ok": True, "pid": pid})
             except OSError as e:
-                started.append((spec, e))
-        results = []
-        for spec, st in started:
-            if isinstance(st, OSError):
-                results.append({"sandbox_id": spec["sandbox_id"], "ok": False, "error": "fork failed: %s" % st})
-            else:
-                results.append(_finish_one(spec, st[0], st[1]))
+                results.append({"sandbox_id": spec["sandbox_id"], "ok": False, "error": "fork failed: %s" % e})
         return results
     finally:
         # Only the children need the frozen generation (shared pages); the source collects as before.

@@ -70,6 +70,10 @@ class Repl:
     def __init__(self, agent):
         self.agent = agent
         self.worker = None
+        # A forked sandbox's user state (a Worker object in this process's memory, copied from the source)
+        # until something needs Python: only then is the worker forked off it. An idle child of a fork
+        # is then one process, and a fork of N children costs N copies of the source's memory, not 2N.
+        self.deferred = None
         self.queue = collections.deque()
         self._wid = 0
         self._starts = collections.deque(maxlen=5)
@@ -80,7 +84,14 @@ class Repl:
     def submit(self, conn, req_id, kind, args, timeout_ms=0):
         self._wid += 1
         self.queue.append(Item(conn, req_id, kind, args, self._wid, timeout_ms))
+        if self.worker is None and self.deferred is not None and not self.agent.shutting_down:
+            adopt, self.deferred = self.deferred, None
+            self.start(adopt=adopt)
         self._pump()
+
+    def defer(self, adopt):
+        """Keep `adopt` (the user state) and fork the worker off it when the first eval or fork comes."""
+        self.deferred = adopt
 
     def busy(self):
         return self.worker is not None and self.worker.current is not None
@@ -134,6 +145,7 @@ class Repl:
             self.start()
 
     def restart(self, reason):
+        self.deferred = None  # a restart drops the user state, forked or not
         self.lost(reason)
         if self.worker is None and self._start_timer is None and not self.agent.shutting_down:
             self.start()

@@ -103,12 +103,13 @@ def _flush_std():
 class Worker:
     """One REPL: a globals dict, and the loop that serves the agent's eval and fork requests."""
 
-    def __init__(self, become_child=None):
+    def __init__(self, become_child=None, greet=None):
         self.globals = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
         self.sock = None
         self.running = False  # True only while user code runs: SIGINT raises KeyboardInterrupt only then
         self.counter = 0
         self._become_child = become_child
+        self._greet = greet
         self.fork_source_id = None  # the sandbox a forked child came from (FORKBOX_PARENT_ID)
 
     # ---- process set-up ----
@@ -200,20 +201,22 @@ class Worker:
 
         if not isinstance(children, list):
             return {"error": "children must be a list"}
+        if self._greet is None or self._become_child is None:
+            return {"error": "this worker was started without the agent's fork hooks"}
         # Read before forking: forking rewrites FORKBOX_SANDBOX_ID in each child before become_child runs.
         source = os.environ.get("FORKBOX_SANDBOX_ID") if os.environ.get("FORKBOX_ROLE") != "template" else None
         self.fork_source_id = source
         skip = (self.sock.fileno(),) if self.sock is not None else ()
         try:
-            return {"children": forking.fork_children(children, self._become, skip)}
+            return {"children": forking.fork_children(children, self._become, self._greet, skip)}
         except Exception as e:
             return {"error": "%s: %s" % (type(e).__name__, e), "traceback": traceback.format_exc()}
 
-    def _become(self, spec):
+    def _become(self, spec, host_sock=None):
         if self._become_child is None:
             os._exit(70)
         try:
-            self._become_child(spec, self)
+            self._become_child(spec, self, host_sock)
         finally:
             os._exit(70)  # become_child never returns; if it does, this child is broken: end it
 

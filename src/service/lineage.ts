@@ -45,7 +45,7 @@ export function createLineage(deps: LineageDeps) {
   /** A sandbox whose PID 1 still holds a pid namespace: live, or a tombstone waiting for descendants. */
   const holds = (r: SandboxRecord) => isLive(r.state) || r.runtime.tombstone === true;
   const childrenHolding = (id: string) =>
-    store.listSandboxes().filter((r) => nsParentOf(r) === id && holds(r));
+    store.listPidNamespaceHolders().filter((r) => nsParentOf(r) === id && holds(r));
 
   async function kill(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
     const done = await serial(rec.id, async () => {
@@ -90,7 +90,7 @@ export function createLineage(deps: LineageDeps) {
   /** Kill a sandbox and its whole subtree, deepest first. */
   async function killTree(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
     const below = store
-      .listSandboxes()
+      .listPidNamespaceHolders()
       .filter((r) => (r.parentId === rec.id || nsParentOf(r) === rec.id) && r.id !== rec.id && holds(r));
     for (const child of below) await killTree(child, `${reason} (cascade from ${rec.id})`);
     return kill(store.getSandbox(rec.id) ?? rec, reason);
@@ -130,34 +130,37 @@ export function createLineage(deps: LineageDeps) {
     const env = { ...source.env, ...checkEnv(req.env) };
     const t = now();
     const children: SandboxRecord[] = [];
-    for (let i = 0; i < n; i++) {
-      const id = `sb-${randomBytes(5).toString('hex')}`;
-      const rec: SandboxRecord = {
-        ...source,
-        id,
-        name: names[i] ?? id,
-        state: 'creating',
-        parentId: source.id,
-        depth: source.depth + 1,
-        limits,
-        env,
-        labels: Object.fromEntries(
-          Object.entries({ ...source.labels, ...(req.labels ?? {}) }).filter(
-            ([k]) => !opts.dropLabels?.includes(k),
+    // One transaction for all n records (and one for their outcomes below), not one per child.
+    store.atomically(() => {
+      for (let i = 0; i < n; i++) {
+        const id = `sb-${randomBytes(5).toString('hex')}`;
+        const rec: SandboxRecord = {
+          ...source,
+          id,
+          name: names[i] ?? id,
+          state: 'creating',
+          parentId: source.id,
+          depth: source.depth + 1,
+          limits,
+          env,
+          labels: Object.fromEntries(
+            Object.entries({ ...source.labels, ...(req.labels ?? {}) }).filter(
+              ([k]) => !opts.dropLabels?.includes(k),
+            ),
           ),
-        ),
-        ...(opts.session === undefined ? {} : { session: opts.session }),
-        // A child's TTL is its own: given, or what was left of the source's.
-        expiresAt: ttl !== undefined ? t + ttl * 1000 : source.expiresAt,
-        createdAt: t,
-        updatedAt: t,
-        hostPid: null,
-        runtime: {},
-        endReason: null,
-      };
-      store.insertSandbox(rec);
-      children.push(rec);
-    }
+          ...(opts.session === undefined ? {} : { session: opts.session }),
+          // A child's TTL is its own: given, or what was left of the source's.
+          expiresAt: ttl !== undefined ? t + ttl * 1000 : source.expiresAt,
+          createdAt: t,
+          updatedAt: t,
+          hostPid: null,
+          runtime: {},
+          endReason: null,
+        };
+        store.insertSandbox(rec);
+        children.push(rec);
+      }
+    });
     let outcome: Awaited<ReturnType<Runtime['forkSandbox']>>;
     try {
       outcome = await runtime.forkSandbox(
@@ -166,25 +169,29 @@ export function createLineage(deps: LineageDeps) {
         { wait: req.wait !== false },
       );
     } catch (e) {
-      for (const c of children)
-        store.transitionSandbox(c.id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
+      store.atomically(() => {
+        for (const c of children)
+          store.transitionSandbox(c.id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
+      });
       throw e;
     }
-    const results: ForkChildResult[] = outcome.children.map((o) => {
-      if (o.ok) {
-        const templateId =
-          typeof o.handle.runtime.templateId === 'string' ? o.handle.runtime.templateId : source.templateId;
-        const rec = store.transitionSandbox(o.id, 'running', {
-          hostPid: o.handle.hostPid,
-          runtime: o.handle.runtime,
-          templateId,
-          depth: typeof o.handle.runtime.depth === 'number' ? o.handle.runtime.depth : source.depth + 1,
-        });
-        return { ok: true, sandbox: info(rec) };
-      }
-      store.transitionSandbox(o.id, 'failed', { endReason: o.error });
-      return { ok: false, error: { code: 'internal', message: o.error } };
-    });
+    const results: ForkChildResult[] = store.atomically(() =>
+      outcome.children.map((o) => {
+        if (o.ok) {
+          const templateId =
+            typeof o.handle.runtime.templateId === 'string' ? o.handle.runtime.templateId : source.templateId;
+          const rec = store.transitionSandbox(o.id, 'running', {
+            hostPid: o.handle.hostPid,
+            runtime: o.handle.runtime,
+            templateId,
+            depth: typeof o.handle.runtime.depth === 'number' ? o.handle.runtime.depth : source.depth + 1,
+          });
+          return { ok: true, sandbox: info(rec) };
+        }
+        store.transitionSandbox(o.id, 'failed', { endReason: o.error });
+        return { ok: false, error: { code: 'internal', message: o.error } };
+      }),
+    );
     const notCarried = [
       'processes other than the Python REPL (servers and background commands stay in the source only)',
       'threads of the REPL other than the one that forks',

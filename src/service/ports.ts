@@ -43,6 +43,8 @@ export interface ExecOutputChunk {
 
 export interface Store {
   close(): void;
+  /** Run `fn` as one transaction: its writes commit together, or (if it throws) none of them. */
+  atomically<T>(fn: () => T): T;
 
   // sandboxes
   insertSandbox(rec: SandboxRecord): void;
@@ -50,6 +52,11 @@ export interface Store {
   /** The tenant's live sandbox with this name, else its newest one. */
   getSandboxByName(name: string, tenant?: string): SandboxRecord | undefined;
   listSandboxes(filter?: SandboxFilter): SandboxRecord[];
+  /**
+   * Sandboxes whose PID 1 still runs: live ones and tombstones (killed, their PID 1 kept for descendants;
+   * a killed sandbox keeps `hostPid` exactly while it is a tombstone). Bounded by what runs, not by history.
+   */
+  listPidNamespaceHolders(): SandboxRecord[];
   /** Move a sandbox to a new state; enforces the state machine (domain/sandbox-state.ts) inside one transaction. */
   transitionSandbox(
     id: string,

@@ -84,10 +84,13 @@ export function snapshotLayers(stateDir: string): string[] {
   return out;
 }
 
-/** Mounts the storage driver keeps under a state dir (btrfs: the volume and its sandboxes bind). */
+/**
+ * Mounts the engine keeps under a state dir whatever its sandboxes: the storage driver's (btrfs: the volume
+ * and its sandboxes bind) and the inbox tree's tmpfs.
+ */
 export function storageMounts(stateDir: string): string[] {
-  return mountsUnder(stateDir).filter(
-    (m) => m === join(stateDir, 'btrfs') || m === join(stateDir, 'sandboxes'),
+  return mountsUnder(stateDir).filter((m) =>
+    [join(stateDir, 'btrfs'), join(stateDir, 'sandboxes'), join(stateDir, 'inbox')].includes(m),
   );
 }
 

@@ -447,7 +447,7 @@ describe('agent protocol (real agent on the host)', {
     // agent side of the contract (become_child, hello, adopt the worker after welcome) runs on the host.
     const fakeForking = [
       'import os',
-      'def fork_children(children, become_child, skip_fds=()):',
+      'def fork_children(children, become_child, greet, skip_fds=()):',
       '    out = []',
       '    for i, spec in enumerate(children):',
       '        pid = os.fork()',

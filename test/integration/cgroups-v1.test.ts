@@ -177,6 +177,48 @@ describe('cgroups v1 (real hierarchy)', { skip: skip ?? false }, () => {
     }
   });
 
+  it('createGroup: limits where they apply, leaves only in freezer; a leaf move joins the group elsewhere', async () => {
+    const rel = `${PREFIX}/sb`;
+    await cgroups().createGroup(rel, { memoryBytes: 64 * MB, pids: 20, cpus: 0.5 }, ['agent', 'work']);
+    await cgroups().createGroup(rel, { memoryBytes: 64 * MB, pids: 20, cpus: 0.5 }, ['agent', 'work']); // idempotent
+    assert.equal(read('memory', rel, 'memory.limit_in_bytes'), String(64 * MB));
+    assert.equal(read('pids', rel, 'pids.max'), '20');
+    assert.equal(read('cpu', rel, 'cpu.cfs_quota_us'), '50000');
+    assert.equal(fs.existsSync(hier('cpuacct', rel)), true);
+    // A sandbox keeps its template's cpuset: no group there, and no leaf outside freezer.
+    assert.equal(fs.existsSync(hier('cpuset', rel)), false);
+    for (const c of ['memory', 'pids', 'cpu', 'cpuacct'] as const)
+      assert.equal(fs.existsSync(hier(c, `${rel}/agent`)), false, `${c} has a leaf`);
+    assert.deepEqual(await cgroups().children(rel), ['agent', 'work']);
+
+    const sleeper = spawnTracked(['sleep', '60']);
+    const pid = sleeper.pid as number;
+    await cgroups().addProcess(`${rel}/agent`, pid);
+    const own = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+    assert.match(own, new RegExp(`:freezer:/${rel}/agent\\n`), own);
+    for (const c of ['memory', 'pids', 'cpu', 'cpuacct'])
+      assert.match(own, new RegExp(`:${c}:/${rel}\\n`), own);
+    assert.deepEqual(await cgroups().procs(`${rel}/agent`), [pid]);
+    assert.deepEqual(await cgroups().procs(`${rel}/work`), []);
+    assert.deepEqual(await cgroups().procs(rel), [pid]);
+
+    // Freezing one leaf leaves the other running.
+    await cgroups().freeze(`${rel}/work`, 2_000);
+    assert.equal(await cgroups().isFrozen(`${rel}/agent`), false);
+    await cgroups().thaw(`${rel}/work`);
+
+    await cgroups().setCpuWeight(rel, 11);
+    assert.equal(read('cpu', rel, 'cpu.shares'), String(11 * 1024));
+    await cgroups().setCpuWeight(rel, 1);
+    assert.equal(read('cpu', rel, 'cpu.shares'), '1024');
+
+    await assert.rejects(cgroups().addProcess(`${PREFIX}/absent/leaf`, pid), { code: 'not_found' });
+    await cgroups().killAll(rel, 5_000);
+    await cgroups().destroy(rel);
+    for (const c of ['memory', 'pids', 'cpu', 'cpuacct', 'freezer'] as const)
+      assert.equal(fs.existsSync(hier(c, rel)), false, `${c} still has ${rel}`);
+  });
+
   it('destroy removes the group from every controller', async () => {
     await cgroups().destroy(PREFIX);
     for (const c of ['memory', 'pids', 'cpu', 'cpuacct', 'cpuset', 'freezer'] as const) {

@@ -33,6 +33,7 @@ function fakeGroup(
       'pids.max': 'max\n',
       'pids.current': '0\n',
       'cpu.max': 'max 100000\n',
+      'cpu.weight': '100\n',
       'cpu.stat': 'usage_usec 0\nuser_usec 0\nsystem_usec 0\n',
     });
     if (opts.kill !== false) files['cgroup.kill'] = '';
@@ -69,6 +70,31 @@ describe('cgroups v2 (fake tree)', () => {
     assert.equal(read(g, 'memory.swap.max'), '0');
     assert.equal(read(g, 'pids.max'), '256');
     assert.equal(read(g, 'cpu.max'), '150000 100000');
+  });
+
+  it('createGroup makes the limited group and its leaves, delegating the controllers to the leaves', async () => {
+    const cg = createCgroupsV2({ root });
+    const g = 'forkbox/sandboxes/sb-abc';
+    await cg.createGroup(g, { memoryBytes: 64 * MB, pids: 32, cpus: 1 }, ['agent', 'repl', 'work']);
+    assert.equal(read(g, 'memory.max'), String(64 * MB));
+    assert.equal(read(g, 'pids.max'), '32');
+    // Processes live in the leaves, so the group hands its controllers down to them.
+    assert.equal(read(g, 'cgroup.subtree_control'), '+memory +pids +cpu');
+    assert.deepEqual(await cg.children(g), ['agent', 'repl', 'work']);
+    await assert.rejects(cg.createGroup(g, { memoryBytes: MB, pids: 1, cpus: 1 }, ['../x']), {
+      code: 'invalid_argument',
+    });
+  });
+
+  it('setCpuWeight scales cpu.weight from the default 100, within 1..10000', async () => {
+    const cg = createCgroupsV2({ root });
+    const g = 'forkbox/sandboxes/sb-abc';
+    await cg.setCpuWeight(g, 11);
+    assert.equal(read(g, 'cpu.weight'), '1100');
+    await cg.setCpuWeight(g, 1000);
+    assert.equal(read(g, 'cpu.weight'), '10000');
+    await cg.setCpuWeight(g, 1);
+    assert.equal(read(g, 'cpu.weight'), '100');
   });
 
   it('setLimits writes "max" for unlimited values and skips memory.swap.max when absent', async () => {

@@ -207,6 +207,65 @@ describe('sqlite store: sandboxes', () => {
   });
 });
 
+describe('sqlite store: batches and pid-namespace holders', () => {
+  test('atomically commits every write of the batch, or none when it throws', () => {
+    const { store } = fresh();
+    try {
+      store.atomically(() => {
+        store.insertSandbox(sb('a'));
+        store.insertSandbox(sb('b'));
+        store.transitionSandbox('a', 'running');
+      });
+      assert.deepEqual(
+        store.listSandboxes().map((r) => [r.id, r.state]),
+        [
+          ['a', 'running'],
+          ['b', 'creating'],
+        ],
+      );
+      assert.throws(
+        () =>
+          store.atomically(() => {
+            store.insertSandbox(sb('c'));
+            store.transitionSandbox('b', 'killed'); // creating -> killed is not a transition: throws
+          }),
+        ForkboxError,
+      );
+      assert.equal(store.getSandbox('c'), undefined, 'the insert before the failure was rolled back');
+      assert.equal(store.getSandbox('b')?.state, 'creating');
+    } finally {
+      store.close();
+    }
+  });
+
+  test('listPidNamespaceHolders: live sandboxes and tombstones, not the ended history', () => {
+    const { store } = fresh();
+    try {
+      store.insertSandbox(sb('live'));
+      store.transitionSandbox('live', 'running', { hostPid: 10 });
+      for (const id of ['tomb', 'gone']) {
+        store.insertSandbox(sb(id));
+        store.transitionSandbox(id, 'running', { hostPid: 11 });
+        store.transitionSandbox(id, 'killing');
+      }
+      // A tombstone keeps its host pid (its PID 1 waits for descendants); an ended sandbox drops it.
+      store.transitionSandbox('tomb', 'killed', { runtime: { tombstone: true } });
+      store.transitionSandbox('gone', 'killed', { hostPid: null });
+      store.insertSandbox(sb('failed'));
+      store.transitionSandbox('failed', 'failed');
+      assert.deepEqual(
+        store
+          .listPidNamespaceHolders()
+          .map((r) => r.id)
+          .sort(),
+        ['live', 'tomb'],
+      );
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe('sqlite store: file, durability, migrations', () => {
   test('creates its directory and a 0600 file; pragmas are set', () => {
     const { store, path } = fresh();

@@ -54,6 +54,9 @@ export type SpawnOutcome =
   | { id: string; ok: true; handle: SandboxHandle }
   | { id: string; ok: false; error: ForkboxError };
 
+/** Children per fork request to the parent's agent (see `spawn`). */
+export const FORK_WAVE = 16;
+
 /** Leaves of every sandbox cgroup: a fork freezes `work` while `agent` and `repl` keep running. */
 export const LEAVES = ['agent', 'repl', 'work'] as const;
 
@@ -93,13 +96,35 @@ export function createChildSpawner(deps: {
 }) {
   const { paths, mounts, cgroups, hub, log, live } = deps;
 
-  /** Listen on a sandbox's control socket; every verified (re)connection becomes its connection. */
-  async function serve(sb: LiveSandbox, expect: { nonce: string; parentPid: number } | null): Promise<void> {
+  /**
+   * Listen on a sandbox's control socket; every verified (re)connection becomes its connection. For a
+   * sandbox being made (`expect`), the returned `ready` settles when it is ready: its PID 1 greets the host
+   * right after the clone (and is placed in the sandbox's cgroups then), sets itself up, and only then
+   * answers the readiness ping sent with the welcome — or answers it with its set-up's error.
+   */
+  async function serve(
+    sb: LiveSandbox,
+    expect: { nonce: string; parentPid: number } | null,
+  ): Promise<{ ready: Promise<void> }> {
     let resolveConnected: () => void = () => undefined;
     sb.connected = new Promise<void>((r) => {
       resolveConnected = r;
     });
+    let settle: { resolve: () => void; reject: (e: unknown) => void } = {
+      resolve: () => undefined,
+      reject: () => undefined,
+    };
+    const ready = new Promise<void>((resolve, reject) => {
+      settle = { resolve, reject };
+    });
+    ready.catch(() => undefined); // spawn awaits it; a sandbox served for recovery never settles it
     await hub.listen(sb.id, paths.controlSocket(sb.id), {
+      refused(reason) {
+        if (expect && sb.hostPid === 0)
+          settle.reject(
+            new ForkboxError('internal', `the agent of new sandbox ${sb.id} was refused: ${reason}`),
+          );
+      },
       verify(hello, cred) {
         if (hello.sandboxId !== sb.id || hello.role !== 'sandbox')
           throw new Error(`hello names ${hello.role} ${hello.sandboxId}`);
@@ -121,8 +146,9 @@ export function createChildSpawner(deps: {
       },
       onAgent({ socket, hello, cred }) {
         void (async () => {
+          const first = sb.hostPid === 0;
           try {
-            if (sb.hostPid === 0) {
+            if (first) {
               sb.hostPid = cred.pid;
               sb.startTime = procStartTime(cred.pid) ?? 0;
               // Place PID 1 before welcoming it: the REPL worker it forks next inherits the cgroup.
@@ -137,13 +163,17 @@ export function createChildSpawner(deps: {
               if (sb.conn === conn) sb.conn = null;
             });
             resolveConnected();
+            if (first && expect) conn.request('ping').then(() => settle.resolve(), settle.reject);
           } catch (e) {
             log.warn({ sandbox: sb.id, err: String(e) }, 'could not adopt agent connection');
             socket.destroy();
+            if (first && expect) settle.reject(e);
           }
         })();
       },
     });
+    // Wrapped: an awaited promise of a promise would wait for readiness itself.
+    return { ready };
   }
 
   function handleOf(sb: LiveSandbox): SandboxHandle {
@@ -210,7 +240,7 @@ export function createChildSpawner(deps: {
     parent: ParentRef,
     c: ForkChildSpec,
     sourceId: string | null,
-  ): Promise<{ sb: LiveSandbox; nonce: string }> {
+  ): Promise<{ sb: LiveSandbox; nonce: string; ready: Promise<void> }> {
     // upper and work come from the storage driver (on btrfs: one fresh subvolume holding both).
     const { upper, work } = await deps.snapshots.createSandboxDir(paths.sandbox(c.id));
     // The sandbox's `/` is owned by its upper dir's owner: container root.
@@ -225,9 +255,8 @@ export function createChildSpawner(deps: {
     mounts.sharedSelfBind(paths.inbox(c.id));
     mounts.bind(paths.inbox(c.id), inboxMnt);
     const cg = paths.sandboxCgroup(c.id);
-    await cgroups.create(cg, c.limits);
     // Leaves carry no limits of their own (the sandbox group holds them).
-    for (const leaf of LEAVES) await cgroups.create(`${cg}/${leaf}`);
+    await cgroups.createGroup(cg, c.limits, LEAVES);
     const sb: LiveSandbox = {
       id: c.id,
       hostPid: 0,
@@ -246,8 +275,68 @@ export function createChildSpawner(deps: {
     };
     live.set(c.id, sb);
     const nonce = randomBytes(16).toString('hex');
-    await serve(sb, { nonce, parentPid: parent.hostPid });
-    return { sb, nonce };
+    const { ready } = await serve(sb, { nonce, parentPid: parent.hostPid });
+    return { sb, nonce, ready };
+  }
+
+  /** Ask the parent's agent to fork one wave of prepared children; record each one's outcome in `out`. */
+  async function forkWave(
+    parent: ParentRef,
+    ready: { c: ForkChildSpec; sb: LiveSandbox; nonce: string; ready: Promise<void> }[],
+    sourceId: string | null,
+    out: Map<string, SpawnOutcome>,
+  ): Promise<void> {
+    if (ready.length === 0) return;
+    let results: { sandbox_id?: unknown; ok?: unknown; error?: unknown }[] = [];
+    try {
+      const { result } = await parent.conn.request('fork', {
+        children: ready.map(({ c, nonce }) => ({
+          sandbox_id: c.id,
+          nonce,
+          hostname: c.name.slice(0, 63),
+          root: `/.forkbox/inbox/${c.id}`,
+          inbox: `/.forkbox/inbox/${c.id}-inbox`,
+          env: c.env,
+          fork_index: c.forkIndex,
+          parent_id: sourceId,
+        })),
+      });
+      results = Array.isArray(result.children) ? (result.children as typeof results) : [];
+    } catch (e) {
+      for (const { c } of ready) out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+    }
+    await Promise.all(
+      ready.map(async ({ c, sb, ready: childReady }) => {
+        if (out.has(c.id)) return;
+        const r = results.find((x) => x.sandbox_id === c.id);
+        if (r?.ok !== true) {
+          const why = typeof r?.error === 'string' ? r.error : 'no result from the parent agent';
+          out.set(c.id, {
+            id: c.id,
+            ok: false,
+            error: new ForkboxError('internal', `forking sandbox ${c.id} failed: ${why}`),
+          });
+          return;
+        }
+        try {
+          await deadline<void>(deps.createTimeoutMs ?? 10000, `sandbox ${c.id} starting`, (resolve, reject) =>
+            childReady.then(resolve, reject),
+          );
+          out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
+        } catch (e) {
+          const err = toForkboxError(e);
+          out.set(c.id, {
+            id: c.id,
+            ok: false,
+            error: new ForkboxError(err.code, `forking sandbox ${c.id} failed: ${err.message}`),
+          });
+        }
+      }),
+    );
+    // Every child of the wave has pivoted into its root (or failed): the parent needs its mount points
+    // no more, and each one it keeps would be copied by every later child. Not before: a child's copy
+    // of the parent's inbox is a slave of the host's, so the host's unmount would reach it mid-set-up.
+    for (const { c } of ready) dropMountPoints(parent.id, c.id);
   }
 
   return {
@@ -285,66 +374,35 @@ export function createChildSpawner(deps: {
       sourceId: string | null,
     ): Promise<SpawnOutcome[]> {
       const out = new Map<string, SpawnOutcome>();
-      // Children are prepared concurrently: most of a prepare is awaiting cgroup file writes and the
-      // control socket's listen, which overlap (fork of 100: about 1.3 s sequential, see docs/STORAGE.md).
-      const prepared = await Promise.all(
-        children.map(async (c) => {
-          try {
-            return { c, ...(await prepare(parent, c, sourceId)) };
-          } catch (e) {
-            out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
-            return null;
-          }
-        }),
-      );
-      const ready = prepared.filter((r) => r !== null);
-      if (ready.length > 0) {
-        let results: { sandbox_id?: unknown; ok?: unknown; error?: unknown }[] = [];
-        try {
-          const { result } = await parent.conn.request('fork', {
-            children: ready.map(({ c, nonce }) => ({
-              sandbox_id: c.id,
-              nonce,
-              hostname: c.name.slice(0, 63),
-              root: `/.forkbox/inbox/${c.id}`,
-              inbox: `/.forkbox/inbox/${c.id}-inbox`,
-              env: c.env,
-              fork_index: c.forkIndex,
-              parent_id: sourceId,
-            })),
-          });
-          results = Array.isArray(result.children) ? (result.children as typeof results) : [];
-        } catch (e) {
-          for (const { c } of ready) out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
-        }
-        await Promise.all(
-          ready.map(async ({ c, sb }) => {
-            if (out.has(c.id)) return;
-            const r = results.find((x) => x.sandbox_id === c.id);
-            if (r?.ok !== true) {
-              const why = typeof r?.error === 'string' ? r.error : 'no result from the parent agent';
-              out.set(c.id, {
-                id: c.id,
-                ok: false,
-                error: new ForkboxError('internal', `forking sandbox ${c.id} failed: ${why}`),
-              });
-              return;
-            }
+      // In waves: the host prepares the next wave while the parent's agent forks this one, and at most
+      // two waves' mount points are in the parent's mount namespace at a time. Each child copies that
+      // whole mount table when it makes its own, so all N children at once made a fork O(N²).
+      const size = Number(process.env.FORKBOX_FORK_WAVE) || FORK_WAVE;
+      let inFlight: Promise<void> | null = null;
+      for (let i = 0; i < children.length; i += size) {
+        const wave = children.slice(i, i + size);
+        // Prepared concurrently: much of a prepare is awaiting the control socket's listen.
+        const prepared = await Promise.all(
+          wave.map(async (c) => {
             try {
-              await deadline<void>(
-                deps.createTimeoutMs ?? 10000,
-                `sandbox ${c.id}'s agent connecting`,
-                (resolve) => void sb.connected.then(resolve),
-              );
-              out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
+              return { c, ...(await prepare(parent, c, sourceId)) };
             } catch (e) {
               out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+              return null;
             }
           }),
         );
+        const previous = inFlight;
+        inFlight = forkWave(
+          parent,
+          prepared.filter((r) => r !== null),
+          sourceId,
+          out,
+        );
+        await previous;
       }
+      await inFlight;
       for (const c of children) {
-        dropMountPoints(parent.id, c.id);
         const o = out.get(c.id);
         if (!o?.ok)
           await release(c.id, parent.id).catch((e: unknown) =>

@@ -28,6 +28,8 @@ export interface InboxOwner {
   verify(hello: AgentHello, cred: PeerCred): void;
   /** A verified agent connected. The owner sends `welcome` once it has placed the process. */
   onAgent(arrival: AgentArrival): void;
+  /** A hello naming this owner was refused (`verify` threw `reason`); the connection is closed. */
+  refused?(reason: string, hello: AgentHello): void;
 }
 
 export interface Logger {
@@ -60,6 +62,7 @@ export function createInboxHub(deps: { sys: Sys; log: Logger; helloTimeoutMs?: n
         } catch (e) {
           deps.log.warn({ inbox: id, pid: cred.pid, err: String(e) }, 'agent hello refused');
           socket.destroy();
+          entry.owner.refused?.(e instanceof Error ? e.message : String(e), hello);
           return;
         }
         entry.owner.onAgent({ socket, hello, cred });

@@ -222,11 +222,19 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
             source.id,
           );
         } else {
-          results = await spawner.spawn(
-            { id: sb.id, hostPid: sb.hostPid, conn, templateId: sb.templateId, depth: sb.depth, lowers },
-            children,
-            source.id,
-          );
+          // The source's worker clones every child one after another while the children already set
+          // themselves up, each in its own cgroup: weigh the source as much as all of them together, or
+          // the clones (the fork's critical path) wait behind the children for a CPU.
+          await cgroups.setCpuWeight(sb.cgroup, children.length + 1).catch(() => undefined);
+          try {
+            results = await spawner.spawn(
+              { id: sb.id, hostPid: sb.hostPid, conn, templateId: sb.templateId, depth: sb.depth, lowers },
+              children,
+              source.id,
+            );
+          } finally {
+            await cgroups.setCpuWeight(sb.cgroup, 1).catch(() => undefined);
+          }
         }
         // A layer no child took is not kept.
         if (!results.some((r) => r.ok)) await deps.snapshots.remove(layer);

@@ -146,6 +146,15 @@ CREATE TABLE template_configs (
 ) STRICT;
 `,
   },
+  {
+    version: 5,
+    name: 'pid-namespace holders',
+    sql: `
+-- Killed sandboxes that still hold a host pid are tombstones (their PID 1 waits for descendants). Every
+-- kill asks for them; without this index that was a scan of the whole sandbox history.
+CREATE INDEX sandboxes_tombstones ON sandboxes(state) WHERE host_pid IS NOT NULL;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

@@ -74,6 +74,13 @@ export function openSqliteStore(opts: OpenSqliteStoreOptions): SqliteStore {
     ...createLayerQueries(db),
     ...createSnapshotQueries(db),
     ...createTemplateConfigQueries(db),
+    atomically<T>(fn: () => T): T {
+      try {
+        return db.transaction(fn).immediate();
+      } catch (e) {
+        throw mapSqliteError(e, 'write several records at once');
+      }
+    },
     close() {
       // Idempotent: shutdown paths may close twice (signal handler + normal exit).
       if (db.open) db.close();

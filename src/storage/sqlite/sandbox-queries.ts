@@ -1,7 +1,7 @@
 /** Sandbox and template statements, prepared once per store instance. */
 import type Database from 'better-sqlite3';
 import { errors, ForkboxError } from '../../domain/errors.ts';
-import { assertTransition } from '../../domain/sandbox-state.ts';
+import { assertTransition, LIVE_STATES } from '../../domain/sandbox-state.ts';
 import type { SandboxRecord, SandboxState, TemplateRecord } from '../../domain/types.ts';
 import type { SandboxFilter, Store } from '../../service/ports.ts';
 import {
@@ -21,6 +21,7 @@ type SandboxMethods = Pick<
   | 'getSandbox'
   | 'getSandboxByName'
   | 'listSandboxes'
+  | 'listPidNamespaceHolders'
   | 'transitionSandbox'
   | 'updateSandbox'
   | 'deleteSandbox'
@@ -34,6 +35,8 @@ type TemplateMethods = Pick<
   | 'updateTemplate'
   | 'deleteTemplate'
 >;
+
+const LIVE_LIST = LIVE_STATES.map((st) => `'${st}'`).join(', ');
 
 const SANDBOX_COLS =
   'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason, tenant, session';
@@ -61,6 +64,12 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
   );
   const listByStates = db.prepare<{ states: string; labels: string | null }, SandboxRow>(
     `SELECT * FROM sandboxes AS s WHERE state IN (SELECT value FROM json_each(@states)) AND ${LABELS_MATCH}
+     ORDER BY created_at, id`,
+  );
+  // Live, or killed with a host pid (a tombstone): both use partial indexes, not a scan of the history.
+  const listHolders = db.prepare<[], SandboxRow>(
+    `SELECT * FROM sandboxes WHERE state IN (${LIVE_LIST})
+     UNION ALL SELECT * FROM sandboxes WHERE state = 'killed' AND host_pid IS NOT NULL
      ORDER BY created_at, id`,
   );
   const update = db.prepare<SandboxRow>(
@@ -146,6 +155,9 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
             (filter?.tenant === undefined || r.tenant === filter.tenant) &&
             (filter?.session === undefined || r.session === filter.session),
         );
+    },
+    listPidNamespaceHolders() {
+      return listHolders.all().map(rowToSandbox);
     },
     // IMMEDIATE: take the write lock before reading the current state, so no other connection can change
     // it between our check and our write (a DEFERRED read-then-write could also fail with SQLITE_BUSY).

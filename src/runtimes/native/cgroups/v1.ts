@@ -6,12 +6,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import {
+  cgroupError,
   checkRel,
   childGroups,
   fileExists,
   isUnlimited,
   killPid,
   mkdirGroup,
+  moveToCgroup,
   parseKeyed,
   pollUntil,
   procsRecursive,
@@ -67,6 +69,10 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
   const ctl = (c: V1Controller): string => dirs.get(c) as string;
   /** Unique hierarchy directories, cpuset first: it must be configured before anything can attach. */
   const hierarchies = [...new Set([ctl('cpuset'), ...V1_CONTROLLERS.map(ctl)])];
+  /** Where a sandbox group lives (createGroup): every hierarchy with a limit or a statistic. */
+  const groupHierarchies = [...new Set((['memory', 'pids', 'cpu', 'cpuacct', 'freezer'] as const).map(ctl))];
+  /** Ancestor directories known to exist (e.g. forkbox/sandboxes): created once, not per sandbox. */
+  const knownDirs = new Set<string>();
   const g = (c: V1Controller, rel: string): string => path.join(ctl(c), ...checkRel(rel));
   const file = (c: V1Controller, rel: string, name: string): string => path.join(g(c, rel), name);
 
@@ -149,8 +155,40 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
     return n;
   }
 
+  /** mkdir -p of a group's ancestors in one hierarchy, remembered so later groups skip it. */
+  async function ensureAncestors(h: string, parts: string[]): Promise<void> {
+    let dir = h;
+    for (const part of parts.slice(0, -1)) {
+      const parent = dir;
+      dir = path.join(dir, part);
+      if (knownDirs.has(dir)) continue;
+      await mkdirGroup(dir);
+      if (h === ctl('cpuset')) await inheritCpuset(parent, dir);
+      knownDirs.add(dir);
+    }
+  }
+
   return {
     kind: 'v1',
+
+    async createGroup(rel, limits, leaves) {
+      const parts = checkRel(rel);
+      for (const leaf of leaves) checkRel(leaf);
+      for (const h of groupHierarchies) {
+        await ensureAncestors(h, parts);
+        try {
+          await mkdirGroup(path.join(h, ...parts));
+        } catch (e) {
+          // An ancestor removed behind our back (gc, another tool): forget what we knew and retry once.
+          if ((e as ForkboxError).details?.errno !== 'ENOENT') throw e;
+          knownDirs.clear();
+          await ensureAncestors(h, parts);
+          await mkdirGroup(path.join(h, ...parts));
+        }
+      }
+      for (const leaf of leaves) await mkdirGroup(path.join(ctl('freezer'), ...parts, leaf));
+      await setLimits(rel, limits);
+    },
 
     async create(rel, limits) {
       const parts = checkRel(rel);
@@ -167,6 +205,12 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
       if (limits) await setLimits(rel, limits);
     },
 
+    async setCpuWeight(rel, relative) {
+      // cpu.shares takes 2..262144; 1024 is the default.
+      const shares = Math.min(262144, Math.max(2, Math.round(1024 * relative)));
+      await writeCgroupFile(file('cpu', rel, 'cpu.shares'), shares);
+    },
+
     async oomKills(rel) {
       return oomKills(g('memory', rel));
     },
@@ -175,7 +219,34 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
 
     async addProcess(rel, pid) {
       // cpuset first (it is the one that can refuse with ENOSPC), then the rest; the whole process moves.
-      for (const h of hierarchies) await writeCgroupFile(path.join(h, ...checkRel(rel), 'cgroup.procs'), pid);
+      // A leaf of createGroup exists only in freezer: elsewhere the process joins the leaf's parent, and
+      // a hierarchy without the group at all (cpuset for sandbox groups) is left as it is.
+      const parts = checkRel(rel);
+      const targets: string[] = [];
+      for (const h of hierarchies) {
+        const dir = path.join(h, ...parts);
+        const target = fileExists(dir)
+          ? dir
+          : parts.length > 1 && fileExists(path.dirname(dir))
+            ? path.dirname(dir)
+            : null;
+        if (target !== null) targets.push(path.join(target, 'cgroup.procs'));
+      }
+      const [first, ...rest] = targets;
+      if (first !== undefined) {
+        // The first hierarchy (cpuset when it has the group) alone, then the rest together: moves issued
+        // at once share the grace period the first one waits for.
+        await moveToCgroup(first, pid);
+        await Promise.all(rest.map((f) => moveToCgroup(f, pid)));
+      }
+      if (first === undefined) {
+        throw cgroupError(
+          'writing',
+          path.join(g('freezer', rel), 'cgroup.procs'),
+          Object.assign(new Error('no such group'), { code: 'ENOENT' }),
+          String(pid),
+        );
+      }
     },
 
     procs,

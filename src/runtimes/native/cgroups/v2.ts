@@ -11,6 +11,7 @@ import {
   isUnlimited,
   killPid,
   mkdirGroup,
+  moveToCgroup,
   parseKeyed,
   pollUntil,
   procsRecursive,
@@ -104,18 +105,35 @@ export function createCgroupsV2(opts: { root: string }): Cgroups {
     return [...set].sort((a, b) => a - b);
   }
 
+  async function create(rel: string, limits?: CgroupLimits): Promise<void> {
+    let dir = root;
+    for (const part of checkRel(rel)) {
+      // Every ancestor of a group that gets limits must delegate the controllers to its children.
+      await enableControllers(dir);
+      dir = path.join(dir, part);
+      await mkdirGroup(dir);
+    }
+    if (limits) await setLimits(rel, limits);
+  }
+
   return {
     kind: 'v2',
+    create,
 
-    async create(rel, limits) {
-      let dir = root;
-      for (const part of checkRel(rel)) {
-        // Every ancestor of a group that gets limits must delegate the controllers to its children.
-        await enableControllers(dir);
-        dir = path.join(dir, part);
-        await mkdirGroup(dir);
-      }
-      if (limits) await setLimits(rel, limits);
+    async createGroup(rel, limits, leaves) {
+      for (const leaf of leaves) checkRel(leaf);
+      await create(rel, limits);
+      // Processes may only live in leaves once the group delegates controllers to its children.
+      if (leaves.length > 0) await enableControllers(g(rel));
+      for (const leaf of leaves) await mkdirGroup(path.join(g(rel), leaf));
+    },
+
+    async setCpuWeight(rel, relative) {
+      // cpu.weight takes 1..10000; 100 is the default.
+      await writeCgroupFile(
+        file(rel, 'cpu.weight'),
+        Math.min(10000, Math.max(1, Math.round(100 * relative))),
+      );
     },
 
     async oomKills(rel) {
@@ -126,7 +144,7 @@ export function createCgroupsV2(opts: { root: string }): Cgroups {
     setLimits,
 
     async addProcess(rel, pid) {
-      await writeCgroupFile(file(rel, 'cgroup.procs'), pid);
+      await moveToCgroup(file(rel, 'cgroup.procs'), pid);
     },
 
     procs,

@@ -158,6 +158,73 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     assert.equal((await api.getSandbox(leaf)).state, 'killed');
   });
 
+  it('forks 20 children in two waves; each child is one process until it first runs Python', async () => {
+    const s = (await api.createSandbox({ memoryMb: 256 })).id;
+    await py(s, 'tag = "wave"');
+    const r = await api.forkSandbox(s, { n: 20, memoryMb: 64 });
+    assert.ok(
+      r.children.every((c) => c.ok),
+      JSON.stringify(r.children.filter((c) => !c.ok)),
+    );
+    const ids = r.children.map((c) => c.sandbox?.id ?? '');
+    const indexes = new Set<string>();
+    for (const k of ids) indexes.add(await sh(k, 'echo $FORKBOX_FORK_INDEX'));
+    assert.equal(indexes.size, 20, 'every child has its own fork index');
+    const procs = (id: string) =>
+      readFileSync(`/sys/fs/cgroup/pids/forkbox/sandboxes/${id}/cgroup.procs`, 'utf8').trim().split('\n');
+    // Each child is one process (its agent, holding the copied REPL state) until Python is needed.
+    assert.equal(procs(ids[19] ?? '').length, 1);
+    assert.equal((await py(ids[19] ?? '', 'tag')).value, "'wave'");
+    assert.equal(procs(ids[19] ?? '').length, 2, 'the REPL worker was forked off PID 1 on first use');
+    await api.killSandbox(s, { cascade: true });
+  });
+
+  it('forks a REPL that runs threads (the two-step path) and keeps its state', async () => {
+    const s = (await api.createSandbox({ memoryMb: 256 })).id;
+    await py(
+      s,
+      'import threading, time\nv = "threaded"\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()',
+    );
+    const r = await api.forkSandbox(s, { n: 2, memoryMb: 64 });
+    assert.ok(
+      r.children.every((c) => c.ok),
+      JSON.stringify(r.children),
+    );
+    for (const c of r.children) {
+      const id = c.sandbox?.id ?? '';
+      assert.equal((await py(id, 'v')).value, "'threaded'");
+      assert.match(await sh(id, 'ps -eo pid,comm --no-headers'), /^\s*1 python3/m);
+    }
+    await api.killSandbox(s, { cascade: true });
+  });
+
+  it('reports a child whose set-up failed inside it, by its error, and cleans it up', async () => {
+    const s = (await api.createSandbox({ memoryMb: 256 })).id;
+    // The worker keeps the capabilities it forks with: take /dev/null away from the source, which every
+    // child binds into its fresh /dev.
+    await py(
+      s,
+      "import ctypes, os\nctypes.CDLL(None, use_errno=True).umount2(b'/dev/null', 2)\nos.remove('/dev/null')",
+    );
+    const r = await api.forkSandbox(s, { n: 2, memoryMb: 64 });
+    assert.equal(r.children.length, 2);
+    for (const c of r.children) {
+      assert.equal(c.ok, false);
+      assert.match(c.error?.message ?? '', /set-up failed inside the new sandbox: .*\/dev\/null/);
+    }
+    const failed = (await api.listSandboxes({ all: true })).filter(
+      (x) => x.parentId === s && x.state === 'failed',
+    );
+    assert.equal(failed.length, 2);
+    for (const f of failed) {
+      assert.equal(existsSync(`/sys/fs/cgroup/memory/forkbox/sandboxes/${f.id}`), false, 'no cgroup left');
+      assert.equal(existsSync(join(fx.stateDir, 'sandboxes', f.id)), false, 'no sandbox dir left');
+      assert.equal(existsSync(join(fx.stateDir, 'inbox', f.id)), false, 'no inbox left');
+    }
+    assert.equal((await py(s, '6 * 7')).value, '42', 'the source keeps working');
+    await api.killSandbox(s);
+  });
+
   it('refuses bad forks clearly and leaves nothing half-made', async () => {
     const s = (await api.createSandbox({})).id;
     const code = async (p: Promise<unknown>) =>

@@ -95,6 +95,8 @@ export function createChildSpawner(deps: {
   pinnedLayers?: () => string[];
 }) {
   const { paths, mounts, cgroups, hub, log, live } = deps;
+  /** False once writing an oom_score_adj was refused (the host lacks CAP_SYS_RESOURCE). */
+  let oomAdjustable = true;
 
   /**
    * Listen on a sandbox's control socket; every verified (re)connection becomes its connection. For a
@@ -153,10 +155,12 @@ export function createChildSpawner(deps: {
               sb.startTime = procStartTime(cred.pid) ?? 0;
               // Place PID 1 before welcoming it: the REPL worker it forks next inherits the cgroup.
               await cgroups.addProcess(`${sb.cgroup}/agent`, cred.pid);
-              // Best effort: hosts without CAP_SYS_RESOURCE keep 0 (doctor reports it).
-              setOomScoreAdj(cred.pid, -1000);
+              // Best effort: hosts without CAP_SYS_RESOURCE keep 0 (doctor reports it), so stop trying.
+              if (oomAdjustable) oomAdjustable = setOomScoreAdj(cred.pid, -1000);
             }
             sb.conn?.close();
+            // welcome and the readiness ping in one write
+            socket.cork();
             const conn = createAgentConnection(socket, hello);
             sb.conn = conn;
             conn.on('close', () => {
@@ -164,6 +168,7 @@ export function createChildSpawner(deps: {
             });
             resolveConnected();
             if (first && expect) conn.request('ping').then(() => settle.resolve(), settle.reject);
+            socket.uncork();
           } catch (e) {
             log.warn({ sandbox: sb.id, err: String(e) }, 'could not adopt agent connection');
             socket.destroy();

@@ -6,7 +6,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import {
-  cgroupError,
   checkRel,
   childGroups,
   fileExists,
@@ -76,16 +75,19 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
   const g = (c: V1Controller, rel: string): string => path.join(ctl(c), ...checkRel(rel));
   const file = (c: V1Controller, rel: string, name: string): string => path.join(g(c, rel), name);
 
-  async function setMemory(rel: string, bytes: number): Promise<void> {
+  /** memory.memsw (memory+swap) exists only with swap accounting, a host-wide setting: look once. */
+  let memswKnown: boolean | undefined;
+  async function setMemory(rel: string, bytes: number, fresh = false): Promise<void> {
     const limit = file('memory', rel, 'memory.limit_in_bytes');
     const memsw = file('memory', rel, 'memory.memsw.limit_in_bytes');
     const value = isUnlimited(bytes) ? '-1' : String(Math.floor(bytes));
-    // memory.memsw (memory+swap) exists only with swap accounting. Setting it to the memory limit means
-    // "no swap beyond the limit": without it a sandbox could push its overflow to swap and thrash the host.
-    if (!fileExists(memsw)) return writeCgroupFile(limit, value);
+    // Setting memsw to the memory limit means "no swap beyond the limit": without it a sandbox could push
+    // its overflow to swap and thrash the host.
+    memswKnown ??= fileExists(memsw);
+    if (!memswKnown) return writeCgroupFile(limit, value);
     // The kernel requires memsw ≥ limit at every moment (EINVAL otherwise): when raising, memsw goes first;
-    // when lowering, the limit goes first.
-    const current = await readNumber(limit);
+    // when lowering, the limit goes first. A group just made is unlimited: any limit lowers it.
+    const current = fresh ? Number.POSITIVE_INFINITY : await readNumber(limit);
     const raising = isUnlimited(bytes) || bytes > current;
     if (raising) {
       await writeCgroupFile(memsw, value);
@@ -96,14 +98,15 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
     }
   }
 
-  async function setLimits(rel: string, limits: CgroupLimits): Promise<void> {
-    await setMemory(rel, limits.memoryBytes);
+  async function setLimits(rel: string, limits: CgroupLimits, fresh = false): Promise<void> {
+    await setMemory(rel, limits.memoryBytes, fresh);
     // pids.max is the fork-bomb guard: without it one sandbox can exhaust the host's pid space.
     await writeCgroupFile(
       file('pids', rel, 'pids.max'),
       isUnlimited(limits.pids) ? 'max' : Math.floor(limits.pids),
     );
-    await writeCgroupFile(file('cpu', rel, 'cpu.cfs_period_us'), CPU_PERIOD_US);
+    // A group just made has the kernel's default period, which is forkbox's.
+    if (!fresh) await writeCgroupFile(file('cpu', rel, 'cpu.cfs_period_us'), CPU_PERIOD_US);
     const quota = isUnlimited(limits.cpus) ? -1 : Math.max(1000, Math.round(limits.cpus * CPU_PERIOD_US));
     await writeCgroupFile(file('cpu', rel, 'cpu.cfs_quota_us'), quota);
   }
@@ -174,20 +177,24 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
     async createGroup(rel, limits, leaves) {
       const parts = checkRel(rel);
       for (const leaf of leaves) checkRel(leaf);
+      let fresh = true;
       for (const h of groupHierarchies) {
         await ensureAncestors(h, parts);
+        let made: boolean;
         try {
-          await mkdirGroup(path.join(h, ...parts));
+          made = await mkdirGroup(path.join(h, ...parts));
         } catch (e) {
           // An ancestor removed behind our back (gc, another tool): forget what we knew and retry once.
           if ((e as ForkboxError).details?.errno !== 'ENOENT') throw e;
           knownDirs.clear();
           await ensureAncestors(h, parts);
-          await mkdirGroup(path.join(h, ...parts));
+          made = await mkdirGroup(path.join(h, ...parts));
         }
+        fresh &&= made;
       }
       for (const leaf of leaves) await mkdirGroup(path.join(ctl('freezer'), ...parts, leaf));
-      await setLimits(rel, limits);
+      // Made just now in every hierarchy: it has the kernel's defaults, so nothing needs reading first.
+      await setLimits(rel, limits, fresh);
     },
 
     async create(rel, limits) {
@@ -215,38 +222,28 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
       return oomKills(g('memory', rel));
     },
 
-    setLimits,
+    setLimits: (rel, limits) => setLimits(rel, limits),
 
     async addProcess(rel, pid) {
       // cpuset first (it is the one that can refuse with ENOSPC), then the rest; the whole process moves.
-      // A leaf of createGroup exists only in freezer: elsewhere the process joins the leaf's parent, and
-      // a hierarchy without the group at all (cpuset for sandbox groups) is left as it is.
       const parts = checkRel(rel);
       const targets: string[] = [];
+      // Every hierarchy but freezer has the same layout, so one look at memory tells which it is: the
+      // group itself (create, or a sandbox made before leaves went freezer-only), or a freezer-only leaf
+      // of a createGroup group, whose process then joins the leaf's parent elsewhere.
+      const whole = parts.length === 1 || fileExists(path.join(ctl('memory'), ...parts));
+      const up = whole ? parts : parts.slice(0, -1);
       for (const h of hierarchies) {
-        const dir = path.join(h, ...parts);
-        const target = fileExists(dir)
-          ? dir
-          : parts.length > 1 && fileExists(path.dirname(dir))
-            ? path.dirname(dir)
-            : null;
-        if (target !== null) targets.push(path.join(target, 'cgroup.procs'));
+        const dir = path.join(h, ...(h === ctl('freezer') ? parts : up));
+        // cpuset: only for groups that have one there (createGroup leaves sandboxes in their template's).
+        if (h === ctl('cpuset') && h !== ctl('memory') && !fileExists(dir)) continue;
+        targets.push(path.join(dir, 'cgroup.procs'));
       }
+      // The first hierarchy (cpuset when it has the group) alone, then the rest together: moves issued at
+      // once share the grace period the first one waits for. A missing group fails with ENOENT (not_found).
       const [first, ...rest] = targets;
-      if (first !== undefined) {
-        // The first hierarchy (cpuset when it has the group) alone, then the rest together: moves issued
-        // at once share the grace period the first one waits for.
-        await moveToCgroup(first, pid);
-        await Promise.all(rest.map((f) => moveToCgroup(f, pid)));
-      }
-      if (first === undefined) {
-        throw cgroupError(
-          'writing',
-          path.join(g('freezer', rel), 'cgroup.procs'),
-          Object.assign(new Error('no such group'), { code: 'ENOENT' }),
-          String(pid),
-        );
-      }
+      if (first !== undefined) await moveToCgroup(first, pid);
+      await Promise.all(rest.map((f) => moveToCgroup(f, pid)));
     },
 
     procs,

@@ -7,11 +7,12 @@
  * from forkbox's subordinate uid range to container uids and `docker import`ed.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, openSync, rmSync } from 'node:fs';
+import { existsSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { c as tarCreate } from 'tar';
 import { createMounts, mountsUnder } from '../../src/runtimes/native/mounts.ts';
 import { createSys } from '../../src/runtimes/native/sys.ts';
+import { which } from '../../src/runtimes/native/which.ts';
 import { defaultImage, type Log, tmpDir } from './env.ts';
 import { nowMs, sleep } from './stats.ts';
 
@@ -29,22 +30,10 @@ export interface DockerPeer {
   close(): Promise<void>;
 }
 
-function findBinary(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/bin'])) {
-    try {
-      accessSync(join(dir, name), constants.X_OK);
-      return join(dir, name);
-    } catch {
-      // next
-    }
-  }
-  return null;
-}
-
 /** Why the Docker peer cannot run here, or null. */
 export function dockerPeerUnavailable(): string | null {
-  if (findBinary('dockerd') === null) return 'dockerd not found (Debian: apt-get install docker.io)';
-  if (findBinary('docker') === null) return 'the docker client not found (Debian: apt-get install docker.io)';
+  if (which('dockerd') === null) return 'dockerd not found (Debian: apt-get install docker.io)';
+  if (which('docker') === null) return 'the docker client not found (Debian: apt-get install docker.io)';
   return null;
 }
 
@@ -63,7 +52,7 @@ export async function startDockerPeer(log: Log): Promise<DockerPeer> {
 
   const logFd = openSync(join(dir, 'dockerd.log'), 'a');
   const daemon: ChildProcess = spawn(
-    findBinary('dockerd') ?? 'dockerd',
+    which('dockerd') ?? 'dockerd',
     [
       '--data-root',
       join(dir, 'root'),

@@ -7,6 +7,7 @@ import { createImageStore } from '../images/index.ts';
 import { planStorage } from '../runtimes/native/btrfs-storage.ts';
 import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
 import { hasCapSysResource } from '../runtimes/native/proc.ts';
+import { which } from '../runtimes/native/which.ts';
 
 export interface DoctorCheck {
   name: string;
@@ -17,18 +18,6 @@ export interface DoctorCheck {
 }
 
 const APT = 'sudo apt-get install -y';
-
-function which(bin: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin'])) {
-    try {
-      accessSync(join(dir, bin), constants.X_OK);
-      return join(dir, bin);
-    } catch {
-      // next
-    }
-  }
-  return null;
-}
 
 function check(
   name: string,

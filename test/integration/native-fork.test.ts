@@ -158,6 +158,29 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     assert.equal((await api.getSandbox(leaf)).state, 'killed');
   });
 
+  it('keeps the source’s commands running through a fork, and gives its CPU weight back after', async () => {
+    const s = (await api.createSandbox({ memoryMb: 256 })).id;
+    const bg = await api.startExec(s, {
+      cmd: 'for i in $(seq 40); do echo $i >> /tmp/ticks; sleep 0.02; done; wc -l < /tmp/ticks',
+    });
+    const r = await api.forkSandbox(s, { n: 3, memoryMb: 64 });
+    assert.ok(r.children.every((c) => c.ok));
+    let poll = await api.pollExec(s, bg.id, { waitMs: 10_000 });
+    while (!poll.done) poll = await api.pollExec(s, bg.id, { afterSeq: poll.nextSeq, waitMs: 10_000 });
+    assert.equal(poll.exec.exitCode, 0, 'the command was paused for the snapshot, never killed');
+    const all = await api.pollExec(s, bg.id);
+    assert.equal(
+      all.chunks
+        .map((c) => c.data)
+        .join('')
+        .trim(),
+      '40',
+    );
+    // While it forks, the source weighs as much as its children together; after, it is back to normal.
+    assert.equal(readFileSync(`/sys/fs/cgroup/cpu/forkbox/sandboxes/${s}/cpu.shares`, 'utf8').trim(), '1024');
+    await api.killSandbox(s, { cascade: true });
+  });
+
   it('forks 20 children in two waves; each child is one process until it first runs Python', async () => {
     const s = (await api.createSandbox({ memoryMb: 256 })).id;
     await py(s, 'tag = "wave"');

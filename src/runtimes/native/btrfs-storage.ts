@@ -4,7 +4,7 @@
  * and losetup installed, loop devices available); otherwise copy. The reason is always reported.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ForkboxError } from '../../domain/errors.ts';
 import { createBtrfsDriver } from './btrfs-driver.ts';
@@ -14,6 +14,7 @@ import type { Logger } from './inbox-hub.ts';
 import { type Mounts, readMountInfo } from './mounts.ts';
 import { createCopyDriver, type SnapshotDriver } from './snapshot-driver.ts';
 import type { Sys } from './sys.ts';
+import { which } from './which.ts';
 
 export type StorageMode = 'auto' | 'btrfs' | 'copy';
 
@@ -38,17 +39,7 @@ export function storageMode(env: Env = process.env): StorageMode {
   );
 }
 
-function onPath(bin: string): boolean {
-  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin'])) {
-    try {
-      accessSync(join(dir, bin), constants.X_OK);
-      return true;
-    } catch {
-      // next
-    }
-  }
-  return false;
-}
+const onPath = (bin: string): boolean => which(bin) !== null;
 
 function kernelHasBtrfs(): boolean {
   const has = () => /\tbtrfs$/m.test(readFileSync('/proc/filesystems', 'utf8'));

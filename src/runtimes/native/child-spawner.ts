@@ -284,18 +284,21 @@ export function createChildSpawner(deps: {
     return { sb, nonce, ready };
   }
 
-  /** Ask the parent's agent to fork one wave of prepared children; record each one's outcome in `out`. */
+  /**
+   * Ask the parent's agent to fork one wave of prepared children; record each one's outcome in `out`.
+   * Never rejects: every failure becomes that child's outcome.
+   */
   async function forkWave(
     parent: ParentRef,
-    ready: { c: ForkChildSpec; sb: LiveSandbox; nonce: string; ready: Promise<void> }[],
+    wave: { c: ForkChildSpec; sb: LiveSandbox; nonce: string; ready: Promise<void> }[],
     sourceId: string | null,
     out: Map<string, SpawnOutcome>,
   ): Promise<void> {
-    if (ready.length === 0) return;
+    if (wave.length === 0) return;
     let results: { sandbox_id?: unknown; ok?: unknown; error?: unknown }[] = [];
     try {
       const { result } = await parent.conn.request('fork', {
-        children: ready.map(({ c, nonce }) => ({
+        children: wave.map(({ c, nonce }) => ({
           sandbox_id: c.id,
           nonce,
           hostname: c.name.slice(0, 63),
@@ -308,10 +311,10 @@ export function createChildSpawner(deps: {
       });
       results = Array.isArray(result.children) ? (result.children as typeof results) : [];
     } catch (e) {
-      for (const { c } of ready) out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+      for (const { c } of wave) out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
     }
     await Promise.all(
-      ready.map(async ({ c, sb, ready: childReady }) => {
+      wave.map(async ({ c, sb, ready }) => {
         if (out.has(c.id)) return;
         const r = results.find((x) => x.sandbox_id === c.id);
         if (r?.ok !== true) {
@@ -325,7 +328,7 @@ export function createChildSpawner(deps: {
         }
         try {
           await deadline<void>(deps.createTimeoutMs ?? 10000, `sandbox ${c.id} starting`, (resolve, reject) =>
-            childReady.then(resolve, reject),
+            ready.then(resolve, reject),
           );
           out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
         } catch (e) {
@@ -341,7 +344,13 @@ export function createChildSpawner(deps: {
     // Every child of the wave has pivoted into its root (or failed): the parent needs its mount points
     // no more, and each one it keeps would be copied by every later child. Not before: a child's copy
     // of the parent's inbox is a slave of the host's, so the host's unmount would reach it mid-set-up.
-    for (const { c } of ready) dropMountPoints(parent.id, c.id);
+    for (const { c } of wave) {
+      try {
+        dropMountPoints(parent.id, c.id);
+      } catch (e) {
+        log.warn({ sandbox: c.id, err: String(e) }, 'could not drop a new sandbox’s mount points');
+      }
+    }
   }
 
   return {
@@ -382,10 +391,9 @@ export function createChildSpawner(deps: {
       // In waves: the host prepares the next wave while the parent's agent forks this one, and at most
       // two waves' mount points are in the parent's mount namespace at a time. Each child copies that
       // whole mount table when it makes its own, so all N children at once made a fork O(N²).
-      const size = Number(process.env.FORKBOX_FORK_WAVE) || FORK_WAVE;
       let inFlight: Promise<void> | null = null;
-      for (let i = 0; i < children.length; i += size) {
-        const wave = children.slice(i, i + size);
+      for (let i = 0; i < children.length; i += FORK_WAVE) {
+        const wave = children.slice(i, i + FORK_WAVE);
         // Prepared concurrently: much of a prepare is awaiting the control socket's listen.
         const prepared = await Promise.all(
           wave.map(async (c) => {

@@ -24,7 +24,7 @@ export interface Cgroups {
    * (a fork freezes a sandbox's commands but not its agent). Idempotent. On v1 the group is made only in
    * the hierarchies that carry a limit or a statistic (memory, pids, cpu, cpuacct, freezer; a sandbox
    * keeps its template's cpuset) and the leaves only in freezer: the other controllers account the group
-   * as a whole, and each cgroup directory costs a mkdir (a fork of 100 made 2,000 of them before). On v2
+   * as a whole, and each cgroup directory costs a mkdir (a fork of 100 made 2,400 of them before). On v2
    * the leaves are ordinary child groups.
    */
   createGroup(rel: string, limits: CgroupLimits, leaves: readonly string[]): Promise<void>;

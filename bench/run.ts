@@ -85,9 +85,14 @@ async function main(): Promise<number> {
   let peer: Peer | null = null;
   let interrupted = false;
   const onSignal = () => {
+    // A second signal means now: the current step may be stuck.
+    if (interrupted) {
+      stderrLog('interrupted twice: exiting without cleaning up (see /var/tmp/forkbox-bench)');
+      process.exit(130);
+    }
     // Finish the current step and clean up rather than leaving sandboxes and mounts behind.
     interrupted = true;
-    stderrLog('interrupted: cleaning up after the current step');
+    stderrLog('interrupted: cleaning up after the current step (signal again to exit at once)');
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);

@@ -43,10 +43,16 @@ export async function startDockerPeer(log: Log): Promise<DockerPeer> {
   const env = { ...process.env, DOCKER_HOST: `unix://${sock}` };
   const docker = (args: string[], opts: { input?: { pipe(to: NodeJS.WritableStream): unknown } } = {}) =>
     new Promise<string>((resolve, reject) => {
-      const child = execFile('docker', args, { env, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
-        if (err) reject(new Error(`docker ${args.join(' ')}: ${stderr.trim() || err.message}`));
-        else resolve(stdout.trim());
-      });
+      // A bounded wait: a wedged docker call fails the peer instead of hanging the benchmark.
+      const child = execFile(
+        'docker',
+        args,
+        { env, maxBuffer: 1 << 20, timeout: 300_000 },
+        (err, stdout, stderr) => {
+          if (err) reject(new Error(`docker ${args.join(' ')}: ${stderr.trim() || err.message}`));
+          else resolve(stdout.trim());
+        },
+      );
       if (opts.input && child.stdin) opts.input.pipe(child.stdin);
     });
 

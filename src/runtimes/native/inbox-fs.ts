@@ -13,8 +13,7 @@ import { type Mounts, readMountInfo } from './mounts.ts';
 import type { Sys } from './sys.ts';
 
 export interface InboxFs {
-  /** Whether the inbox tree is on a tmpfs (false: an older state dir whose live inboxes are on disk). */
-  tmpfs: boolean;
+  /** Unmount the tmpfs when nothing lives in it any more (a no-op when the tree stayed on disk). */
   close(opts: { inUse: boolean }): void;
 }
 
@@ -39,7 +38,6 @@ export function openInboxFs(opts: { dir: string; sys: Sys; mounts: Mounts; log: 
     }
   }
   return {
-    tmpfs,
     close({ inUse }) {
       if (tmpfs && !inUse) mounts.detach(dir);
     },

@@ -66,7 +66,8 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
     `SELECT * FROM sandboxes AS s WHERE state IN (SELECT value FROM json_each(@states)) AND ${LABELS_MATCH}
      ORDER BY created_at, id`,
   );
-  // Live, or killed with a host pid (a tombstone): both use partial indexes, not a scan of the history.
+  // Live (the state index), or killed with a host pid (a tombstone: the partial index of migration 5);
+  // neither part scans the ended history.
   const listHolders = db.prepare<[], SandboxRow>(
     `SELECT * FROM sandboxes WHERE state IN (${LIVE_LIST})
      UNION ALL SELECT * FROM sandboxes WHERE state = 'killed' AND host_pid IS NOT NULL

@@ -8,7 +8,7 @@
  */
 import { rmSync } from 'node:fs';
 import { openEngine } from '../src/composition.ts';
-import { planStorage } from '../src/runtimes/native/btrfs-storage.ts';
+import { planStorage } from '../src/runtimes/native/storage/btrfs-storage.ts';
 import type { ForkboxApi } from '../src/service/api.ts';
 import { type BenchContext, type Benchmark, killAll } from './lib/context.ts';
 import { type DockerPeer, dockerPeerUnavailable, startDockerPeer } from './lib/docker-peer.ts';
@@ -27,6 +27,7 @@ const BIG_RUNS_MAX = 10;
 const kids = (n: number) => (n === 1 ? '1 child' : `${n} children`);
 
 const quiet = {
+  debug: () => undefined,
   info: () => undefined,
   warn: (o: object | string, m?: string) =>
     process.stderr.write(`[fork warn] ${JSON.stringify(o)} ${m ?? ''}\n`),

@@ -1,34 +1,136 @@
 #!/usr/bin/env node
-// Runs node:test through tsx with an explicit file list (Node 20's test runner takes no globs).
-// Usage: node scripts/run-tests.mjs unit|integration|all [extra node --test args]
+// Runs node:test through tsx with explicit file lists (Node 20's test runner takes no globs), in kinds:
+//   unit         test/unit               (no root, seconds)
+//   integration  test/integration        (the real native runtime, real daemons and clients)
+//   abuse        test/abuse              (attacks that must be contained; one file per attack)
+//   clients      test/clients            (third-party MCP clients against a real daemon)
+//   native-copy  test/integration/native-*.test.ts again with FORKBOX_STORAGE=copy
+// Usage: node scripts/run-tests.mjs unit|integration|abuse|clients|native-copy|all [extra node --test args]
+//
+// A skipped test or suite is a failure when running as root (CI runs as root on the machine kind the
+// project targets, where every test can run) or when FORKBOX_FAIL_ON_SKIP=1; FORKBOX_FAIL_ON_SKIP=0
+// allows them. Every skip is listed with its reason either way.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+const KINDS = {
+  unit: { dirs: ['test/unit'] },
+  integration: { dirs: ['test/integration'] },
+  abuse: { dirs: ['test/abuse'] },
+  clients: { dirs: ['test/clients'] },
+  'native-copy': {
+    dirs: ['test/integration'],
+    filter: (f) => /\/native-[^/]+\.test\.ts$/.test(f),
+    env: { FORKBOX_STORAGE: 'copy' },
+  },
+};
+const ORDER = ['unit', 'integration', 'abuse', 'clients', 'native-copy'];
+
 const which = process.argv[2] ?? 'all';
-const dirs = which === 'all' ? ['test/unit', 'test/integration'] : [`test/${which}`];
+const extra = process.argv.slice(3);
+const kinds = which === 'all' ? ORDER : [which];
+for (const k of kinds) {
+  if (!KINDS[k]) {
+    console.error(`unknown test kind '${k}': one of ${ORDER.join(', ')}, all`);
+    process.exit(2);
+  }
+}
+const failOnSkip =
+  process.env.FORKBOX_FAIL_ON_SKIP === '1' ||
+  (process.env.FORKBOX_FAIL_ON_SKIP !== '0' && process.getuid?.() === 0);
 
 function collect(dir) {
-  let out = [];
-  let entries;
-  try {
-    entries = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const name of entries.sort()) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out = out.concat(collect(p));
-    else if (name.endsWith('.test.ts')) out.push(p);
-  }
-  return out;
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) return collect(p);
+      return name.endsWith('.test.ts') ? [p] : [];
+    });
 }
 
-const files = dirs.flatMap(collect);
-if (files.length === 0) {
-  console.error(`no test files under ${dirs.join(', ')}`);
-  process.exit(1);
+const scratch = mkdtempSync(join(tmpdir(), 'forkbox-tests-'));
+const rows = [];
+let status = 0;
+for (const kind of kinds) {
+  const spec = KINDS[kind];
+  const files = spec.dirs.flatMap(collect).filter(spec.filter ?? (() => true));
+  if (files.length === 0) {
+    // A kind asked for by name must have tests; in `all`, an empty kind is reported and skipped.
+    if (which !== 'all') {
+      console.error(`no test files for '${kind}' under ${spec.dirs.join(', ')}`);
+      status = 1;
+    }
+    rows.push({ kind, files: 0, pass: 0, fail: 0, skipped: [], failed: [], suitesFailed: 0 });
+    continue;
+  }
+  const tallyFile = join(scratch, `${kind}.json`);
+  const args = [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-concurrency=1',
+    '--test-reporter=tap',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${new URL('./test-tally.mjs', import.meta.url).pathname}`,
+    `--test-reporter-destination=${join(scratch, `${kind}.out`)}`,
+    ...extra,
+    ...files,
+  ];
+  console.log(
+    `# ── ${kind}: ${files.length} files${
+      spec.env
+        ? ` (${Object.entries(spec.env)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(' ')})`
+        : ''
+    }`,
+  );
+  const r = spawnSync(process.execPath, args, {
+    stdio: 'inherit',
+    env: { ...process.env, ...(spec.env ?? {}), FORKBOX_TEST_TALLY: tallyFile },
+  });
+  let t;
+  try {
+    t = JSON.parse(readFileSync(tallyFile, 'utf8'));
+  } catch {
+    t = {
+      pass: 0,
+      fail: 0,
+      skipped: [],
+      failed: ['(the test run wrote no tally: it crashed)'],
+      suitesFailed: 1,
+    };
+  }
+  rows.push({ kind, files: files.length, ...t });
+  if (r.status !== 0) status = 1;
 }
-const args = ['--import', 'tsx', '--test', '--test-concurrency=1', ...process.argv.slice(3), ...files];
-const r = spawnSync(process.execPath, args, { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+rmSync(scratch, { recursive: true, force: true });
+
+const total = (k) => rows.reduce((a, r) => a + (Array.isArray(r[k]) ? r[k].length : r[k]), 0);
+console.log('\n# ── summary');
+console.log(
+  `# ${'kind'.padEnd(12)} ${'files'.padStart(5)} ${'pass'.padStart(5)} ${'fail'.padStart(5)} ${'skip'.padStart(5)}`,
+);
+for (const r of rows) {
+  console.log(
+    `# ${r.kind.padEnd(12)} ${String(r.files).padStart(5)} ${String(r.pass).padStart(5)} ${String(r.fail + r.suitesFailed).padStart(5)} ${String(r.skipped.length).padStart(5)}`,
+  );
+}
+for (const r of rows) for (const f of r.failed) console.log(`# FAILED  [${r.kind}] ${f}`);
+for (const r of rows) for (const s of r.skipped) console.log(`# SKIPPED [${r.kind}] ${s.what}: ${s.reason}`);
+const skips = total('skipped');
+if (skips > 0 && failOnSkip) {
+  console.log(
+    `# ${skips} skipped: a skip is a failure here (root or FORKBOX_FAIL_ON_SKIP=1); fix what each reason names`,
+  );
+  status = 1;
+}
+console.log(`# tests ${total('pass') + total('fail') + skips}`);
+console.log(`# pass ${total('pass')}`);
+console.log(`# fail ${total('fail') + total('suitesFailed')}`);
+console.log(`# skipped ${skips}`);
+process.exit(status);

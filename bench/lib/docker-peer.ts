@@ -10,9 +10,9 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, openSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { c as tarCreate } from 'tar';
-import { createMounts, mountsUnder } from '../../src/runtimes/native/mounts.ts';
-import { createSys } from '../../src/runtimes/native/sys.ts';
-import { which } from '../../src/runtimes/native/which.ts';
+import { createMounts, mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
+import { createSys } from '../../src/runtimes/native/host/sys.ts';
+import { which } from '../../src/runtimes/native/host/which.ts';
 import { defaultImage, type Log, tmpDir } from './env.ts';
 import { nowMs, sleep } from './stats.ts';
 

@@ -8,7 +8,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writ
 import { join, resolve } from 'node:path';
 import { type OpenedEngine, openEngine } from '../../src/composition.ts';
 import type { ImageRecord } from '../../src/domain/types.ts';
-import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
 import { socketPathFor } from '../../src/transports/daemon-launcher.ts';
@@ -54,7 +54,7 @@ export function makeStateDir(prefix: string): string {
 function engineLog(tag: string) {
   const out = (level: string) => (o: object | string, m?: string) =>
     process.stderr.write(`[${tag} ${level}] ${typeof o === 'string' ? o : JSON.stringify(o)} ${m ?? ''}\n`);
-  return { info: () => undefined, warn: out('warn'), error: out('error') };
+  return { debug: () => undefined, info: () => undefined, warn: out('warn'), error: out('error') };
 }
 
 export interface DaemonHandle {

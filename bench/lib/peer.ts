@@ -16,9 +16,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { createMounts, mountsUnder } from '../../src/runtimes/native/mounts.ts';
-import { templateOciSpec } from '../../src/runtimes/native/oci-spec.ts';
-import { createSys } from '../../src/runtimes/native/sys.ts';
+import { templateOciSpec } from '../../src/runtimes/native/container/oci-spec.ts';
+import { createMounts, mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
+import { createSys } from '../../src/runtimes/native/host/sys.ts';
 import { defaultImage, type Log, tmpDir } from './env.ts';
 import { nowMs } from './stats.ts';
 

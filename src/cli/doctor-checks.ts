@@ -4,10 +4,10 @@ import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createImageStore } from '../images/index.ts';
-import { planStorage } from '../runtimes/native/btrfs-storage.ts';
 import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
-import { hasCapSysResource } from '../runtimes/native/proc.ts';
-import { which } from '../runtimes/native/which.ts';
+import { hasCapSysResource } from '../runtimes/native/host/proc.ts';
+import { which } from '../runtimes/native/host/which.ts';
+import { planStorage } from '../runtimes/native/storage/btrfs-storage.ts';
 
 export interface DoctorCheck {
   name: string;

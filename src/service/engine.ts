@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { errors, ForkboxError } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { ImageRecord, SandboxRecord } from '../domain/types.ts';
 import type {
@@ -43,11 +44,7 @@ export interface ImageCatalog {
   remove(name: string): void;
 }
 
-export interface Logger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+export type { Logger } from '../domain/logger.ts';
 
 export interface EngineDeps {
   store: Store;

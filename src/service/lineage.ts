@@ -5,6 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { errors, ForkboxError } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
+import { runtimeId } from '../domain/runtime-id.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { ForkChildResult, ForkRequest, ForkResult, MergeResult, SandboxInfo } from './api.ts';
@@ -16,8 +18,6 @@ import { checkEnv, checkName, checkTtl, limitsFrom } from './validate.ts';
 export const MERGED_LABEL = 'forkbox.merged-into';
 /** One fork call makes at most this many children. */
 export const MAX_FORK_CHILDREN = 100;
-/** The runtime's id of a sandbox (see runtimes/native runtimeId): after a merge it differs from the public id. */
-const runtimeIdOf = (r: SandboxRecord): string => (typeof r.runtime.rid === 'string' ? r.runtime.rid : r.id);
 
 export interface CallerRef {
   tenant: string;
@@ -27,7 +27,7 @@ export interface CallerRef {
 export interface LineageDeps {
   store: Store;
   runtime: Runtime;
-  log: { error(obj: object | string, msg?: string): void };
+  log: Pick<Logger, 'error'>;
   now: () => number;
   /** Per-sandbox serialisation of lifecycle operations (the engine's). */
   serial<T>(id: string, fn: () => Promise<T>): Promise<T>;
@@ -252,7 +252,7 @@ export function createLineage(deps: LineageDeps) {
           labels: { ...parent.labels, [MERGED_LABEL]: parent.id },
           session: null,
           expiresAt: null,
-          runtime: { ...parent.runtime, rid: runtimeIdOf(parent) },
+          runtime: { ...parent.runtime, rid: runtimeId(parent) },
           createdAt: t,
           updatedAt: t,
         };
@@ -277,7 +277,7 @@ export function createLineage(deps: LineageDeps) {
         }
         // The parent's record now names the winner's processes.
         const merged = store.updateSandbox(parent.id, {
-          runtime: { ...winnerNow.runtime, rid: runtimeIdOf(winnerNow) },
+          runtime: { ...winnerNow.runtime, rid: runtimeId(winnerNow) },
           hostPid: winnerNow.hostPid,
           templateId: winnerNow.templateId,
           depth: winnerNow.depth,
@@ -296,7 +296,7 @@ export function createLineage(deps: LineageDeps) {
     ).then(async (merged) => {
       const old = store
         .listSandboxes({ states: ['running', 'paused'] })
-        .find((r) => r.labels[MERGED_LABEL] === parent.id && runtimeIdOf(r) === runtimeIdOf(parent));
+        .find((r) => r.labels[MERGED_LABEL] === parent.id && runtimeId(r) === runtimeId(parent));
       if (old) await kill(old, `replaced by its fork ${winner.id} (merge)`);
       return { sandbox: withKids(store.getSandbox(merged.id) as SandboxRecord), winner: winner.id };
     });

@@ -6,6 +6,7 @@
  * container, so only the host's own tenant may define or delete them.
  */
 import { errors, ForkboxError } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { ImageRecord, SandboxRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, DefineTemplateRequest, TemplateInfo } from './api.ts';
 import type { Store, TemplateConfigRecord } from './ports.ts';
@@ -70,7 +71,7 @@ export interface TemplateConfigDeps {
   now: () => number;
   /** Stop the template container of a deleted config when nothing uses it (Runtime.releaseTemplate). */
   release?: (image: string, prewarm: string[]) => Promise<boolean>;
-  log?: { warn(obj: object, msg?: string): void };
+  log?: Pick<Logger, 'warn'>;
 }
 
 /** What a create request resolves to: the image, the modules its template pre-imports, and its labels. */

@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openEngine } from '../../src/composition.ts';
-import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { quietLog } from './native.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { type OpenedEngine, openEngine } from '../../src/composition.ts';
 import type { ImageRecord } from '../../src/domain/types.ts';
-import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 
 export const MAIN_STATE_DIR = process.env.FORKBOX_STATE_DIR ?? '/var/lib/forkbox';
 
@@ -18,7 +18,7 @@ export function quietLog() {
     lines.push(`${level} ${typeof o === 'string' ? o : JSON.stringify(o)} ${m ?? ''}`);
     if (process.env.FORKBOX_TEST_LOG) process.stderr.write(`${lines[lines.length - 1]}\n`);
   };
-  return { info: rec('info'), warn: rec('warn'), error: rec('error'), lines };
+  return { debug: rec('debug'), info: rec('info'), warn: rec('warn'), error: rec('error'), lines };
 }
 
 /** Why the native runtime cannot be tested here, or null when it can. */

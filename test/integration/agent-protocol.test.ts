@@ -16,8 +16,8 @@ import {
   type AgentEvent,
   createAgentConnection,
   readHello,
-} from '../../src/runtimes/native/agent-connection.ts';
-import { encodeFrame } from '../../src/runtimes/native/agent-frame.ts';
+} from '../../src/runtimes/native/agent-link/agent-connection.ts';
+import { encodeFrame } from '../../src/runtimes/native/agent-link/agent-frame.ts';
 
 const AGENT = fileURLToPath(new URL('../../src/agent/agent.py', import.meta.url));
 // FORKBOX_TEST_PYTHON picks another interpreter (the agent supports Python >= 3.8).

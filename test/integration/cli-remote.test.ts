@@ -10,7 +10,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ERROR_CODES } from '../../src/domain/errors.ts';
-import { type Listener, startListener } from '../../src/protocol/http/listener.ts';
+import { type Listener, startListener } from '../../src/transports/http-listener.ts';
 import { ROOT } from '../helpers/daemon.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
-import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
 import { makeStateDir, nativeUnavailable, quietLog, storageMounts } from '../helpers/native.ts';
 

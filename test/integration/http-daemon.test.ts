@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { type Listener, startListener } from '../../src/protocol/http/listener.ts';
 import { DEFAULT_LABEL } from '../../src/protocol/mcp/default-sandbox.ts';
+import { type Listener, startListener } from '../../src/transports/http-listener.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();

@@ -16,7 +16,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { openEngine } from '../../src/composition.ts';
-import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();

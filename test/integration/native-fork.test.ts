@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxError } from '../../src/domain/errors.ts';
-import { mountsUnder } from '../../src/runtimes/native/mounts.ts';
+import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { MAX_FORK_DEPTH } from '../../src/runtimes/native/native-runtime.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { type NativeFixture, nativeUnavailable, openNative, snapshotLayers } from '../helpers/native.ts';

@@ -6,7 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createSys, MNT_DETACH, MS, SysError, socketFd } from '../../src/runtimes/native/sys.ts';
+import { createSys, MNT_DETACH, MS, SysError, socketFd } from '../../src/runtimes/native/host/sys.ts';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -89,7 +89,7 @@ describe('sys: tryLockExclusive', () => {
   it('returns false while another process holds the lock, true once it is released', async () => {
     const file = path.join(dir, 'lock');
     fs.writeFileSync(file, '');
-    const sysUrl = new URL('../../src/runtimes/native/sys.ts', import.meta.url).href;
+    const sysUrl = new URL('../../src/runtimes/native/host/sys.ts', import.meta.url).href;
     const child = spawn(
       process.execPath,
       [

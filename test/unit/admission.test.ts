@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
-import { createAdmission, formatBytes } from '../../src/runtimes/native/admission.ts';
+import { createAdmission, formatBytes } from '../../src/runtimes/native/host/admission.ts';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;

@@ -6,7 +6,7 @@ import {
   FrameDecoder,
   MAX_BODY_BYTES,
   MAX_HEADER_BYTES,
-} from '../../src/runtimes/native/agent-frame.ts';
+} from '../../src/runtimes/native/agent-link/agent-frame.ts';
 
 function prefix(headerLen: number, bodyLen: number): Buffer {
   const b = Buffer.alloc(8);

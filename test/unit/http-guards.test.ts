@@ -6,7 +6,7 @@ import {
   hostnameOf,
   isLoopbackHost,
 } from '../../src/protocol/http/guards.ts';
-import { checkListenSecurity } from '../../src/protocol/http/listener.ts';
+import { checkListenSecurity } from '../../src/transports/http-listener.ts';
 import { parseListen } from '../../src/transports/http-server.ts';
 
 describe('listen address and security', () => {

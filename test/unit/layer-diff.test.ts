@@ -9,8 +9,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import { diffLayerChains, relOf } from '../../src/runtimes/native/layer-diff.ts';
-import { openRegular, sha256Of } from '../../src/runtimes/native/layer-walk.ts';
+import { diffLayerChains, relOf } from '../../src/runtimes/native/storage/layer-diff.ts';
+import { openRegular, sha256Of } from '../../src/runtimes/native/storage/layer-walk.ts';
 import { diffLines, unifiedDiff } from '../../src/service/diff.ts';
 import type { DiffEntry } from '../../src/service/ports.ts';
 

@@ -1,17 +1,17 @@
 /**
  * `forkbox serve`: the daemon. Owns the state dir (the engine takes its lock), serves the local API on
- * its Unix socket and, beside it, MCP + REST on one TCP listener (protocol/http/listener.ts).
+ * its Unix socket and, beside it, MCP + REST on one TCP listener (transports/http-listener.ts).
  */
 import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { ForkboxError } from '../../domain/errors.ts';
 import { DEFAULT_MAX_CONCURRENCY } from '../../protocol/http/limits.ts';
-import { checkListenSecurity, type Listener, startListener } from '../../protocol/http/listener.ts';
 import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
 import { DEFAULT_TENANT } from '../../service/engine.ts';
 import { socketPathFor } from '../../transports/daemon-launcher.ts';
+import { checkListenSecurity, type Listener, startListener } from '../../transports/http-listener.ts';
 import { DEFAULT_LISTEN, parseListen } from '../../transports/http-server.ts';
 import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';

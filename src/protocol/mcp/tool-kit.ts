@@ -4,6 +4,7 @@
  * into the MCP result (structuredContent + a text copy), and errors into isError results.
  */
 import { z } from 'zod';
+import type { Logger } from '../../domain/logger.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 
 /** The annotations every tool sets explicitly (the spec's defaults are not what most of ours need). */
@@ -24,10 +25,7 @@ export interface ToolOutput<O> {
   isError?: boolean;
 }
 
-export interface ToolLog {
-  debug(o: object, m?: string): void;
-  warn(o: object, m?: string): void;
-}
+export type ToolLog = Pick<Logger, 'debug' | 'warn'>;
 
 export interface ToolContext {
   api: ForkboxApi;

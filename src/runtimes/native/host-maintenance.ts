@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import type { ImageRecord } from '../../domain/types.ts';
 import type { DiskUsage, GcReport } from '../../service/api.ts';
 import type { Cgroups } from './cgroups/index.ts';
-import { dirSize } from './disk.ts';
-import type { Mounts } from './mounts.ts';
-import type { NativePaths } from './paths.ts';
+import type { Mounts } from './host/mounts.ts';
+import type { NativePaths } from './host/paths.ts';
+import { dirSize } from './storage/disk.ts';
 
 function entries(dir: string): string[] {
   try {

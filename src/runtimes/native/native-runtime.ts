@@ -6,6 +6,8 @@
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { errors, ForkboxError } from '../../domain/errors.ts';
+import type { Logger } from '../../domain/logger.ts';
+import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord, TemplateRecord } from '../../domain/types.ts';
 import type { ImageCatalog } from '../../service/engine.ts';
 import type {
@@ -15,22 +17,23 @@ import type {
   Runtime,
   SandboxHandle,
 } from '../../service/ports.ts';
-import { createAdmission } from './admission.ts';
-import type { AgentConnection } from './agent-connection.ts';
+import type { AgentConnection } from './agent-link/agent-connection.ts';
+import type { InboxHub } from './agent-link/inbox-hub.ts';
+import { createSandboxOps } from './agent-link/sandbox-ops.ts';
 import type { Cgroups } from './cgroups/index.ts';
-import { createChildSpawner, type LiveSandbox, runtimeId as rid } from './child-spawner.ts';
-import { dirSize } from './disk.ts';
-import { deadline, type InboxHub, type Logger } from './inbox-hub.ts';
-import { diffLayerChains } from './layer-diff.ts';
-import type { Mounts } from './mounts.ts';
-import type { UidRange } from './oci-spec.ts';
-import type { NativePaths } from './paths.ts';
-import { isAlive, readProcStatus } from './proc.ts';
-import { createSandboxOps } from './sandbox-ops.ts';
-import type { SnapshotDriver } from './snapshot-driver.ts';
-import type { Templates } from './templates.ts';
+import type { UidRange } from './container/oci-spec.ts';
+import type { Templates } from './container/templates.ts';
+import { createAdmission } from './host/admission.ts';
+import { deadline } from './host/deadline.ts';
+import type { Mounts } from './host/mounts.ts';
+import type { NativePaths } from './host/paths.ts';
+import { isAlive, readProcStatus } from './host/proc.ts';
+import { createChildSpawner, type LiveSandbox } from './spawn/child-spawner.ts';
+import { dirSize } from './storage/disk.ts';
+import { diffLayerChains } from './storage/layer-diff.ts';
+import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
-export type { LiveSandbox } from './child-spawner.ts';
+export type { LiveSandbox } from './spawn/child-spawner.ts';
 
 /** Pid namespaces nest at most 32 deep; keep a margin for the template's own. */
 export const MAX_FORK_DEPTH = 30;

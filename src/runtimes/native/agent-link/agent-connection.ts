@@ -6,7 +6,7 @@
  */
 import type { Socket } from 'node:net';
 import { z } from 'zod';
-import { type ErrorCode, ForkboxError } from '../../domain/errors.ts';
+import { type ErrorCode, ForkboxError } from '../../../domain/errors.ts';
 import { encodeFrame, type Frame, FrameDecoder, type FrameHeader, MAX_BODY_BYTES } from './agent-frame.ts';
 
 export const AGENT_PROTOCOL_VERSION = 1;

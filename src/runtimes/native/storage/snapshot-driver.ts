@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ForkboxError } from '../../domain/errors.ts';
+import { ForkboxError } from '../../../domain/errors.ts';
 
 /** A sandbox's overlay upper and work dirs (always in one filesystem: overlay renames between them). */
 export interface SandboxDirs {

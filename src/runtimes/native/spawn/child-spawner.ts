@@ -6,17 +6,20 @@
 import { randomBytes } from 'node:crypto';
 import { chownSync, mkdirSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
-import type { SandboxRecord } from '../../domain/types.ts';
-import type { ForkChildSpec, SandboxHandle } from '../../service/ports.ts';
-import { type AgentConnection, createAgentConnection } from './agent-connection.ts';
-import type { Cgroups } from './cgroups/index.ts';
-import { deadline, type InboxHub, type Logger } from './inbox-hub.ts';
-import type { Mounts } from './mounts.ts';
-import type { UidRange } from './oci-spec.ts';
-import type { NativePaths } from './paths.ts';
-import { isAlive, procStartTime, readProcStatus, setOomScoreAdj } from './proc.ts';
-import type { SnapshotDriver } from './snapshot-driver.ts';
+import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
+import type { Logger } from '../../../domain/logger.ts';
+import { runtimeId } from '../../../domain/runtime-id.ts';
+import type { SandboxRecord } from '../../../domain/types.ts';
+import type { ForkChildSpec, SandboxHandle } from '../../../service/ports.ts';
+import { type AgentConnection, createAgentConnection } from '../agent-link/agent-connection.ts';
+import type { InboxHub } from '../agent-link/inbox-hub.ts';
+import type { Cgroups } from '../cgroups/index.ts';
+import type { UidRange } from '../container/oci-spec.ts';
+import { deadline } from '../host/deadline.ts';
+import type { Mounts } from '../host/mounts.ts';
+import type { NativePaths } from '../host/paths.ts';
+import { isAlive, procStartTime, readProcStatus, setOomScoreAdj } from '../host/proc.ts';
+import type { SnapshotDriver } from '../storage/snapshot-driver.ts';
 
 export interface LiveSandbox {
   id: string;
@@ -72,14 +75,6 @@ function descendsFrom(pid: number, ancestor: number): boolean {
     p = readProcStatus(p)?.ppid ?? 0;
   }
   return p === ancestor;
-}
-
-/**
- * The id the runtime knows a sandbox by (paths, cgroups, inbox). Normally its public id; after a merge
- * the parent's public id answers with the winner's processes, so its record names the winner's here.
- */
-export function runtimeId(rec: SandboxRecord): string {
-  return typeof rec.runtime.rid === 'string' ? rec.runtime.rid : rec.id;
 }
 
 export function createChildSpawner(deps: {

@@ -1,6 +1,7 @@
 /** Exec, REPL and file operations of native sandboxes, carried over the agent connection. */
 import { randomBytes } from 'node:crypto';
-import type { SandboxRecord } from '../../domain/types.ts';
+import { runtimeId } from '../../../domain/runtime-id.ts';
+import type { SandboxRecord } from '../../../domain/types.ts';
 import type {
   ExecEvents,
   ExecHandle,
@@ -9,11 +10,10 @@ import type {
   FileEntry,
   FileStat,
   ReplResult,
-} from '../../service/ports.ts';
+} from '../../../service/ports.ts';
+import type { Cgroups } from '../cgroups/index.ts';
+import type { NativePaths } from '../host/paths.ts';
 import type { AgentConnection } from './agent-connection.ts';
-import type { Cgroups } from './cgroups/index.ts';
-import { runtimeId } from './child-spawner.ts';
-import type { NativePaths } from './paths.ts';
 
 const DEFAULT_CAP = 1024 * 1024;
 /** File transfers are split into frames of this size (the protocol's body limit is 16 MiB). */

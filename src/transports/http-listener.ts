@@ -1,16 +1,16 @@
 /**
  * The TCP listener, assembled: security checks on the configuration, token file, audit log, the app
- * (app.ts) and the server (transports/http-server.ts). `forkbox serve` and the integration tests start
+ * (protocol/http/app.ts) and the server (http-server.ts). `forkbox serve` and the integration tests start
  * it the same way.
  */
 import { join } from 'node:path';
-import { ForkboxError } from '../../domain/errors.ts';
-import { type HttpServer, serveHttp } from '../../transports/http-server.ts';
-import type { ToolLog } from '../mcp/tool-kit.ts';
-import { createHttpApp, type HttpApp, type HttpAppOptions } from './app.ts';
-import { type AuditLog, createAuditLog } from './audit.ts';
-import { guardConfig, isLoopbackHost } from './guards.ts';
-import { loadTokenFile, type TokenStore } from './tokens.ts';
+import { ForkboxError } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
+import { createHttpApp, type HttpApp, type HttpAppOptions } from '../protocol/http/app.ts';
+import { type AuditLog, createAuditLog } from '../protocol/http/audit.ts';
+import { guardConfig, isLoopbackHost } from '../protocol/http/guards.ts';
+import { loadTokenFile, type TokenStore } from '../protocol/http/tokens.ts';
+import { type HttpServer, serveHttp } from './http-server.ts';
 
 export interface ListenerOptions {
   engine: HttpAppOptions['engine'];
@@ -25,7 +25,7 @@ export interface ListenerOptions {
   allowHosts?: string[] | undefined;
   allowOrigins?: string[] | undefined;
   toolsets?: string[] | undefined;
-  log?: (ToolLog & { info(o: object, m?: string): void }) | undefined;
+  log?: Pick<Logger, 'debug' | 'info' | 'warn'> | undefined;
   mcp?: HttpAppOptions['mcp'];
 }
 

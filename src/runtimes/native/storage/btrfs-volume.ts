@@ -11,10 +11,10 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ForkboxError } from '../../domain/errors.ts';
+import { ForkboxError } from '../../../domain/errors.ts';
+import { type Mounts, readMountInfo } from '../host/mounts.ts';
+import { MS, type Sys } from '../host/sys.ts';
 import { isOnBtrfs } from './btrfs-ioctl.ts';
-import { type Mounts, readMountInfo } from './mounts.ts';
-import { MS, type Sys } from './sys.ts';
 
 export const DEFAULT_BTRFS_SIZE = 64 * 1024 ** 3;
 /** mkfs.btrfs needs ~114 MiB; below 1 GiB a handful of sandboxes fill it. */

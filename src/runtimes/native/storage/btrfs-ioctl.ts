@@ -11,7 +11,7 @@
 import { closeSync, constants, fstatSync, openSync, statfsSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import koffi from 'koffi';
-import { SysError } from './sys.ts';
+import { SysError } from '../host/sys.ts';
 
 export const BTRFS_SUPER_MAGIC = 0x9123683e;
 /** The root directory of every btrfs subvolume has this inode number. */

@@ -19,15 +19,17 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ForkboxError } from '../../domain/errors.ts';
-import type { ImageRecord, TemplateRecord } from '../../domain/types.ts';
-import type { Store } from '../../service/ports.ts';
-import { type AgentConnection, createAgentConnection } from './agent-connection.ts';
-import { deadline, type InboxHub, type Logger } from './inbox-hub.ts';
-import type { Mounts } from './mounts.ts';
+import { ForkboxError } from '../../../domain/errors.ts';
+import type { Logger } from '../../../domain/logger.ts';
+import type { ImageRecord, TemplateRecord } from '../../../domain/types.ts';
+import type { Store } from '../../../service/ports.ts';
+import { type AgentConnection, createAgentConnection } from '../agent-link/agent-connection.ts';
+import type { InboxHub } from '../agent-link/inbox-hub.ts';
+import { deadline } from '../host/deadline.ts';
+import type { Mounts } from '../host/mounts.ts';
+import type { NativePaths } from '../host/paths.ts';
+import { isAlive, procStartTime, setOomScoreAdj } from '../host/proc.ts';
 import { templateOciSpec, type UidRange } from './oci-spec.ts';
-import type { NativePaths } from './paths.ts';
-import { isAlive, procStartTime, setOomScoreAdj } from './proc.ts';
 import { seccompProfile } from './seccomp.ts';
 
 const SECCOMP_KEY = createHash('sha256').update(JSON.stringify(seccompProfile())).digest('hex').slice(0, 12);
@@ -58,7 +60,7 @@ export interface TemplateDeps {
 /** The agent's code ships in src/agent; it is copied into the state dir under a content hash. */
 function agentSourceDir(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  for (const cand of [join(here, '../../agent'), join(here, '../../../src/agent')]) {
+  for (const cand of [join(here, '../../../agent'), join(here, '../../../../src/agent')]) {
     if (existsSync(join(cand, 'agent.py'))) return cand;
   }
   throw new ForkboxError(

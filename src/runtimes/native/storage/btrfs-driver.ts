@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { ForkboxError } from '../../domain/errors.ts';
+import { ForkboxError } from '../../../domain/errors.ts';
 import { type BtrfsIoctl, createBtrfsIoctl, isSubvolume } from './btrfs-ioctl.ts';
 import type { BtrfsVolume } from './btrfs-volume.ts';
 import { createPlainDirs, run, SNAPSHOT_PREFIX, type SnapshotDriver } from './snapshot-driver.ts';

@@ -7,7 +7,7 @@
  * How layers are read without ever following a sandbox's symlinks: layer-walk.ts.
  */
 import { basename, dirname } from 'node:path';
-import { unifiedDiff } from '../../service/diff.ts';
+import { unifiedDiff } from '../../../service/diff.ts';
 import type {
   DiffEntry,
   DiffSide,
@@ -15,7 +15,7 @@ import type {
   LayerChain,
   LayerDiff,
   LayerDiffOptions,
-} from '../../service/ports.ts';
+} from '../../../service/ports.ts';
 import {
   type Budget,
   diskLayer,

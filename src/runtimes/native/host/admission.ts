@@ -5,7 +5,7 @@
  * through a fork.
  */
 import fsp from 'node:fs/promises';
-import { ForkboxError } from '../../domain/errors.ts';
+import { ForkboxError } from '../../../domain/errors.ts';
 
 export const DEFAULT_OVERCOMMIT_RATIO = 2;
 

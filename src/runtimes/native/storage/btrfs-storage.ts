@@ -6,15 +6,15 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ForkboxError } from '../../domain/errors.ts';
+import { ForkboxError } from '../../../domain/errors.ts';
+import type { Logger } from '../../../domain/logger.ts';
+import { type Mounts, readMountInfo } from '../host/mounts.ts';
+import type { Sys } from '../host/sys.ts';
+import { which } from '../host/which.ts';
 import { createBtrfsDriver } from './btrfs-driver.ts';
 import { isOnBtrfs } from './btrfs-ioctl.ts';
 import { openBtrfsVolume } from './btrfs-volume.ts';
-import type { Logger } from './inbox-hub.ts';
-import { type Mounts, readMountInfo } from './mounts.ts';
 import { createCopyDriver, type SnapshotDriver } from './snapshot-driver.ts';
-import type { Sys } from './sys.ts';
-import { which } from './which.ts';
 
 export type StorageMode = 'auto' | 'btrfs' | 'copy';
 

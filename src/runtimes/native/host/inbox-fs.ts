@@ -8,7 +8,7 @@
  * are in it); `close({ inUse: false })` unmounts it.
  */
 import { mkdirSync, readdirSync } from 'node:fs';
-import type { Logger } from './inbox-hub.ts';
+import type { Logger } from '../../../domain/logger.ts';
 import { type Mounts, readMountInfo } from './mounts.ts';
 import type { Sys } from './sys.ts';
 

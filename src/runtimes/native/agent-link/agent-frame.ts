@@ -4,7 +4,7 @@
  * Everything decoded here comes from inside a sandbox and is untrusted: bounds are checked before
  * buffering, so a peer announcing a 4 GiB frame costs us nothing.
  */
-import { ForkboxError } from '../../domain/errors.ts';
+import { ForkboxError } from '../../../domain/errors.ts';
 
 export const MAX_HEADER_BYTES = 1024 * 1024;
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;

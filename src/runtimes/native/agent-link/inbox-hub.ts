@@ -7,9 +7,9 @@
  */
 import { chmodSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import { ForkboxError } from '../../domain/errors.ts';
+import type { Logger } from '../../../domain/logger.ts';
+import { type Sys, socketFd } from '../host/sys.ts';
 import { type AgentHello, readHello } from './agent-connection.ts';
-import { type Sys, socketFd } from './sys.ts';
 
 export interface PeerCred {
   pid: number;
@@ -32,12 +32,11 @@ export interface InboxOwner {
   refused?(reason: string, hello: AgentHello): void;
 }
 
-export interface Logger {
-  warn(obj: object, msg: string): void;
-  info(obj: object, msg: string): void;
-}
-
-export function createInboxHub(deps: { sys: Sys; log: Logger; helloTimeoutMs?: number }) {
+export function createInboxHub(deps: {
+  sys: Sys;
+  log: Pick<Logger, 'info' | 'warn'>;
+  helloTimeoutMs?: number;
+}) {
   const servers = new Map<string, { server: net.Server; owner: InboxOwner; path: string }>();
   const helloTimeout = deps.helloTimeoutMs ?? 5000;
 
@@ -121,33 +120,3 @@ export function createInboxHub(deps: { sys: Sys; log: Logger; helloTimeoutMs?: n
 }
 
 export type InboxHub = ReturnType<typeof createInboxHub>;
-
-/** Resolve when `fn` is called, reject after `ms` with a clear timeout error. */
-export function deadline<T>(
-  ms: number,
-  what: string,
-  start: (resolve: (v: T) => void, reject: (e: unknown) => void) => void,
-): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(
-      () =>
-        reject(
-          new ForkboxError(
-            'timeout',
-            `${what} did not happen within ${ms} ms. Check 'forkbox doctor' and the daemon log.`,
-          ),
-        ),
-      ms,
-    );
-    start(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
-}

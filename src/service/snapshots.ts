@@ -249,3 +249,5 @@ export function createSnapshots(deps: SnapshotDeps) {
     },
   };
 }
+
+export type Snapshots = ReturnType<typeof createSnapshots>;

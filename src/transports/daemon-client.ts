@@ -248,7 +248,8 @@ export function createDaemonClient(opts: DaemonClientOptions): DaemonClient {
     extendSandbox: (id, ttlSeconds) =>
       call({ method: 'POST', path: sb(id, '/extend'), json: { ttlSeconds } }),
 
-    exec(id, req, onOutput) {
+    exec(id, req, opts) {
+      const onOutput = opts?.onOutput;
       const { stdin, ...rest } = req;
       const json = stdin === undefined ? rest : { ...rest, stdin: stdin.toString('base64') };
       if (!onOutput) return call<ExecOutcome>({ method: 'POST', path: sb(id, '/exec'), json });

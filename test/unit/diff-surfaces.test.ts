@@ -72,7 +72,7 @@ describe('diff over REST and the daemon client', () => {
 });
 
 describe('sandbox_diff MCP tool', () => {
-  it('returns snake_case entries with octal modes, counts and the unified diff', async () => {
+  it('returns entries (path, type, size; changes of modified ones), counts and the unified diff once', async () => {
     const api = createFakeApi();
     const x = (await api.createSandbox({ name: 'x' })).id;
     const y = (await api.createSandbox({ name: 'y' })).id;
@@ -91,19 +91,13 @@ describe('sandbox_diff MCP tool', () => {
       assert.equal(s.a, x);
       assert.equal(s.b, y);
       assert.deepEqual(s.counts, { added: 1, removed: 1, modified: 1 });
-      assert.deepEqual(s.added, [
-        { path: '/work/new', type: 'symlink', size: 3, mode: '777', link_target: '/x' },
-      ]);
-      assert.deepEqual(s.modified, [
-        {
-          path: '/work/f',
-          changes: ['content'],
-          a: { type: 'file', size: 4, mode: '644', sha256: 'aa' },
-          b: { type: 'file', size: 4, mode: '644', sha256: 'bb' },
-        },
-      ]);
+      assert.deepEqual(s.added, [{ path: '/work/new', type: 'symlink', size: 3 }]);
+      assert.deepEqual(s.modified, [{ path: '/work/f', changes: ['content'] }]);
       assert.equal(s.truncated, false);
-      assert.equal(s.unified, '--- a/work/f\n');
+      // The unified diff is a text block of its own, not a field of structuredContent.
+      assert.equal(s.unified, undefined);
+      const block = r.content[1];
+      assert.equal(block?.type === 'text' ? block.text : undefined, '--- a/work/f\n');
       assert.deepEqual(api.calls.at(-1), {
         method: 'diffSandboxes',
         args: ['x', 'y', { paths: ['/work'], unifiedFor: '/work/f' }],

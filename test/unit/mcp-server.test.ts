@@ -1,13 +1,14 @@
 /**
  * The MCP server's wiring (SDK v2 client ↔ server in memory) over the fake API: tool listing, the
- * structured + text result shape, error mapping, input validation, toolset selection and the lazy
- * default sandbox. The real engine is exercised in test/integration/mcp-inmemory.test.ts.
+ * structured + text result shape (bulk fields once), error mapping, input validation, toolset selection
+ * and the lazy default sandbox. The real engine is exercised in test/integration/mcp-inmemory.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
+import { HINTS, SPEC_DEFAULT_HINTS } from '../../src/protocol/mcp/tool-kit.ts';
 import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import { selectTools } from '../../src/protocol/mcp/toolsets.ts';
 import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
@@ -50,19 +51,27 @@ describe('mcp server (fake api)', () => {
       for (const t of tools) {
         assert.match(t.name, /^[a-z]+_[a-z_]+$/);
         assert.ok(t.title, `${t.name} has a title`);
-        assert.ok((t.description ?? '').length > 30, `${t.name} has a description`);
+        assert.ok((t.description ?? '').length >= 15, `${t.name} has a description`);
         assert.equal(t.inputSchema.type, 'object');
         assert.equal(t.outputSchema?.type, 'object', `${t.name} has an output schema`);
-        const a = t.annotations;
-        assert.ok(a, `${t.name} has annotations`);
-        for (const k of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const) {
-          assert.equal(typeof a[k], 'boolean', `${t.name}.${k}`);
+        // Only hints that differ from the spec's defaults are sent; with the defaults applied, a client
+        // sees exactly the hints the tool sets.
+        const def = CANONICAL_TOOLS.find((d) => d.name === t.name);
+        assert.ok(def && t.annotations, `${t.name} has annotations`);
+        const effective = { ...SPEC_DEFAULT_HINTS, ...t.annotations };
+        for (const k of Object.keys(SPEC_DEFAULT_HINTS) as (keyof typeof SPEC_DEFAULT_HINTS)[]) {
+          if (def.annotations.readOnlyHint && (k === 'destructiveHint' || k === 'idempotentHint')) continue;
+          assert.equal(effective[k], def.annotations[k], `${t.name}.${k}`);
         }
       }
       const byName = new Map(tools.map((t) => [t.name, t]));
       assert.equal(byName.get('sandbox_list')?.annotations?.readOnlyHint, true);
-      assert.equal(byName.get('sandbox_kill')?.annotations?.destructiveHint, true);
-      assert.equal(byName.get('exec_run')?.annotations?.readOnlyHint, false);
+      assert.equal(
+        { ...SPEC_DEFAULT_HINTS, ...byName.get('sandbox_kill')?.annotations }.destructiveHint,
+        true,
+      );
+      assert.equal({ ...SPEC_DEFAULT_HINTS, ...byName.get('exec_run')?.annotations }.readOnlyHint, false);
+      assert.deepEqual(byName.get('exec_run')?.annotations, { openWorldHint: HINTS.run.openWorldHint });
     } finally {
       await c.close();
     }
@@ -93,12 +102,15 @@ describe('mcp server (fake api)', () => {
     }
   });
 
-  it('rejects bad arguments with an input validation error', async () => {
+  it('rejects bad arguments with a tool error naming the argument and the bound', async () => {
     const c = await connect(createFakeApi());
     try {
       const r = await c.call('sandbox_create', { memory_mb: 1 });
       assert.equal(r.isError, true);
-      assert.match(text(r), /Input validation error/);
+      assert.match(
+        text(r),
+        /invalid arguments for sandbox_create: `memory_mb`: .*>=16.*\[code: invalid_argument\]/,
+      );
       const both = await c.call('exec_run', { sandbox: 'x', command: 'true', argv: ['true'] });
       assert.equal(both.isError, true);
     } finally {
@@ -146,7 +158,9 @@ describe('mcp server (fake api)', () => {
       assert.equal(stale.isError, true);
       assert.match(text(stale), /changed since you read it.*file_read/);
       const read = await c.call('file_read', { path: '/a.txt' });
-      assert.equal((read.structuredContent as { content: string }).content, 'x = 1\ny = 2\n');
+      const block = read.content[1];
+      assert.equal(block?.type === 'text' ? block.text : undefined, 'x = 1\ny = 2\n');
+      assert.equal((read.structuredContent as { content?: string }).content, undefined, 'content once');
     } finally {
       await c.close();
     }

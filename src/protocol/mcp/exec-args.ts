@@ -2,10 +2,28 @@
 import { z } from 'zod';
 import { errors } from '../../domain/errors.ts';
 import type { ExecRequest } from '../../service/api.ts';
-import { envArg } from './tool-kit.ts';
+import { envArg } from './kv-list.ts';
 
-export const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
-export const DEFAULT_MCP_OUTPUT_BYTES = 256 * 1024;
+/** Inline output per stream when neither the call nor the daemon says: a model's context is small. */
+export const DEFAULT_MCP_OUTPUT_BYTES = 32 * 1024;
+/** Most inline output per stream one call may ask for (results stay a few MiB: tool-result.ts). */
+export const MAX_MCP_OUTPUT_BYTES = 1024 * 1024;
+
+export const maxOutputArg = z
+  .number()
+  .int()
+  .min(1)
+  .max(MAX_MCP_OUTPUT_BYTES)
+  .optional()
+  .describe(`Inline bytes per stream (default ${DEFAULT_MCP_OUTPUT_BYTES})`);
+
+export const timeoutArg = (dflt: string) =>
+  z
+    .number()
+    .min(0.1)
+    .max(24 * 3600)
+    .optional()
+    .describe(`Seconds before the command is killed (${dflt})`);
 
 export const commandArgs = {
   command: z
@@ -13,24 +31,16 @@ export const commandArgs = {
     .min(1)
     .max(256 * 1024)
     .optional()
-    .describe('A shell command line, run with /bin/sh -c. Give this or `argv`.'),
+    .describe('Shell line for /bin/sh -c'),
   argv: z
     .array(z.string().max(128 * 1024))
     .min(1)
     .max(4096)
     .optional()
-    .describe('The program and its arguments, run without a shell. Give this or `command`.'),
-  cwd: z.string().min(1).max(4096).optional().describe('Working directory (default /).'),
-  env: envArg.describe('Extra environment variables for this command.'),
-  max_output_bytes: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_OUTPUT_BYTES)
-    .optional()
-    .describe(
-      `Output kept (stdout and stderr together); beyond it the output is cut, a marker line is appended and truncated=true (default ${DEFAULT_MCP_OUTPUT_BYTES}).`,
-    ),
+    .describe('Or: program and arguments, no shell'),
+  cwd: z.string().min(1).max(4096).optional().describe('Working directory (default /)'),
+  env: envArg.optional().describe('NAME=value items'),
+  max_output_bytes: maxOutputArg,
 };
 
 export interface CommandArgs {
@@ -41,7 +51,12 @@ export interface CommandArgs {
   max_output_bytes?: number | undefined;
 }
 
-export function toExecRequest(a: CommandArgs, timeoutS: number | undefined): Omit<ExecRequest, 'stdin'> {
+export function toExecRequest(
+  a: CommandArgs,
+  timeoutS: number | undefined,
+  /** Per-stream inline default; undefined: the daemon's (background execs keep more for polling). */
+  outputBytes: number | undefined,
+): Omit<ExecRequest, 'stdin'> {
   if ((a.command === undefined) === (a.argv === undefined)) {
     throw errors.invalid('give exactly one of `command` (a shell line) or `argv` (a list of words).');
   }
@@ -49,6 +64,7 @@ export function toExecRequest(a: CommandArgs, timeoutS: number | undefined): Omi
   if (a.cwd !== undefined) req.cwd = a.cwd;
   if (a.env !== undefined) req.env = a.env;
   if (timeoutS !== undefined) req.timeoutSeconds = timeoutS;
-  req.maxOutputBytes = a.max_output_bytes ?? DEFAULT_MCP_OUTPUT_BYTES;
+  const max = a.max_output_bytes ?? outputBytes;
+  if (max !== undefined) req.maxOutputBytes = max;
   return req;
 }

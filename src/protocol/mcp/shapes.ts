@@ -19,7 +19,6 @@ export const sandboxShape = z.object({
   state: z.string(),
   image: z.string(),
   parent_id: z.string().nullable(),
-  depth: z.number(),
   memory_mb: z.number(),
   cpus: z.number(),
   pids: z.number(),
@@ -27,12 +26,39 @@ export const sandboxShape = z.object({
   created_at: z.string(),
   expires_at: z.string().nullable(),
   end_reason: z.string().nullable(),
-  persistent: z.boolean().describe('False: removed when the client session that created it ends.'),
-  children: z.array(z.string()).describe('Ids of its live child sandboxes (forks of it).'),
-  usage: usageShape.optional(),
+  persistent: z.boolean(),
+  children: z.array(z.string()),
 });
 
-export type SandboxShape = z.input<typeof sandboxShape>;
+/** sandbox_get's output: the sandbox with its live usage. */
+export const sandboxWithUsageShape = sandboxShape.extend({ usage: usageShape.optional() });
+
+/** One line of sandbox_list. */
+export const sandboxSummaryShape = sandboxShape.pick({
+  id: true,
+  name: true,
+  state: true,
+  image: true,
+  parent_id: true,
+  labels: true,
+  expires_at: true,
+  persistent: true,
+});
+
+export type SandboxShape = z.input<typeof sandboxWithUsageShape>;
+
+/** What a lifecycle call (kill, pause, resume, extend) changed: the sandbox's state and expiry. */
+export const sandboxBriefShape = z.object({
+  id: z.string(),
+  name: z.string(),
+  state: z.string(),
+  expires_at: z.string().nullable(),
+  end_reason: z.string().nullable(),
+});
+
+export function sandboxBrief(s: SandboxInfo): z.input<typeof sandboxBriefShape> {
+  return { id: s.id, name: s.name, state: s.state, expires_at: s.expiresAt, end_reason: s.endReason };
+}
 
 export function sandboxOut(s: SandboxInfo): SandboxShape {
   const out: SandboxShape = {
@@ -41,7 +67,6 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
     state: s.state,
     image: s.image,
     parent_id: s.parentId,
-    depth: s.depth,
     memory_mb: Math.round(s.limits.memoryBytes / MiB),
     cpus: s.limits.cpus,
     pids: s.limits.pids,
@@ -66,7 +91,6 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
 
 export const execShape = z.object({
   exec_id: z.string(),
-  sandbox_id: z.string(),
   command: z.array(z.string()),
   state: z.string(),
   exit_code: z.number().nullable(),
@@ -78,10 +102,18 @@ export const execShape = z.object({
   ended_at: z.string().nullable(),
 });
 
+/** A command's state as exec_poll reports it. */
+export const execStatusShape = execShape.pick({
+  state: true,
+  exit_code: true,
+  signal: true,
+  timed_out: true,
+  oom_killed: true,
+});
+
 export function execOut(e: ExecRecord): z.input<typeof execShape> {
   return {
     exec_id: e.id,
-    sandbox_id: e.sandboxId,
     command: e.command,
     state: e.state,
     exit_code: e.exitCode,
@@ -102,8 +134,9 @@ export const carriedShape = z.object({
 });
 export const forkChildShape = z.object({
   ok: z.boolean(),
-  sandbox: sandboxShape.optional(),
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  id: z.string().optional(),
+  name: z.string().optional(),
+  error: z.string().optional(),
 });
 
 export function forkOutcomeOut(r: ForkResult) {
@@ -116,8 +149,44 @@ export function forkOutcomeOut(r: ForkResult) {
     not_carried: r.notCarried,
     children: r.children.map((c) => ({
       ok: c.ok,
-      ...(c.sandbox ? { sandbox: sandboxOut(c.sandbox) } : {}),
-      ...(c.error ? { error: c.error } : {}),
+      ...(c.sandbox ? { id: c.sandbox.id, name: c.sandbox.name } : {}),
+      ...(c.error ? { error: `${c.error.message} [code: ${c.error.code}]` } : {}),
     })),
   };
+}
+
+/** What became of one output stream (see StreamSummary in the service ports). */
+export const streamShape = z.object({
+  stream: z.enum(['stdout', 'stderr']),
+  total_bytes: z.number(),
+  omitted_bytes: z.number(),
+  file: z.string().nullable(),
+  spooled_bytes: z.number(),
+});
+
+export const streamsShape = z
+  .array(streamShape)
+  .describe(
+    'Per stream: bytes written and cut from the middle, and the file in the sandbox holding it whole',
+  );
+
+interface StreamSummaryLike {
+  totalBytes: number;
+  shownBytes: number;
+  omittedBytes: number;
+  file: string | null;
+  spooledBytes: number;
+}
+
+const streamOut = (stream: 'stdout' | 'stderr', s: StreamSummaryLike): z.input<typeof streamShape> => ({
+  stream,
+  total_bytes: s.totalBytes,
+  omitted_bytes: s.omittedBytes,
+  file: s.file,
+  spooled_bytes: s.spooledBytes,
+});
+
+/** The `streams` field of a result, when the runtime reported it. */
+export function streamsOut(s: { stdout: StreamSummaryLike; stderr: StreamSummaryLike } | null | undefined) {
+  return s ? { streams: [streamOut('stdout', s.stdout), streamOut('stderr', s.stderr)] } : {};
 }

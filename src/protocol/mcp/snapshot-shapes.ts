@@ -5,12 +5,12 @@ import type { SnapshotInfo } from '../../service/api.ts';
 export const snapshotShape = z.object({
   id: z.string(),
   name: z.string(),
-  source: z.string().describe('The sandbox it was taken from.'),
+  source: z.string(),
   image: z.string(),
   created_at: z.string(),
-  python_state: z.boolean().describe('True while restores bring back the Python REPL state too.'),
+  python_state: z.boolean(),
   layers: z.number(),
-  dependents: z.array(z.string()).describe('Live sandboxes built on it.'),
+  dependents: z.array(z.string()),
 });
 
 export function snapshotOut(s: SnapshotInfo): z.input<typeof snapshotShape> {
@@ -26,4 +26,4 @@ export function snapshotOut(s: SnapshotInfo): z.input<typeof snapshotShape> {
   };
 }
 
-export const snapshotArg = z.string().min(1).max(128).describe('Snapshot id or name.');
+export const snapshotArg = z.string().min(1).max(128).describe('Snapshot id or name');

@@ -1,7 +1,8 @@
 /**
  * What every MCP tool is made of: a definition (name, title, description, annotations, zod input and
- * output schemas) and a `run` that returns structured output. `registerTool` in server.ts turns a run
- * into the MCP result (structuredContent + a text copy), and errors into isError results.
+ * output schemas, the output fields that are bulk text) and a `run` that returns structured output.
+ * tool-runner.ts turns a run into the MCP result (tool-result.ts: structuredContent, a JSON text copy
+ * of it and each bulk field once, as its own text block) and errors into isError results.
  */
 import { z } from 'zod';
 import type { Logger } from '../../domain/logger.ts';
@@ -19,7 +20,7 @@ export type ExtraContent = { type: 'image'; data: string; mimeType: string } | {
 
 export interface ToolOutput<O> {
   structured: O;
-  /** Content blocks after the JSON text copy (e.g. matplotlib images). */
+  /** Content blocks after the JSON text copy and the bulk fields (e.g. matplotlib images). */
   extra?: ExtraContent[];
   /** A business-level failure the model should see as a tool error (the structured part is still sent). */
   isError?: boolean;
@@ -31,10 +32,15 @@ export interface ToolContext {
   api: ForkboxApi;
   /** The sandbox a per-sandbox tool acts on: `arg` when given, else this connection's default one. */
   sandbox(arg: string | undefined): Promise<string>;
-  /** Aborted when the client cancels the request or disconnects. */
+  /** Aborted when the client cancels the request, or its session or connection ends. */
   signal: AbortSignal;
-  /** Report progress (a no-op when the request carries no progressToken). Ordered; awaited before the result. */
+  /**
+   * The latest state of the work, for progress notifications (a no-op when the request carries no
+   * progressToken): sent at once when none was sent in the last second, else with the next heartbeat.
+   */
   progress(message: string): void;
+  /** Inline output per stream when a call does not say (the daemon's setting). */
+  outputBytes: number;
   log: ToolLog;
 }
 
@@ -45,6 +51,11 @@ export interface ToolDef<I extends z.ZodObject = z.ZodObject, O extends z.ZodObj
   annotations: ToolHints;
   input: I;
   output: O;
+  /**
+   * Top-level string fields of the output that can be large (stdout, file content): each is sent once,
+   * as its own text content block, and left out of structuredContent and of the advertised output schema.
+   */
+  bulk?: readonly (keyof z.input<O> & string)[];
   run(args: z.output<I>, ctx: ToolContext): Promise<ToolOutput<z.input<O>>>;
 }
 
@@ -55,21 +66,35 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(def: To
 
 // ───────────── shared schema pieces ─────────────
 
-export const SANDBOX_ARG_DESCRIPTION =
-  "Sandbox id or name. Omit it to use this connection's default sandbox (one per stdio connection, HTTP session or token), created on first use and re-created if it was killed.";
+export const SANDBOX_ARG_DESCRIPTION = 'Id or name (default: yours)';
 
 export const sandboxArg = z.string().min(1).max(128).optional().describe(SANDBOX_ARG_DESCRIPTION);
 
-export const pathArg = z
-  .string()
-  .min(1)
-  .max(4096)
-  .describe('Absolute path inside the sandbox (relative paths are resolved from /).');
+export const pathArg = z.string().min(1).max(4096).describe('Absolute path');
 
-export const envArg = z
-  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(32_768))
-  .refine((r) => Object.keys(r).length <= 256, 'at most 256 variables')
-  .optional();
+export { envArg, labelsArg } from './kv-list.ts';
+
+/** The spec's values for hints a tool does not state. */
+export const SPEC_DEFAULT_HINTS: ToolHints = {
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: false,
+  openWorldHint: true,
+};
+
+/**
+ * The hints as advertised: only those that differ from the spec's defaults (destructive and idempotent
+ * only mean something for a tool that is not read-only). Clients apply the defaults, so every tool's
+ * effective hints are the ones it sets; tools/list, paid on every turn, is ~450 tokens lighter.
+ */
+export function advertisedHints(h: ToolHints): Partial<ToolHints> {
+  const out: Partial<ToolHints> = {};
+  for (const k of Object.keys(SPEC_DEFAULT_HINTS) as (keyof ToolHints)[]) {
+    if (h.readOnlyHint && (k === 'destructiveHint' || k === 'idempotentHint')) continue;
+    if (h[k] !== SPEC_DEFAULT_HINTS[k]) out[k] = h[k];
+  }
+  return out;
+}
 
 export const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },

@@ -3,9 +3,9 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const codeReset = defineTool({
   name: 'code_reset',
-  title: 'Reset the Python REPL',
+  title: 'Reset the REPL',
   description:
-    "Restart a sandbox's Python REPL: all variables, imports and REPL-started threads are lost. Files and other processes are kept.",
+    "Restart a sandbox's Python REPL, losing its variables and imports (files and processes stay).",
   annotations: HINTS.destroy,
   input: z.object({ sandbox: sandboxArg }),
   output: z.object({ reset: z.boolean() }),

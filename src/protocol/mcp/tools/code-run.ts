@@ -1,32 +1,34 @@
 import { z } from 'zod';
 import type { CodeRunRequest } from '../../../service/api.ts';
+import { maxOutputArg } from '../exec-args.ts';
+import { streamsOut, streamsShape } from '../shapes.ts';
 import { defineTool, type ExtraContent, HINTS, sandboxArg } from '../tool-kit.ts';
+import { cutMiddle } from '../tool-result.ts';
+import { progressOptions } from './exec-run.ts';
 
 const DEFAULT_TIMEOUT_S = 300;
 
 export const codeRun = defineTool({
   name: 'code_run',
   title: 'Run code',
-  description: `Run code in a sandbox. python (default) runs in the sandbox's persistent REPL: variables, imports and open files stay across calls, and the value of a trailing expression is returned in \`value\`; matplotlib figures come back as image content. node and bash run as a fresh process each time. On an exception, ok=false and \`error\` has type, message and traceback (state is kept). Interrupted after timeout_s (default ${DEFAULT_TIMEOUT_S}); output kept up to max_output_bytes. code_reset clears the Python state.`,
+  description: `Run Python in the sandbox's persistent REPL: state stays across calls (code_reset clears it). Returns a trailing expression's value, stdout and stderr (cut like exec_run's) and figures as images; an exception gives ok=false, state kept. language node or bash runs a one-off script (for commands prefer exec_run). Interrupted at timeout_s (default ${DEFAULT_TIMEOUT_S}) or on cancel; restarted=true: state lost.`,
   annotations: HINTS.run,
+  bulk: ['stdout', 'stderr'],
   input: z.object({
     sandbox: sandboxArg,
     code: z
       .string()
       .min(1)
-      .max(1024 * 1024),
-    language: z.enum(['python', 'node', 'bash']).optional().describe('Default python.'),
+      .max(1024 * 1024)
+      .describe('Source code'),
+    language: z.enum(['python', 'node', 'bash']).optional().describe('Default python'),
     timeout_s: z
       .number()
       .min(0.1)
       .max(24 * 3600)
-      .optional(),
-    max_output_bytes: z
-      .number()
-      .int()
-      .min(1)
-      .max(64 * 1024 * 1024)
-      .optional(),
+      .optional()
+      .describe(`Seconds before a KeyboardInterrupt (default ${DEFAULT_TIMEOUT_S})`),
+    max_output_bytes: maxOutputArg,
   }),
   output: z.object({
     ok: z.boolean(),
@@ -39,15 +41,20 @@ export const codeRun = defineTool({
     restarted: z.boolean(),
     truncated: z.boolean(),
     oom_killed: z.boolean(),
-    images: z.number().describe('How many image content blocks follow.'),
+    images: z.number(),
     duration_ms: z.number(),
+    streams: streamsShape.optional(),
   }),
-  async run(a, { api, sandbox }) {
+  async run(a, { api, sandbox, signal, progress, outputBytes }) {
     const id = await sandbox(a.sandbox);
-    const req: CodeRunRequest = { code: a.code, timeoutSeconds: a.timeout_s ?? DEFAULT_TIMEOUT_S };
+    const max = a.max_output_bytes ?? outputBytes;
+    const req: CodeRunRequest = {
+      code: a.code,
+      timeoutSeconds: a.timeout_s ?? DEFAULT_TIMEOUT_S,
+      maxOutputBytes: max,
+    };
     if (a.language !== undefined) req.language = a.language;
-    if (a.max_output_bytes !== undefined) req.maxOutputBytes = a.max_output_bytes;
-    const r = await api.runCode(id, req);
+    const r = await api.runCode(id, req, progressOptions(progress, signal));
     const extra: ExtraContent[] = r.images.map((img) => ({
       type: 'image',
       data: img.dataB64,
@@ -56,7 +63,7 @@ export const codeRun = defineTool({
     return {
       structured: {
         ok: r.ok,
-        value: r.value,
+        value: r.value === null ? null : cutMiddle(r.value, max, 'from the value'),
         stdout: r.stdout,
         stderr: r.stderr,
         error: r.error,
@@ -67,6 +74,7 @@ export const codeRun = defineTool({
         oom_killed: r.oomKilled,
         images: extra.length,
         duration_ms: r.durationMs,
+        ...streamsOut(r.streams),
       },
       extra,
     };

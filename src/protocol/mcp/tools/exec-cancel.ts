@@ -6,9 +6,9 @@ export const execCancel = defineTool({
   name: 'exec_cancel',
   title: 'Cancel a command',
   description:
-    'Kill a running command and its whole process group; returns its final record. Cancelling an ended command changes nothing.',
+    'Kill a command started with exec_start and every process it started; returns its final record.',
   annotations: HINTS.destroy,
-  input: z.object({ sandbox: sandboxArg, exec_id: z.string().min(1).max(64) }),
+  input: z.object({ sandbox: sandboxArg, exec_id: z.string().min(1).max(64).describe('From exec_start') }),
   output: execShape,
   async run(a, { api, sandbox }) {
     return { structured: execOut(await api.cancelExec(await sandbox(a.sandbox), a.exec_id)) };

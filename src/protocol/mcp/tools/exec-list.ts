@@ -5,7 +5,7 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 export const execList = defineTool({
   name: 'exec_list',
   title: 'List commands',
-  description: "List a sandbox's recent commands (up to 100, newest first) with their state and exit code.",
+  description: "A sandbox's last 100 commands, newest first, with state and exit code.",
   annotations: HINTS.read,
   input: z.object({ sandbox: sandboxArg }),
   output: z.object({ execs: z.array(execShape) }),

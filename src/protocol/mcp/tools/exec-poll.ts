@@ -1,42 +1,94 @@
 import { z } from 'zod';
-import { execOut, execShape } from '../shapes.ts';
+import type { ExecPollResult } from '../../../service/api.ts';
+import { MAX_MCP_OUTPUT_BYTES } from '../exec-args.ts';
+import { execOut, execStatusShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+
+/** Longest long-poll: well under the usual 60 s client request timeout, so the poll never loses the race. */
+export const MAX_POLL_WAIT_MS = 25_000;
+
+const missedShape = z.object({
+  stream: z.enum(['stdout', 'stderr']),
+  from: z.number().nullable(),
+  to: z.number(),
+  bytes: z.number().nullable(),
+  file: z.string().nullable(),
+});
+
+type Chunk = ExecPollResult['chunks'][number];
+
+/** The chunks that fit in `budget` bytes (at least one), in order. */
+function page(chunks: Chunk[], budget: number): Chunk[] {
+  const out: Chunk[] = [];
+  let used = 0;
+  for (const c of chunks) {
+    const n = Buffer.byteLength(c.data, 'utf8');
+    if (out.length > 0 && used + n > budget) break;
+    out.push(c);
+    used += n;
+  }
+  return out;
+}
 
 export const execPoll = defineTool({
   name: 'exec_poll',
-  title: 'Read background command output',
-  description:
-    'Get the state of a background command and its output chunks after `after_seq` (start at -1; pass back next_seq). With wait_ms, waits up to that long (max 60000) for new output or the end. done=true once it has ended; exit_code is then set.',
+  title: 'Poll a command',
+  description: `A background command's state and output after after_seq (first -1, then next_seq), up to max_bytes. wait_ms (max ${MAX_POLL_WAIT_MS}) waits for news; poll until done. more: output is waiting. missed: output not returned, and the file holding it.`,
   annotations: HINTS.read,
+  bulk: ['stdout', 'stderr'],
   input: z.object({
     sandbox: sandboxArg,
-    exec_id: z.string().min(1).max(64),
-    after_seq: z
+    exec_id: z.string().min(1).max(64).describe('From exec_start'),
+    after_seq: z.number().int().min(-1).optional().describe('Cursor: next_seq of the last poll (default -1)'),
+    wait_ms: z.number().int().min(0).max(MAX_POLL_WAIT_MS).optional().describe('Long-poll time (default 0)'),
+    max_bytes: z
       .number()
       .int()
-      .min(-1)
+      .min(1)
+      .max(MAX_MCP_OUTPUT_BYTES)
       .optional()
-      .describe('Return chunks with seq > after_seq (default -1: all kept).'),
-    wait_ms: z
-      .number()
-      .int()
-      .min(0)
-      .max(60_000)
-      .optional()
-      .describe('Long-poll: wait this long for news (default 0).'),
+      .describe('Output bytes returned at most (default: 2x the inline default)'),
   }),
   output: z.object({
-    exec: execShape,
-    chunks: z.array(z.object({ seq: z.number(), stream: z.enum(['stdout', 'stderr']), data: z.string() })),
+    exec: execStatusShape,
+    stdout: z.string(),
+    stderr: z.string(),
     next_seq: z.number(),
     done: z.boolean(),
+    more: z.boolean(),
+    missed: z.array(missedShape).optional(),
   }),
-  async run(a, { api, sandbox }) {
+  async run(a, { api, sandbox, outputBytes }) {
     const id = await sandbox(a.sandbox);
     const opts: { afterSeq?: number; waitMs?: number } = {};
     if (a.after_seq !== undefined) opts.afterSeq = a.after_seq;
     if (a.wait_ms !== undefined) opts.waitMs = a.wait_ms;
     const r = await api.pollExec(id, a.exec_id, opts);
-    return { structured: { exec: execOut(r.exec), chunks: r.chunks, next_seq: r.nextSeq, done: r.done } };
+    const shown = page(r.chunks, a.max_bytes ?? 2 * outputBytes);
+    const more = shown.length < r.chunks.length;
+    const last = shown[shown.length - 1];
+    const text = (s: 'stdout' | 'stderr') =>
+      shown
+        .filter((c) => c.stream === s)
+        .map((c) => c.data)
+        .join('');
+    const missed = (r as { missed?: z.input<typeof missedShape>[] }).missed;
+    return {
+      structured: {
+        exec: (({ state, exit_code, signal, timed_out, oom_killed }) => ({
+          state,
+          exit_code,
+          signal,
+          timed_out,
+          oom_killed,
+        }))(execOut(r.exec)),
+        stdout: text('stdout'),
+        stderr: text('stderr'),
+        next_seq: more && last ? last.seq : r.nextSeq,
+        done: r.done && !more,
+        more,
+        ...(missed && missed.length > 0 ? { missed } : {}),
+      },
+    };
   },
 });

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { ExecOutcome, ForkboxApi } from '../../../service/api.ts';
-import { commandArgs, toExecRequest } from '../exec-args.ts';
+import type { ExecOutcome, ForkboxApi, RunOptions } from '../../../service/api.ts';
+import { commandArgs, timeoutArg, toExecRequest } from '../exec-args.ts';
+import { streamsOut, streamsShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg, type ToolLog } from '../tool-kit.ts';
 
 const DEFAULT_TIMEOUT_S = 300;
@@ -9,7 +10,8 @@ const DEFAULT_TIMEOUT_S = 300;
 /**
  * Cancel the exec started under `key`. The sync exec call does not return its id until it ends, so the
  * exec is found by the idempotency key it was started with; it may not be recorded yet when the abort
- * comes very early, hence the retries.
+ * comes very early, hence the retries. (The abort signal handed to api.exec cancels it too where the
+ * API supports it; cancelling an ended exec changes nothing.)
  */
 async function cancelByKey(api: ForkboxApi, sandbox: string, key: string, log: ToolLog): Promise<void> {
   for (let i = 0; i < 50; i++) {
@@ -27,11 +29,24 @@ async function cancelByKey(api: ForkboxApi, sandbox: string, key: string, log: T
   }
 }
 
+/** Run options with progress from output chunks and from peeks (the latest bytes past the inline head). */
+export function progressOptions(
+  progress: (m: string) => void,
+  signal: AbortSignal,
+): RunOptions & { onPeek?: (p: { stream: string; data: Buffer }) => void } {
+  return {
+    signal,
+    onOutput: (chunk) => progress(chunk.data.toString('utf8')),
+    onPeek: (p) => progress(p.data.toString('utf8')),
+  };
+}
+
 export const execRun = defineTool({
   name: 'exec_run',
   title: 'Run a command',
-  description: `Run a command in a sandbox and wait for it: returns exit_code, stdout, stderr, duration_ms and flags (truncated, timed_out, oom_killed). Give \`command\` (a /bin/sh -c line) or \`argv\`. Killed after timeout_s (default ${DEFAULT_TIMEOUT_S}); output is kept up to max_output_bytes per stream. With a progressToken, output streams as progress notifications; cancelling the request kills the command and its process group. Files and processes it leaves persist in the sandbox. For longer jobs use exec_start + exec_poll.`,
+  description: `Run a command and wait (timeout_s, default ${DEFAULT_TIMEOUT_S}); for Python with lasting state use code_run. Returns exit_code, stdout, stderr: a stream over max_output_bytes keeps head and tail, whole in its streams[].file (read with file_read). Progress is sent while it runs; cancel kills its process tree. Work longer than your client's timeout (often 60 s): exec_start + exec_poll.`,
   annotations: HINTS.run,
+  bulk: ['stdout', 'stderr'],
   input: z.object({
     sandbox: sandboxArg,
     ...commandArgs,
@@ -39,13 +54,8 @@ export const execRun = defineTool({
       .string()
       .max(8 * 1024 * 1024)
       .optional()
-      .describe('Text written to the command’s stdin, then closed.'),
-    timeout_s: z
-      .number()
-      .min(0.1)
-      .max(24 * 3600)
-      .optional()
-      .describe(`Kill the command after this many seconds (default ${DEFAULT_TIMEOUT_S}).`),
+      .describe('Text fed to stdin, then closed'),
+    timeout_s: timeoutArg(`default ${DEFAULT_TIMEOUT_S}`),
   }),
   output: z.object({
     exec_id: z.string(),
@@ -58,15 +68,16 @@ export const execRun = defineTool({
     oom_killed: z.boolean(),
     cancelled: z.boolean(),
     duration_ms: z.number(),
+    streams: streamsShape.optional(),
   }),
-  async run(a, { api, sandbox, signal, progress, log }) {
+  async run(a, { api, sandbox, signal, progress, log, outputBytes }) {
     const id = await sandbox(a.sandbox);
     const key = `mcp-${randomUUID()}`;
-    const req = { ...toExecRequest(a, a.timeout_s ?? DEFAULT_TIMEOUT_S), idempotencyKey: key };
+    const req = { ...toExecRequest(a, a.timeout_s ?? DEFAULT_TIMEOUT_S, outputBytes), idempotencyKey: key };
     const running: Promise<ExecOutcome> = api.exec(
       id,
       a.stdin === undefined ? req : { ...req, stdin: Buffer.from(a.stdin, 'utf8') },
-      { onOutput: (chunk) => progress(chunk.data.toString('utf8')) },
+      progressOptions(progress, signal),
     );
     const onAbort = () => void cancelByKey(api, id, key, log);
     if (signal.aborted) onAbort();
@@ -85,6 +96,7 @@ export const execRun = defineTool({
           oom_killed: o.oomKilled,
           cancelled: o.cancelled,
           duration_ms: o.durationMs,
+          ...streamsOut(o.streams),
         },
       };
     } finally {

@@ -1,29 +1,24 @@
 import { z } from 'zod';
-import { commandArgs, toExecRequest } from '../exec-args.ts';
+import { commandArgs, timeoutArg, toExecRequest } from '../exec-args.ts';
 import { execOut, execShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const execStart = defineTool({
   name: 'exec_start',
-  title: 'Start a background command',
+  title: 'Start a command',
   description:
-    'Start a command in the background and return its exec_id at once. Read its output with exec_poll (long-poll with wait_ms), feed stdin with exec_write_stdin (when `stdin` is true), stop it with exec_cancel. Output is kept up to max_output_bytes. No timeout unless timeout_s is given.',
+    "Start a command in the background; returns exec_id at once. It outlives this call and your session: use it for servers and work longer than your client's timeout. Then exec_poll, exec_write_stdin (stdin: true), exec_cancel.",
   annotations: HINTS.run,
   input: z.object({
     sandbox: sandboxArg,
     ...commandArgs,
-    stdin: z.boolean().optional().describe('Keep stdin open for exec_write_stdin (default: stdin is empty).'),
-    timeout_s: z
-      .number()
-      .min(0.1)
-      .max(24 * 3600)
-      .optional()
-      .describe('Kill the command after this many seconds.'),
+    stdin: z.boolean().optional().describe('Keep stdin open for exec_write_stdin'),
+    timeout_s: timeoutArg('default none'),
   }),
   output: execShape,
   async run(a, { api, sandbox }) {
     const id = await sandbox(a.sandbox);
-    const req = { ...toExecRequest(a, a.timeout_s), stdin: a.stdin === true };
+    const req = { ...toExecRequest(a, a.timeout_s, undefined), stdin: a.stdin === true };
     return { structured: execOut(await api.startExec(id, req)) };
   },
 });

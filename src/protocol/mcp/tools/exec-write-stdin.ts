@@ -3,19 +3,18 @@ import { defineTool, sandboxArg } from '../tool-kit.ts';
 
 export const execWriteStdin = defineTool({
   name: 'exec_write_stdin',
-  title: 'Write to a background command',
-  description:
-    'Write data to the stdin of a background command started with exec_start(stdin: true); eof=true closes its stdin afterwards.',
+  title: 'Write to stdin',
+  description: 'Write to the stdin of a command started with exec_start(stdin: true).',
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   input: z.object({
     sandbox: sandboxArg,
-    exec_id: z.string().min(1).max(64),
+    exec_id: z.string().min(1).max(64).describe('From exec_start'),
     data: z
       .string()
       .max(8 * 1024 * 1024)
-      .describe('Bytes to write (utf8 text, or base64 with encoding=base64).'),
-    encoding: z.enum(['utf8', 'base64']).optional(),
-    eof: z.boolean().optional().describe('Close stdin after writing.'),
+      .describe('Data to write'),
+    encoding: z.enum(['utf8', 'base64']).optional().describe('Of data (default utf8)'),
+    eof: z.boolean().optional().describe('Close stdin afterwards'),
   }),
   output: z.object({ written_bytes: z.number(), eof: z.boolean() }),
   async run(a, { api, sandbox }) {

@@ -4,10 +4,13 @@ import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 export const fileDelete = defineTool({
   name: 'file_delete',
   title: 'Delete a path',
-  description:
-    'Delete a file, symlink or empty directory in a sandbox; recursive=true deletes a directory and everything under it.',
+  description: 'Delete a file, symlink or empty directory; recursive deletes a directory tree.',
   annotations: HINTS.destroy,
-  input: z.object({ sandbox: sandboxArg, path: pathArg, recursive: z.boolean().optional() }),
+  input: z.object({
+    sandbox: sandboxArg,
+    path: pathArg,
+    recursive: z.boolean().optional().describe('Delete a directory tree'),
+  }),
   output: z.object({ path: z.string(), deleted: z.boolean() }),
   async run(a, { api, sandbox }) {
     const id = await sandbox(a.sandbox);

@@ -13,7 +13,7 @@ export const fileEdit = defineTool({
   name: 'file_edit',
   title: 'Edit a file',
   description:
-    'Replace exactly one occurrence of `old_string` with `new_string` in a utf8 text file, like an editor. Fails, changing nothing, when old_string occurs 0 times or more than once (the error says how many): include more surrounding lines to make it unique. Keeps the file mode. Optional if_match etag. Returns the new etag.',
+    'Replace the single occurrence of old_string with new_string in a text file; fails, changing nothing, on 0 or several matches (add context to make it unique).',
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   input: z.object({
     sandbox: sandboxArg,
@@ -21,9 +21,13 @@ export const fileEdit = defineTool({
     old_string: z
       .string()
       .min(1)
-      .max(1024 * 1024),
-    new_string: z.string().max(1024 * 1024),
-    if_match: z.string().min(1).max(128).optional().describe('Only edit if the file still has this etag.'),
+      .max(1024 * 1024)
+      .describe('Exact text to replace'),
+    new_string: z
+      .string()
+      .max(1024 * 1024)
+      .describe('Replacement'),
+    if_match: z.string().min(1).max(128).optional().describe('Only if the file still has this etag'),
   }),
   output: z.object({ path: z.string(), size: z.number(), etag: z.string(), replacements: z.number() }),
   async run(a, { api, sandbox }) {

@@ -1,45 +1,60 @@
 import { z } from 'zod';
 import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
+const DEFAULT_LIMIT = 500;
+const MAX_LIMIT = 5000;
+
 export const fileList = defineTool({
   name: 'file_list',
   title: 'List a directory',
   description:
-    'List the entries of a directory in a sandbox (name, type file|dir|symlink|other, size, octal mode, mtime); recursive lists the whole tree. A long listing is cut (truncated=true): list a narrower path.',
+    'List a directory (or its tree with recursive): limit entries from offset; next_offset when more follow. truncated: too big to list whole, narrow the path.',
   annotations: HINTS.read,
   input: z.object({
     sandbox: sandboxArg,
     path: pathArg,
-    recursive: z.boolean().optional(),
+    recursive: z.boolean().optional().describe('List the whole tree'),
+    offset: z.number().int().min(0).optional().describe('Entries to skip (default 0)'),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_LIMIT)
+      .optional()
+      .describe(`Entries at most (default ${DEFAULT_LIMIT})`),
   }),
   output: z.object({
     path: z.string(),
     entries: z.array(
       z.object({
         path: z.string(),
-        name: z.string(),
         type: z.string(),
         size: z.number(),
         mode: z.string(),
         mtime: z.string(),
       }),
     ),
+    total: z.number(),
+    next_offset: z.number().nullable(),
     truncated: z.boolean(),
   }),
   async run(a, { api, sandbox }) {
     const id = await sandbox(a.sandbox);
     const r = await api.listFiles(id, a.path, a.recursive === undefined ? {} : { recursive: a.recursive });
+    const offset = a.offset ?? 0;
+    const end = offset + (a.limit ?? DEFAULT_LIMIT);
     return {
       structured: {
         path: a.path,
-        entries: r.entries.map((e) => ({
+        entries: r.entries.slice(offset, end).map((e) => ({
           path: e.path,
-          name: e.name,
           type: e.type,
           size: e.size,
           mode: e.mode.toString(8).padStart(3, '0'),
           mtime: new Date(e.mtimeMs).toISOString(),
         })),
+        total: r.entries.length,
+        next_offset: end < r.entries.length ? end : null,
         truncated: r.truncated,
       },
     };

@@ -4,14 +4,13 @@ import { defineTool, pathArg, sandboxArg } from '../tool-kit.ts';
 export const fileMove = defineTool({
   name: 'file_move',
   title: 'Move a path',
-  description:
-    'Move or rename a file or directory within a sandbox. Fails if `to` exists unless overwrite=true.',
+  description: 'Move or rename a file or directory; fails if `to` exists unless overwrite.',
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   input: z.object({
     sandbox: sandboxArg,
     from: pathArg,
     to: pathArg,
-    overwrite: z.boolean().optional(),
+    overwrite: z.boolean().optional().describe('Replace an existing `to`'),
   }),
   output: z.object({ from: z.string(), to: z.string() }),
   async run(a, { api, sandbox }) {

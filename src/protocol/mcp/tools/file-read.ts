@@ -3,28 +3,31 @@ import { etagOf } from '../etag.ts';
 import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
 const DEFAULT_LENGTH = 256 * 1024;
-const MAX_LENGTH = 16 * 1024 * 1024;
+/** One page at most: results stay well under every client's message limit (read big files in pages). */
+const MAX_LENGTH = 1024 * 1024;
 
 export const fileRead = defineTool({
   name: 'file_read',
   title: 'Read a file',
-  description: `Read a file from a sandbox: \`length\` bytes (default ${DEFAULT_LENGTH}, max ${MAX_LENGTH}) from \`offset\`, as utf8 text or base64 (for binary). Returns the total size, whether more remains (truncated), and the file's etag: pass it as if_match to file_write/file_edit to refuse the write if the file changed meanwhile.`,
+  description:
+    'Read a file: length bytes from offset, utf8 or base64. truncated: more at offset+bytes (page big files, e.g. a streams[].file). etag: pass as if_match to write safely.',
   annotations: HINTS.read,
+  bulk: ['content'],
   input: z.object({
     sandbox: sandboxArg,
     path: pathArg,
-    offset: z.number().int().min(0).optional().describe('Byte offset to start at (default 0).'),
-    length: z.number().int().min(1).max(MAX_LENGTH).optional(),
-    encoding: z.enum(['utf8', 'base64']).optional().describe('Default utf8.'),
+    offset: z.number().int().min(0).optional().describe('Byte offset (default 0)'),
+    length: z.number().int().min(1).max(MAX_LENGTH).optional().describe('Bytes to read'),
+    encoding: z.enum(['utf8', 'base64']).optional().describe('Default utf8'),
   }),
   output: z.object({
     path: z.string(),
     content: z.string(),
     encoding: z.enum(['utf8', 'base64']),
     offset: z.number(),
-    bytes: z.number().describe('Bytes returned.'),
-    size: z.number().describe('Total file size.'),
-    truncated: z.boolean().describe('More bytes follow; read again from offset + bytes.'),
+    bytes: z.number(),
+    size: z.number(),
+    truncated: z.boolean(),
     etag: z.string(),
   }),
   async run(a, { api, sandbox }) {

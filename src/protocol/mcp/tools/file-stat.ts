@@ -5,8 +5,7 @@ import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 export const fileStat = defineTool({
   name: 'file_stat',
   title: 'Stat a path',
-  description:
-    "Get a path's type, size, octal mode, owner, mtime and symlink target, plus a regular file's etag (usable as if_match). Fails with not_found when the path does not exist.",
+  description: "A path's type, size, mode, owner, mtime, symlink target and (files) etag for if_match.",
   annotations: HINTS.read,
   input: z.object({ sandbox: sandboxArg, path: pathArg }),
   output: z.object({

@@ -6,20 +6,23 @@ export const fileWrite = defineTool({
   name: 'file_write',
   title: 'Write a file',
   description:
-    'Create or replace a file in a sandbox with `content` (utf8 text, or base64 with encoding=base64; max 64 MiB). create_dirs makes missing parent directories. With if_match (an etag from file_read/file_stat/file_write), the write is refused if the file changed since. Returns the new etag.',
+    'Create or replace a file. With if_match (an etag from file_read, file_stat or file_write) it is refused if the file changed since. Returns the new etag.',
   annotations: HINTS.write,
   input: z.object({
     sandbox: sandboxArg,
     path: pathArg,
-    content: z.string().max(96 * 1024 * 1024),
-    encoding: z.enum(['utf8', 'base64']).optional().describe('Default utf8.'),
+    content: z
+      .string()
+      .max(96 * 1024 * 1024)
+      .describe('File content'),
+    encoding: z.enum(['utf8', 'base64']).optional().describe('Of content (default utf8)'),
     mode: z
       .string()
       .regex(/^0?[0-7]{3}$/)
       .optional()
-      .describe("Permission bits in octal, e.g. '755' (default 644 for new files)."),
-    create_dirs: z.boolean().optional().describe('Create missing parent directories.'),
-    if_match: z.string().min(1).max(128).optional().describe('Only write if the file still has this etag.'),
+      .describe('Octal permissions, e.g. 755 (new files: 644)'),
+    create_dirs: z.boolean().optional().describe('Create missing parent directories'),
+    if_match: z.string().min(1).max(128).optional().describe('Only if the file still has this etag'),
   }),
   output: z.object({ path: z.string(), size: z.number(), etag: z.string() }),
   async run(a, { api, sandbox }) {

@@ -4,8 +4,7 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 export const imageList = defineTool({
   name: 'image_list',
   title: 'List images',
-  description:
-    'List the images sandboxes can be created from (name for sandbox_create, size, source, creation time).',
+  description: 'Images sandbox_create can use.',
   annotations: HINTS.read,
   input: z.object({}),
   output: z.object({

@@ -1,53 +1,40 @@
 import { z } from 'zod';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
+import { envArg, labelsArg } from '../kv-list.ts';
 import { sandboxOut, sandboxShape } from '../shapes.ts';
-import { defineTool, envArg, HINTS } from '../tool-kit.ts';
+import { defineTool, HINTS } from '../tool-kit.ts';
+
+export const nameArg = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/);
 
 export const sandboxCreate = defineTool({
   name: 'sandbox_create',
   title: 'Create a sandbox',
   description:
-    'Create a new isolated Linux sandbox (its own filesystem, processes and persistent Python REPL; no network). Returns its id; pass it (or its name) as `sandbox` to the other tools. You only need this for a second sandbox or non-default limits: the other tools create a default sandbox on first use. Unless `persistent` is true, the sandbox is removed when this connection/session ends; `ttl_s` reaps it after that many seconds in any case.',
+    'Create another sandbox (own files, processes, Python REPL; no network); pass its id as `sandbox`. Tools create your default sandbox on first use, so only needed for more sandboxes or other limits. Removed a while after your session ends unless persistent.',
   annotations: HINTS.create,
   input: z.object({
-    image: z.string().min(1).max(128).optional().describe("Image name (default 'debian'; see image_list)."),
-    name: z
-      .string()
-      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/)
-      .optional()
-      .describe('Unique name usable instead of the id.'),
+    image: z.string().min(1).max(128).optional().describe('Image (default debian; see image_list)'),
+    name: nameArg.optional().describe('Unique name, usable instead of the id'),
     memory_mb: z
       .number()
       .int()
       .min(16)
       .max(1_048_576)
       .optional()
-      .describe('Hard memory limit, MiB (default 1024).'),
-    cpus: z.number().min(0.01).max(1024).optional().describe('CPU quota in CPUs (default 1).'),
-    pids: z.number().int().min(8).max(65_536).optional().describe('Max processes/threads (default 512).'),
+      .describe('Memory limit, MiB (default 1024)'),
+    cpus: z.number().min(0.01).max(1024).optional().describe('CPU quota (default 1)'),
+    pids: z.number().int().min(8).max(65_536).optional().describe('Process limit (default 512)'),
     ttl_s: z
       .number()
       .int()
       .min(1)
       .max(30 * 24 * 3600)
       .optional()
-      .describe('Kill the sandbox after this many seconds (extend with sandbox_extend).'),
-    env: envArg.describe('Environment for every command in the sandbox.'),
-    labels: z
-      .record(z.string().min(1).max(63), z.string().max(256))
-      .refine((r) => Object.keys(r).length <= 64, 'at most 64 labels')
-      .optional(),
-    persistent: z
-      .boolean()
-      .optional()
-      .describe('Keep the sandbox after this connection/session ends (default false).'),
-    template: z
-      .string()
-      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/)
-      .optional()
-      .describe(
-        "Template to start from (see template_list; default 'default'): its image, with its Python modules already imported in the REPL. Give `image` only if it is the template's.",
-      ),
+      .describe('Seconds until it is killed'),
+    env: envArg.optional().describe('Environment of every command, NAME=value items'),
+    labels: labelsArg.optional().describe('Labels, NAME=value items'),
+    persistent: z.boolean().optional().describe('Keep it after your session ends'),
+    template: nameArg.optional().describe('Template to start from (see template_list)'),
   }),
   output: sandboxShape,
   async run(a, { api }) {

@@ -1,47 +1,42 @@
 import { z } from 'zod';
 import type { ForkRequest } from '../../../service/api.ts';
+import { envArg } from '../kv-list.ts';
 import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
-import { defineTool, envArg, HINTS, sandboxArg } from '../tool-kit.ts';
+import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { nameArg } from './sandbox-create.ts';
 
 export const sandboxFork = defineTool({
   name: 'sandbox_fork',
-  title: 'Fork a running sandbox into N children',
+  title: 'Fork a sandbox',
   description:
-    'Branch a running sandbox into n children (1-100) that start from its exact current state: its files, and its live Python REPL (variables, imported modules, loaded data, open files — each child writes to its own copy). Use it to try several approaches in parallel from the state you reached, then keep the best (sandbox_kill the rest). Not carried: other processes (servers or background commands stay in the source), REPL threads other than the main one, sockets, pipes and memory maps. Each child reseeds `random` (and numpy) and has FORKBOX_SANDBOX_ID, FORKBOX_PARENT_ID and FORKBOX_FORK_INDEX set. The source keeps running; it is paused only for `pause_ms`. If the REPL is busy, the fork waits for it unless `wait` is false. Children inherit limits, TTL, env and labels unless given. Each child succeeds or fails on its own.',
+    'Branch a running sandbox into n children starting from its files and live Python REPL (variables, modules, data). Try approaches in parallel, keep one with sandbox_merge, sandbox_kill the rest. Not carried: other processes, sockets. Children inherit limits, TTL, env (not the default-sandbox role).',
   annotations: HINTS.create,
   input: z.object({
     sandbox: sandboxArg,
-    n: z.number().int().min(1).max(100).optional().describe('Number of children (default 1).'),
-    names: z
-      .array(z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/))
-      .max(100)
-      .optional()
-      .describe('Names for the children (exactly n).'),
+    n: z.number().int().min(1).max(100).optional().describe('Children (default 1)'),
+    names: z.array(nameArg).max(100).optional().describe('Their names (n of them)'),
     memory_mb: z
       .number()
       .int()
       .min(16)
       .max(1_048_576)
       .optional()
-      .describe("Children's memory limit, MiB (default: the source's)."),
+      .describe("Memory limit (default the source's)"),
     ttl_s: z
       .number()
       .int()
       .min(1)
       .max(30 * 24 * 3600)
       .optional()
-      .describe("Children's TTL in seconds (default: what is left of the source's)."),
-    env: envArg.describe("Added to the source's environment in each child."),
-    wait: z
-      .boolean()
-      .optional()
-      .describe('Wait for a busy REPL to finish (default true); false fails at once instead.'),
+      .describe("TTL (default the source's remaining)"),
+    env: envArg.optional().describe('Extra environment, NAME=value items'),
+    wait: z.boolean().optional().describe('Wait for a busy REPL (default true)'),
   }),
   output: z.object({
     source: z.string(),
-    pause_ms: z.number().describe("How long the source's workload was frozen."),
+    pause_ms: z.number(),
     snapshot_ms: z.number(),
-    driver: z.string().describe('Storage driver that froze the files (btrfs or copy).'),
+    driver: z.string(),
     duration_ms: z.number(),
     carried: carriedShape,
     not_carried: z.array(z.string()),

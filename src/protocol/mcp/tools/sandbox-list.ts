@@ -1,25 +1,36 @@
 import { z } from 'zod';
-import { sandboxOut, sandboxShape } from '../shapes.ts';
+import { labelsArg } from '../kv-list.ts';
+import { sandboxOut, sandboxSummaryShape } from '../shapes.ts';
 import { defineTool, HINTS } from '../tool-kit.ts';
 
 export const sandboxList = defineTool({
   name: 'sandbox_list',
   title: 'List sandboxes',
   description:
-    'List sandboxes with their state, image, limits, labels and expiry. Live ones only unless `all` is true (then ended ones too).',
+    'List your sandboxes (state, image, limits, labels, expiry); your default sandbox has label forkbox.mcp-default.',
   annotations: HINTS.read,
   input: z.object({
-    all: z.boolean().optional().describe('Include killed, failed and lost sandboxes.'),
-    labels: z
-      .record(z.string().min(1).max(63), z.string().max(256))
-      .optional()
-      .describe('Only sandboxes carrying all these labels.'),
+    all: z.boolean().optional().describe('Include ended ones'),
+    labels: labelsArg.optional().describe('Only those with all these NAME=value labels'),
   }),
-  output: z.object({ sandboxes: z.array(sandboxShape) }),
+  output: z.object({ sandboxes: z.array(sandboxSummaryShape) }),
   async run(a, { api }) {
     const opts: { all?: boolean; labels?: Record<string, string> } = {};
     if (a.all !== undefined) opts.all = a.all;
     if (a.labels !== undefined) opts.labels = a.labels;
-    return { structured: { sandboxes: (await api.listSandboxes(opts)).map(sandboxOut) } };
+    const summary = (s: Parameters<typeof sandboxOut>[0]) => {
+      const o = sandboxOut(s);
+      return {
+        id: o.id,
+        name: o.name,
+        state: o.state,
+        image: o.image,
+        parent_id: o.parent_id,
+        labels: o.labels,
+        expires_at: o.expires_at,
+        persistent: o.persistent,
+      };
+    };
+    return { structured: { sandboxes: (await api.listSandboxes(opts)).map(summary) } };
   },
 });

@@ -6,11 +6,11 @@ export const snapshotDelete = defineTool({
   name: 'snapshot_delete',
   title: 'Delete a snapshot',
   description:
-    'Delete a snapshot and free its storage. Refused while live sandboxes were restored from it (they are named), unless `cascade` is true, which kills them too.',
+    'Delete a snapshot. Refused while sandboxes restored from it live, unless cascade (kills them).',
   annotations: HINTS.destroy,
   input: z.object({
     snapshot: snapshotArg,
-    cascade: z.boolean().optional().describe('Also kill the sandboxes built on it (default false).'),
+    cascade: z.boolean().optional().describe('Also kill sandboxes restored from it'),
   }),
   output: z.object({ deleted: z.string(), killed: z.array(z.string()) }),
   async run(a, { api }) {

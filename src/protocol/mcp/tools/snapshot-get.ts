@@ -5,8 +5,7 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 export const snapshotGet = defineTool({
   name: 'snapshot_get',
   title: 'Get a snapshot',
-  description:
-    'One snapshot: its source, whether it still holds Python state, and the live sandboxes built on it.',
+  description: 'One snapshot: source, python_state, and the live sandboxes restored from it.',
   annotations: HINTS.read,
   input: z.object({ snapshot: snapshotArg }),
   output: snapshotShape,

@@ -5,7 +5,7 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 export const snapshotList = defineTool({
   name: 'snapshot_list',
   title: 'List snapshots',
-  description: 'List the snapshots you can restore, with whether each still holds Python state.',
+  description: 'List your snapshots.',
   annotations: HINTS.read,
   input: z.object({}),
   output: z.object({ snapshots: z.array(snapshotShape) }),

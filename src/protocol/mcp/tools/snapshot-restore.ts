@@ -3,27 +3,32 @@ import type { ForkRequest } from '../../../service/api.ts';
 import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
 import { snapshotArg } from '../snapshot-shapes.ts';
 import { defineTool, HINTS } from '../tool-kit.ts';
+import { nameArg } from './sandbox-create.ts';
 
 export const snapshotRestore = defineTool({
   name: 'snapshot_restore',
-  title: 'Restore a snapshot into new sandboxes',
+  title: 'Restore a snapshot',
   description:
-    "Create n new sandboxes (1-100) from a snapshot: its files and, while it holds one (python_state), its Python REPL state. Each is independent. The result's `carried` says what came back. The new sandboxes belong to this connection/session like sandbox_create's.",
+    "Create n sandboxes from a snapshot: its files and, while python_state, its REPL (carried says what came back). Owned by your session like sandbox_create's.",
   annotations: HINTS.create,
   input: z.object({
     snapshot: snapshotArg,
-    n: z.number().int().min(1).max(100).optional().describe('Number of sandboxes (default 1).'),
-    names: z
-      .array(z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/))
-      .max(100)
-      .optional(),
-    memory_mb: z.number().int().min(16).max(1_048_576).optional(),
+    n: z.number().int().min(1).max(100).optional().describe('Sandboxes (default 1)'),
+    names: z.array(nameArg).max(100).optional().describe('Their names (n of them)'),
+    memory_mb: z
+      .number()
+      .int()
+      .min(16)
+      .max(1_048_576)
+      .optional()
+      .describe("Memory limit (default the snapshot's)"),
     ttl_s: z
       .number()
       .int()
       .min(1)
       .max(30 * 24 * 3600)
-      .optional(),
+      .optional()
+      .describe('Seconds until they are killed'),
   }),
   output: z.object({
     snapshot: z.string(),

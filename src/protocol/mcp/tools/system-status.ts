@@ -4,19 +4,13 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 export const systemStatus = defineTool({
   name: 'system_status',
   title: 'forkbox status',
-  description:
-    'forkbox version, runtime, capabilities (fork of live process state, pause, enforced limits, network) and counts of sandboxes by state and of warm templates.',
+  description: 'forkbox version, what it can do here (capabilities), and counts of sandboxes by state.',
   annotations: HINTS.read,
   input: z.object({}),
   output: z.object({
     version: z.string(),
     runtime: z.string(),
-    capabilities: z.object({
-      fork_process_state: z.boolean(),
-      pause: z.boolean(),
-      limits: z.object({ memory: z.boolean(), pids: z.boolean(), cpu: z.boolean() }),
-      network: z.boolean(),
-    }),
+    capabilities: z.array(z.string()),
     sandboxes: z.record(z.string(), z.number()),
     templates: z.number(),
   }),
@@ -26,12 +20,14 @@ export const systemStatus = defineTool({
       structured: {
         version: s.version,
         runtime: s.runtime,
-        capabilities: {
+        capabilities: Object.entries({
           fork_process_state: s.capabilities.forkProcessState,
           pause: s.capabilities.pause,
-          limits: s.capabilities.limits,
+          memory_limit: s.capabilities.limits.memory,
+          pids_limit: s.capabilities.limits.pids,
+          cpu_limit: s.capabilities.limits.cpu,
           network: s.capabilities.network,
-        },
+        }).flatMap(([k, on]) => (on ? [k] : [])),
         sandboxes: s.sandboxes,
         templates: s.templates,
       },

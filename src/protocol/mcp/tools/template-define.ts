@@ -6,8 +6,8 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 export const templateShape = z.object({
   name: z.string(),
   image: z.string(),
-  prewarm: z.array(z.string()).describe('Python modules already imported in every sandbox made from it.'),
-  builtin: z.boolean().describe("True for 'default', which always exists."),
+  prewarm: z.array(z.string()),
+  builtin: z.boolean(),
   updated_at: z.string().nullable(),
 });
 
@@ -22,24 +22,22 @@ export const templateOut = (t: TemplateInfo): z.input<typeof templateShape> => (
 export const templateNameArg = z
   .string()
   .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/)
-  .describe('Template name (see template_list).');
+  .describe('Template name');
 
 export const templateDefine = defineTool({
   name: 'template_define',
   title: 'Define a template',
   description:
-    "Define (or replace) a named template: an image plus Python modules to pre-import. Every sandbox created with sandbox_create's `template` starts with those modules already imported in its Python REPL, so the first code_run that uses them is fast. A module that fails to import is skipped (logged by the daemon). Host-wide configuration: only the host's own tenant may define templates.",
+    "Define or replace a template: an image plus Python modules pre-imported in sandboxes made from it. Host-wide: only the host's own tenant may; others get permission_denied (import modules with code_run instead).",
   annotations: HINTS.write,
   input: z.object({
     name: templateNameArg,
-    image: z.string().min(1).max(128).optional().describe("Image name (default 'debian'; see image_list)."),
+    image: z.string().min(1).max(128).optional().describe('Image (default debian)'),
     prewarm: z
       .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/))
       .max(64)
       .optional()
-      .describe(
-        "Dotted module names to import once in the template, e.g. ['json', 'sqlite3', 'email.mime.text'].",
-      ),
+      .describe('Modules to pre-import, e.g. json, email.mime.text'),
   }),
   output: templateShape,
   async run(a, { api }) {

@@ -6,7 +6,7 @@ export const templateDelete = defineTool({
   name: 'template_delete',
   title: 'Delete a template',
   description:
-    "Delete a named template. Refused while live sandboxes were created from it (they are named: kill them first); 'default' cannot be deleted. Host-wide configuration: only the host's own tenant may delete templates.",
+    "Delete a template (not while sandboxes made from it live). Host-wide: only the host's own tenant may.",
   annotations: HINTS.destroy,
   input: z.object({ name: templateNameArg }),
   output: z.object({ deleted: z.string() }),

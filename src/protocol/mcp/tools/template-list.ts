@@ -5,8 +5,7 @@ import { templateOut, templateShape } from './template-define.ts';
 export const templateList = defineTool({
   name: 'template_list',
   title: 'List templates',
-  description:
-    "List the templates sandbox_create's `template` can name: each with its image and the Python modules its sandboxes start with already imported. 'default' always exists.",
+  description: "Templates for sandbox_create's template: an image plus Python modules already imported.",
   annotations: HINTS.read,
   input: z.object({}),
   output: z.object({ templates: z.array(templateShape) }),

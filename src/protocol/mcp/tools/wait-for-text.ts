@@ -8,14 +8,14 @@ const DEFAULT_TIMEOUT_S = 30;
 
 export const waitForText = defineTool({
   name: 'wait_for_text',
-  title: 'Wait for text in a file',
-  description: `Wait until a file in a sandbox contains \`marker\` (e.g. a server's "listening" line in its log), checking every ${POLL_MS} ms for up to timeout_s (default ${DEFAULT_TIMEOUT_S}, max 600). A missing file counts as not yet. Returns found=false on timeout (not an error).`,
+  title: 'Wait for text',
+  description: `Wait until a file contains marker, e.g. a server's "listening" line in its log. found=false after timeout_s (default ${DEFAULT_TIMEOUT_S}).`,
   annotations: HINTS.read,
   input: z.object({
     sandbox: sandboxArg,
     path: pathArg,
-    marker: z.string().min(1).max(4096),
-    timeout_s: z.number().min(0).max(600).optional(),
+    marker: z.string().min(1).max(4096).describe('Text to wait for'),
+    timeout_s: z.number().min(0).max(600).optional().describe('Seconds to wait at most'),
   }),
   output: z.object({
     path: z.string(),

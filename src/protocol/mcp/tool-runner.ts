@@ -1,0 +1,91 @@
+/**
+ * Registers one ToolDef on an McpServer, the same way for every tool:
+ *
+ * - tools/list shows the portable input schema (portable-schema.ts) and the output schema without the
+ *   bulk fields;
+ * - tools/call pre-parses the arguments (tool-args.ts; the SDK's own validation is a pass-through so the
+ *   errors are ours), runs the tool with a progress heartbeat (progress.ts) and the request's abort
+ *   signal, and shapes the result (tool-result.ts). Every failure is an isError result (errors.ts).
+ */
+import type {
+  CallToolResult,
+  McpServer,
+  ServerContext,
+  StandardSchemaWithJSON,
+} from '@modelcontextprotocol/server';
+import type { z } from 'zod';
+import { toolError } from './errors.ts';
+import { advertisedOutputSchema, type JsonSchema, portableInputSchema } from './portable-schema.ts';
+import { startProgress } from './progress.ts';
+import { createArgParser } from './tool-args.ts';
+import { advertisedHints, type ToolContext, type ToolDef } from './tool-kit.ts';
+import { buildToolResult, MAX_RESULT_BYTES } from './tool-result.ts';
+
+export interface RunnerOptions {
+  /** Heartbeat period of progress notifications (ms). */
+  progressIntervalMs?: number;
+  /** Bound on one result's JSON (bytes). */
+  maxResultBytes?: number;
+}
+
+/** A Standard Schema that advertises `json` and validates with `check` (the SDK calls both). */
+function standardSchema(
+  json: JsonSchema,
+  check: (v: unknown) => { value: unknown } | { issues: { message: string }[] },
+): StandardSchemaWithJSON {
+  return {
+    '~standard': {
+      version: 1,
+      vendor: 'forkbox',
+      validate: check,
+      jsonSchema: { input: () => json, output: () => json },
+    },
+  } as unknown as StandardSchemaWithJSON;
+}
+
+export function registerTool(
+  server: McpServer,
+  tool: ToolDef,
+  base: Omit<ToolContext, 'signal' | 'progress'>,
+  opts: RunnerOptions = {},
+): void {
+  const bulk = (tool.bulk ?? []) as readonly string[];
+  const omit = Object.fromEntries(bulk.map((k) => [k, true as const])) as Record<string, true>;
+  const outputShape: z.ZodObject = bulk.length > 0 ? tool.output.omit(omit as never) : tool.output;
+  const args = createArgParser(tool.name, tool.input);
+  const inputSchema = standardSchema(portableInputSchema(tool.input), (value) => ({ value }));
+  const outputSchema = standardSchema(advertisedOutputSchema(outputShape), (value) => {
+    const r = outputShape.safeParse(value);
+    return r.success ? { value: r.data } : { issues: r.error.issues.map((i) => ({ message: i.message })) };
+  });
+  server.registerTool(
+    tool.name,
+    {
+      title: tool.title,
+      description: tool.description,
+      inputSchema,
+      outputSchema,
+      annotations: advertisedHints(tool.annotations),
+    },
+    async (raw: unknown, ctx: ServerContext): Promise<CallToolResult> => {
+      const progress = startProgress(ctx, tool.name, base.log, opts.progressIntervalMs);
+      try {
+        const out = await tool.run(args.parse(raw) as never, {
+          ...base,
+          signal: ctx.mcpReq.signal,
+          progress: progress.update,
+        });
+        await progress.stop();
+        return buildToolResult(
+          out as Parameters<typeof buildToolResult>[0],
+          bulk,
+          opts.maxResultBytes ?? MAX_RESULT_BYTES,
+        );
+      } catch (e) {
+        await progress.stop();
+        base.log.debug({ tool: tool.name, err: (e as Error).message }, 'tool failed');
+        return toolError(e);
+      }
+    },
+  );
+}

@@ -18,7 +18,7 @@ import type { Runtime, Store } from './ports.ts';
 import { recoverSandboxes } from './recovery.ts';
 import { createSandboxMaker } from './sandbox-create.ts';
 import { info } from './sandbox-info.ts';
-import { createSessions } from './sessions.ts';
+import { type AttachOptions, createSessions, type Detach } from './sessions.ts';
 import { createSnapshots } from './snapshots.ts';
 import { createTemplateConfigs } from './template-configs.ts';
 
@@ -55,22 +55,27 @@ export interface EngineDeps {
   diskUsage?: () => Promise<DiskUsage>;
   /** How long a session may stay detached before its sandboxes are killed (default 2 s). */
   sessionGraceMs?: number;
-  /** After a restart, how long clients have to re-attach their sessions (default 60 s). */
+  /**
+   * After a restart, how long clients have to re-attach their sessions (default 10 min: the default
+   * grace of MCP sessions, whose clients come back for their default sandbox's REPL state).
+   */
   sessionReattachMs?: number;
   /** Host-level garbage collection of what no live sandbox uses. */
   hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
 }
 
 export { type CallerContext, DEFAULT_TENANT } from './caller.ts';
+export type { AttachOptions, Detach } from './sessions.ts';
 
 export interface Engine extends ForkboxApi {
   /** The API as seen by one caller: only its tenant's sandboxes; creates tied to its session. */
   scoped(ctx: CallerContext): ForkboxApi;
   /**
    * A client session is attached (e.g. a stdio MCP connection). Returns the detach function. When the
-   * last attachment goes, after a short grace, the session's non-persistent sandboxes are killed.
+   * last attachment goes, after its grace (`opts.graceMs`, else the engine's), the session's
+   * non-persistent sandboxes are killed.
    */
-  attachSession(id: string): () => void;
+  attachSession(id: string, opts?: AttachOptions): Detach;
   /** Re-adopt live sandboxes after a (re)start. */
   recover(deadlineMs?: number): Promise<{ adopted: number; lost: string[] }>;
   /** Kill sandboxes whose TTL has passed. */
@@ -187,12 +192,12 @@ export function createEngine(deps: EngineDeps): Engine {
   return {
     ...makeApi({ tenant: DEFAULT_TENANT }),
     scoped: makeApi,
-    attachSession: (id) => sessions.attach(id),
+    attachSession: (id, opts) => sessions.attach(id, opts),
     async recover(deadlineMs = 5000) {
       const out = await recoverSandboxes({ store, runtime, log, kill }, deadlineMs);
       // Sessions do not survive a restart: their clients get a while to re-attach before their
       // sandboxes are killed.
-      sessions.expireOrphans(deps.sessionReattachMs ?? 60_000);
+      sessions.expireOrphans(deps.sessionReattachMs ?? 10 * 60_000);
       return out;
     },
     reapExpired,

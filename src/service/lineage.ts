@@ -16,6 +16,15 @@ import { checkEnv, checkName, checkTtl, limitsFrom } from './validate.ts';
 
 /** Label on the hidden record that keeps a merged parent's old processes until they end. */
 export const MERGED_LABEL = 'forkbox.merged-into';
+/**
+ * Labels that name one sandbox's role rather than describe its contents, so a fork (or a snapshot,
+ * and the sandboxes restored from it) never inherits them: the MCP default-sandbox marker and its
+ * owner key (protocol/mcp/default-sandbox.ts: a child carrying them would be adopted as a client's
+ * default sandbox after a restart), and a merge's hidden record. Given explicitly, they still apply.
+ */
+export const ROLE_LABEL_PREFIXES: readonly string[] = ['forkbox.mcp-default', MERGED_LABEL];
+const isRoleLabel = (k: string) => ROLE_LABEL_PREFIXES.some((p) => k === p || k.startsWith(`${p}-`));
+
 /** One fork call makes at most this many children. */
 export const MAX_FORK_CHILDREN = 100;
 
@@ -144,9 +153,10 @@ export function createLineage(deps: LineageDeps) {
           limits,
           env,
           labels: Object.fromEntries(
-            Object.entries({ ...source.labels, ...(req.labels ?? {}) }).filter(
-              ([k]) => !opts.dropLabels?.includes(k),
-            ),
+            Object.entries({
+              ...Object.fromEntries(Object.entries(source.labels).filter(([k]) => !isRoleLabel(k))),
+              ...(req.labels ?? {}),
+            }).filter(([k]) => !opts.dropLabels?.includes(k)),
           ),
           ...(opts.session === undefined ? {} : { session: opts.session }),
           // A child's TTL is its own: given, or what was left of the source's.

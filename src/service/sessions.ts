@@ -1,6 +1,9 @@
 /**
- * Client sessions (a stdio MCP connection, a CLI session): while one is attached its non-persistent
- * sandboxes live; when the last attachment goes, after a grace period, they are killed.
+ * Client sessions (a stdio MCP connection, an MCP HTTP session): while one is attached its
+ * non-persistent sandboxes live; when the last attachment goes, after a grace period, they are killed.
+ * The grace is the client's to choose when it attaches (an MCP client that drops its connection may come
+ * back for its REPL state), and the client can end the session at once when it detaches (an explicit
+ * close). Attaching again within the grace keeps everything.
  */
 import type { Logger } from '../domain/logger.ts';
 import type { SandboxRecord } from '../domain/types.ts';
@@ -14,9 +17,17 @@ export interface SessionDeps {
   graceMs: number;
 }
 
+export interface AttachOptions {
+  /** How long the session's sandboxes outlive its last attachment (default: the engine's). */
+  graceMs?: number;
+}
+
+/** Detach; `{ graceMs: 0 }` ends the session at once (its client said it is done). */
+export type Detach = (opts?: AttachOptions) => void;
+
 export interface Sessions {
   /** A client attached to session `id`; returns the detach function. */
-  attach(id: string): () => void;
+  attach(id: string, opts?: AttachOptions): Detach;
   /** Sessions recorded on live sandboxes but attached to nobody (after a restart) end after `graceMs`. */
   expireOrphans(graceMs: number): void;
   close(): void;
@@ -24,10 +35,10 @@ export interface Sessions {
 
 export function createSessions(deps: SessionDeps): Sessions {
   const { store, log } = deps;
-  const sessions = new Map<string, { attached: number; timer: NodeJS.Timeout | null }>();
+  const sessions = new Map<string, { attached: number; timer: NodeJS.Timeout | null; graceMs: number }>();
 
   function scheduleEnd(id: string, graceMs: number): void {
-    const s = sessions.get(id) ?? { attached: 0, timer: null };
+    const s = sessions.get(id) ?? { attached: 0, timer: null, graceMs };
     sessions.set(id, s);
     if (s.timer) clearTimeout(s.timer);
     s.timer = setTimeout(() => {
@@ -43,18 +54,19 @@ export function createSessions(deps: SessionDeps): Sessions {
   }
 
   return {
-    attach(id) {
-      const s = sessions.get(id) ?? { attached: 0, timer: null };
+    attach(id, opts = {}) {
+      const s = sessions.get(id) ?? { attached: 0, timer: null, graceMs: deps.graceMs };
       sessions.set(id, s);
       s.attached++;
+      if (opts.graceMs !== undefined) s.graceMs = opts.graceMs;
       if (s.timer) clearTimeout(s.timer);
       s.timer = null;
       let done = false;
-      return () => {
+      return (end = {}) => {
         if (done) return;
         done = true;
         s.attached--;
-        if (s.attached === 0) scheduleEnd(id, deps.graceMs);
+        if (s.attached === 0) scheduleEnd(id, end.graceMs ?? s.graceMs);
       };
     },
     expireOrphans(graceMs) {

@@ -8,13 +8,21 @@ export interface ClientSession {
   close(): void;
 }
 
+export interface OpenSessionOptions {
+  /** Session id (8-64 of [A-Za-z0-9_-]); default a random one. The same id re-attaches a session. */
+  id?: string;
+  /** How long the session's sandboxes outlive this process (default: the daemon's). */
+  graceMs?: number;
+}
+
 /**
  * Hold `POST /v1/sessions/<id>/attach` open for the life of the session. The first attach must
  * succeed; after that, a dropped connection (daemon restart) is re-attached with backoff, within the
  * daemon's re-attach window, so the session's sandboxes survive the restart.
  */
-export function openSession(socketPath: string): Promise<ClientSession> {
-  const id = randomBytes(16).toString('hex');
+export function openSession(socketPath: string, opts: OpenSessionOptions = {}): Promise<ClientSession> {
+  const id = opts.id ?? randomBytes(16).toString('hex');
+  const query = opts.graceMs === undefined ? '' : `?grace_ms=${Math.max(0, Math.round(opts.graceMs))}`;
   let closed = false;
   let current: ClientRequest | null = null;
   const attach = (onFirst?: (e: Error | null) => void): void => {
@@ -31,7 +39,7 @@ export function openSession(socketPath: string): Promise<ClientSession> {
       t.unref();
     };
     const req = request(
-      { socketPath, method: 'POST', path: `/v1/sessions/${id}/attach`, agent: false },
+      { socketPath, method: 'POST', path: `/v1/sessions/${id}/attach${query}`, agent: false },
       (res) => {
         if (res.statusCode !== 200) {
           res.resume();

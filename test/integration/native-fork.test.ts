@@ -31,7 +31,15 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
   before(async () => {
     fx = await openNative();
     api = fx.opened.api;
-    src = (await api.createSandbox({ name: 'src', memoryMb: 512 })).id;
+    // The source is an MCP client's default sandbox: its children must not become one (issue: after a
+    // restart a client adopted a fork as its default sandbox).
+    src = (
+      await api.createSandbox({
+        name: 'src',
+        memoryMb: 512,
+        labels: { team: 'x', 'forkbox.mcp-default': 'true', 'forkbox.mcp-default-owner': 'o1' },
+      })
+    ).id;
     await sh(src, 'mkdir -p /work && echo from-source > /work/shared.txt');
     await py(
       src,
@@ -63,6 +71,7 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
       const info = await api.getSandbox(k);
       assert.equal(info.parentId, src);
       assert.equal(info.depth, 1);
+      assert.deepEqual(info.labels, { team: 'x' }, 'a fork keeps labels, never the default-sandbox role');
       assert.equal((await py(k, 'x')).value, '42');
       assert.equal((await py(k, 'len(big), big[-1]')).value, '(1000000, 999999)');
       assert.equal((await py(k, "json.dumps({'ok': True})")).value, `'{"ok": true}'`);

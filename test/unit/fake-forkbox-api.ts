@@ -88,7 +88,8 @@ export function createFakeApi(): FakeApi {
     },
     async listSandboxes(opts = {}) {
       log('listSandboxes', opts);
-      return [...sandboxes.values()].filter((s) => opts.all || s.state !== 'killed');
+      const has = (s: SandboxInfo) => Object.entries(opts.labels ?? {}).every(([k, v]) => s.labels[k] === v);
+      return [...sandboxes.values()].filter((s) => (opts.all || s.state !== 'killed') && has(s));
     },
     async getSandbox(id, opts = {}) {
       const s = find(id);

@@ -1,6 +1,8 @@
 /**
  * MCP on the TCP listener's app, driven by the official SDK client through app.request() (no sockets,
- * fake per-tenant APIs): both eras, per-tenant legacy sessions and their limit.
+ * fake per-tenant APIs): both eras, per-tenant legacy sessions, their limit (live sessions only, a 429
+ * that says which limit and when it frees), DELETE ending a session's sandboxes at once, and a session
+ * resumed by its id after the listener lost it (a daemon restart) while its default sandbox lives.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -15,10 +17,10 @@ import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
 const A = 'alice-token-0123456789abcdef';
 const B = 'bob-token-0123456789abcdef';
 
-function setup() {
-  const apis = new Map<string, FakeApi>();
+function setup(apis = new Map<string, FakeApi>(), mcp: Record<string, number> = { maxSessionsPerTenant: 1 }) {
   const attached: string[] = [];
   const detached: string[] = [];
+  const detachGrace: (number | undefined)[] = [];
   const scoped: CallerContext[] = [];
   const http = createHttpApp({
     engine: {
@@ -33,13 +35,16 @@ function setup() {
       },
       attachSession(id) {
         attached.push(id);
-        return () => detached.push(id);
+        return (end) => {
+          detached.push(id);
+          detachGrace.push(end?.graceMs);
+        };
       },
     },
     version: 't',
     tokens: createTokenStore(parseTokenFile(`${A} alice\n${B} bob\n`)),
     guard: () => guardConfig({ listenHost: '127.0.0.1', port: 7777 }),
-    mcp: { maxSessionsPerTenant: 1 },
+    mcp,
   });
   // The client's fetch goes straight into the app, with the Host header a socket would carry.
   const fetchApp = async (url: string | URL, init?: RequestInit) => {
@@ -56,12 +61,12 @@ function setup() {
     await client.connect(transport);
     return { client, transport };
   }
-  return { http, apis, attached, detached, scoped, connect, fetchApp };
+  return { http, apis, attached, detached, detachGrace, scoped, connect, fetchApp };
 }
 
 describe('http app: MCP', () => {
   it('legacy clients get a session of their tenant, tied to an engine client session', async () => {
-    const { http, connect, attached, detached, scoped, fetchApp } = setup();
+    const { http, connect, attached, detached, detachGrace, scoped, fetchApp } = setup();
     const { client, transport } = await connect(A);
     const sid = transport.sessionId as string;
     assert.ok(sid);
@@ -84,17 +89,36 @@ describe('http app: MCP', () => {
     });
     assert.equal(hijack.status, 404);
 
-    // One session per tenant in this setup: a second initialize by alice is refused, bob's is not.
-    await assert.rejects(connect(A), /429|too many open MCP sessions/);
+    // One live session per tenant in this setup: a second initialize by alice, whose session was just
+    // used, is refused with the limit and when it frees; bob's is not.
+    const init = await fetchApp('http://127.0.0.1:7777/mcp', {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${A}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
+    });
+    assert.equal(init.status, 429);
+    assert.ok(Number(init.headers.get('retry-after')) >= 1, 'Retry-After says when a slot frees');
+    assert.match(await init.text(), /limit is 1 live sessions per tenant.*frees in about \d+ s.*DELETE/);
     const bob = await connect(B);
     assert.ok(bob.transport.sessionId && bob.transport.sessionId !== sid);
 
     await transport.terminateSession();
     assert.deepEqual(detached, [sid], 'DELETE ends the engine session');
+    assert.deepEqual(detachGrace, [0], '... at once: the client ended it');
     await client.close();
     await bob.client.close();
     await http.close();
     assert.equal(detached.length, 2, 'closing the app ends the remaining sessions');
+    assert.deepEqual(detachGrace, [0, undefined], '... with the grace: their clients may come back');
   });
 
   it('modern clients are served statelessly with the tenant-scoped API', async () => {
@@ -112,6 +136,57 @@ describe('http app: MCP', () => {
     assert.equal((await apis.get('bob')?.listSandboxes())?.length, 1, "bob's default sandbox");
     assert.equal(apis.get('alice'), undefined, 'nothing touched alice');
     await client.close();
+    await http.close();
+  });
+
+  it('a session the listener lost (daemon restart) is resumed by its id while its default sandbox lives', async () => {
+    const first = setup(new Map(), { maxSessionsPerTenant: 4 });
+    let target = first.fetchApp;
+    const client = new Client({ name: 't', version: '1' });
+    const transport = new StreamableHTTPClientTransport(new URL('http://127.0.0.1:7777/mcp'), {
+      authProvider: { token: async () => A },
+      fetch: (u, i) => target(u, i),
+    });
+    await client.connect(transport);
+    const sid = transport.sessionId as string;
+    const r = (await client.callTool({ name: 'code_run', arguments: { code: 'x = 1' } })) as CallToolResult;
+    assert.notEqual(r.isError, true, JSON.stringify(r.content));
+    const alice = first.apis.get('alice') as FakeApi;
+    const creates = () => alice.calls.filter((c) => c.method === 'createSandbox').length;
+    assert.equal(creates(), 1, 'the session made its default sandbox');
+    await first.http.close();
+
+    // A new listener over the same engine: the client's next request names its old session.
+    const second = setup(first.apis, { maxSessionsPerTenant: 4 });
+    target = second.fetchApp;
+    const again = (await client.callTool({ name: 'code_run', arguments: { code: 'x' } })) as CallToolResult;
+    assert.notEqual(again.isError, true, JSON.stringify(again.content));
+    assert.equal(creates(), 1, 'the resumed session found its default sandbox, no new one');
+    assert.deepEqual(second.attached, [sid], 'the engine session is re-attached under the same id');
+    assert.ok(
+      alice.calls
+        .filter((c) => c.method === 'runCode')
+        .every((c) => c.args[0] === alice.calls.find((x) => x.method === 'runCode')?.args[0]),
+      'both calls ran in one sandbox',
+    );
+    await client.close();
+    await second.http.close();
+  });
+
+  it('an unknown session id with no live default sandbox is a 404', async () => {
+    const { http, fetchApp } = setup();
+    const res = await fetchApp('http://127.0.0.1:7777/mcp', {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${A}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': '0b6a3b43-2f4e-4a39-9d7e-2b0c8d9f3a11',
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    assert.equal(res.status, 404);
     await http.close();
   });
 });

@@ -39,8 +39,10 @@ describe('local app', () => {
     });
 
     const l = await json('GET', '/v1/sandboxes?all=1&label=team=a&label=x=y=z');
-    assert.equal(((await l.json()) as unknown[]).length, 1);
+    assert.equal(((await l.json()) as unknown[]).length, 0, 'no sandbox has both labels');
     assert.deepEqual(api.calls.at(-1)?.args[0], { all: true, labels: { team: 'a', x: 'y=z' } });
+    const l2 = await json('GET', '/v1/sandboxes?label=team=a');
+    assert.equal(((await l2.json()) as unknown[]).length, 1);
 
     const g = (await (await json('GET', '/v1/sandboxes/box?usage=1')).json()) as { usage?: { pids: number } };
     assert.equal(g.usage?.pids, 3);

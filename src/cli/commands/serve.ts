@@ -11,11 +11,18 @@ import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
 import { DEFAULT_TENANT } from '../../service/engine.ts';
 import { socketPathFor } from '../../transports/daemon-launcher.ts';
-import { checkListenSecurity, type Listener, startListener } from '../../transports/http-listener.ts';
+import {
+  checkListenSecurity,
+  type Listener,
+  type ListenerOptions,
+  startListener,
+} from '../../transports/http-listener.ts';
 import { DEFAULT_LISTEN, parseListen } from '../../transports/http-server.ts';
 import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';
 import type { CliContext } from '../context.ts';
+import { parseGrace, parseOutputBytes } from '../mcp-options.ts';
+import { parseDuration } from '../parse.ts';
 
 /** How long SIGTERM waits for in-flight HTTP requests before dropping them. */
 const DRAIN_MS = 30_000;
@@ -30,6 +37,25 @@ interface ServeFlags {
   allowOrigin?: string[];
   toolset?: string[];
   conformanceFixtures?: boolean;
+  mcpSessionIdle?: string;
+  mcpSessionGrace?: string;
+  mcpMaxSessions?: string;
+  mcpMaxOutput?: string;
+}
+
+/** The /mcp options the flags ask for (protocol/mcp/session-policy.ts and http-sessions.ts). */
+function mcpOptions(o: ServeFlags) {
+  const out: NonNullable<ListenerOptions['mcp']> = {};
+  if (o.conformanceFixtures) out.fixtures = true;
+  if (o.mcpSessionIdle !== undefined) {
+    out.sessionIdleMs = Math.round(parseDuration(o.mcpSessionIdle) * 1000);
+  }
+  if (o.mcpSessionGrace !== undefined)
+    out.sessionGraceMs = parseGrace(o.mcpSessionGrace, '--mcp-session-grace');
+  if (o.mcpMaxSessions !== undefined)
+    out.maxSessionsPerTenant = positiveInt(o.mcpMaxSessions, '--mcp-max-sessions');
+  if (o.mcpMaxOutput !== undefined) out.outputBytes = parseOutputBytes(o.mcpMaxOutput, '--mcp-max-output');
+  return out;
 }
 
 function positiveInt(v: string, flag: string): number {
@@ -62,6 +88,16 @@ export function register(program: Command, ctx: CliContext): void {
       collect,
     )
     .option('--toolset <name>', `MCP toolset to expose, repeatable (default: ${DEFAULT_TOOLSET})`, collect)
+    .option(
+      '--mcp-session-idle <duration>',
+      'close an MCP HTTP session after this long without a request (default 10m)',
+    )
+    .option(
+      '--mcp-session-grace <duration>',
+      "how long an MCP session's sandboxes outlive it unless it was ended with DELETE, or 0 (default 10m)",
+    )
+    .option('--mcp-max-sessions <n>', 'live MCP HTTP sessions per tenant (default 32)')
+    .option('--mcp-max-output <size>', 'MCP: inline output per stream when a call does not say (default 32k)')
     .option(
       '--conformance-fixtures',
       "also serve the MCP conformance suite's test tools, resources and prompts on /mcp (for running the suite; never in production)",
@@ -110,7 +146,7 @@ export function register(program: Command, ctx: CliContext): void {
             version: VERSION,
             sessions: {
               scoped: (session) => engine.engine.scoped({ tenant: DEFAULT_TENANT, session }),
-              attach: (session) => engine.engine.attachSession(session),
+              attach: (session, o) => engine.engine.attachSession(session, o),
             },
           }),
           socketPathFor(stateDir),
@@ -129,7 +165,7 @@ export function register(program: Command, ctx: CliContext): void {
               allowOrigins: o.allowOrigin,
               toolsets,
               log,
-              ...(o.conformanceFixtures ? { mcp: { fixtures: true } } : {}),
+              mcp: mcpOptions(o),
             });
             if (o.conformanceFixtures) {
               log.warn({}, 'serving the MCP conformance fixtures on /mcp (--conformance-fixtures)');

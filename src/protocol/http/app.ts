@@ -33,7 +33,7 @@ export const MCP_BODY_LIMIT = EXEC_BODY_LIMIT;
 export interface HttpAppOptions {
   engine: {
     scoped(ctx: CallerContext): ForkboxApi;
-    attachSession(id: string): () => void;
+    attachSession(id: string, opts?: { graceMs?: number }): (end?: { graceMs?: number }) => void;
   };
   version: string;
   /** Bearer tokens; absent: no authentication, every caller is tenant `default` (loopback only). */
@@ -44,7 +44,13 @@ export interface HttpAppOptions {
   maxConcurrency?: number | undefined;
   toolsets?: string[] | undefined;
   log?: ToolLog | undefined;
-  mcp?: { sessionIdleMs?: number; maxSessionsPerTenant?: number; fixtures?: boolean };
+  mcp?: {
+    sessionIdleMs?: number;
+    maxSessionsPerTenant?: number;
+    sessionGraceMs?: number;
+    outputBytes?: number;
+    fixtures?: boolean;
+  };
 }
 
 export interface HttpApp {
@@ -127,7 +133,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const mcp = createMcpHttp({
     sessionApi: (tenant, session) =>
       instrumentApi(opts.engine.scoped({ tenant, session }), metrics, noteError),
-    attachSession: (id) => opts.engine.attachSession(id),
+    attachSession: (id, o) => opts.engine.attachSession(id, o),
     version: opts.version,
     maxBodyBytes: MCP_BODY_LIMIT,
     ...(opts.toolsets ? { toolsets: opts.toolsets } : {}),
@@ -136,6 +142,8 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     ...(opts.mcp?.maxSessionsPerTenant !== undefined
       ? { maxSessionsPerTenant: opts.mcp.maxSessionsPerTenant }
       : {}),
+    ...(opts.mcp?.sessionGraceMs !== undefined ? { sessionGraceMs: opts.mcp.sessionGraceMs } : {}),
+    ...(opts.mcp?.outputBytes !== undefined ? { outputBytes: opts.mcp.outputBytes } : {}),
     ...(opts.mcp?.fixtures ? { fixtures: true } : {}),
   });
 

@@ -23,7 +23,10 @@ export interface DefaultSandbox {
   owner?: string | undefined;
 }
 
-/** Label put on default sandboxes, so `sandbox_list` (and people) can tell them apart. */
+/**
+ * Label put on default sandboxes, so `sandbox_list` (and people) can tell them apart. Forks never
+ * inherit it nor the owner label (ROLE_LABEL_PREFIXES in service/lineage.ts).
+ */
 export const DEFAULT_LABEL = 'forkbox.mcp-default';
 /** Label holding a default sandbox's owner key (see DefaultSandbox.owner). */
 export const DEFAULT_OWNER_LABEL = 'forkbox.mcp-default-owner';
@@ -68,8 +71,10 @@ export function createSandboxResolver(
       labels[DEFAULT_OWNER_LABEL] = defaults.owner;
       // Only when this holder never had one: a default sandbox that was killed is replaced, not revived.
       if (current === undefined) {
+        // A default sandbox is made by sandbox creation, never by a fork: a parent means a fork that
+        // carries the labels from before forks stopped inheriting them, not this owner's sandbox.
         const [adopt] = (await api.listSandboxes({ labels }))
-          .filter((s) => USABLE.has(s.state))
+          .filter((s) => USABLE.has(s.state) && s.parentId === null)
           .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
         if (adopt) {
           defaults.set(adopt.id);

@@ -26,6 +26,36 @@ export interface RunnerOptions {
   progressIntervalMs?: number;
   /** Bound on one result's JSON (bytes). */
   maxResultBytes?: number;
+  /** Told of every call in flight (settles when the call has ended, cancelled or not). */
+  inflight?: CallTracker;
+}
+
+/** The tool calls in flight, so a closing transport can let cancelled calls finish cancelling. */
+export interface CallTracker {
+  add(call: Promise<unknown>): void;
+  /** Resolves when every call added so far has settled, or after `timeoutMs`. */
+  settled(timeoutMs: number): Promise<void>;
+}
+
+export function createCallTracker(): CallTracker {
+  const calls = new Set<Promise<unknown>>();
+  return {
+    add(call) {
+      const p = call.catch(() => undefined).finally(() => calls.delete(p));
+      calls.add(p);
+    },
+    async settled(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...calls]),
+        new Promise((r) => {
+          timer = setTimeout(r, timeoutMs);
+          timer.unref?.();
+        }),
+      ]);
+      if (timer) clearTimeout(timer);
+    },
+  };
 }
 
 /** A Standard Schema that advertises `json` and validates with `check` (the SDK calls both). */
@@ -67,25 +97,31 @@ export function registerTool(
       outputSchema,
       annotations: advertisedHints(tool.annotations),
     },
-    async (raw: unknown, ctx: ServerContext): Promise<CallToolResult> => {
-      const progress = startProgress(ctx, tool.name, base.log, opts.progressIntervalMs);
-      try {
-        const out = await tool.run(args.parse(raw) as never, {
-          ...base,
-          signal: ctx.mcpReq.signal,
-          progress: progress.update,
-        });
-        await progress.stop();
-        return buildToolResult(
-          out as Parameters<typeof buildToolResult>[0],
-          bulk,
-          opts.maxResultBytes ?? MAX_RESULT_BYTES,
-        );
-      } catch (e) {
-        await progress.stop();
-        base.log.debug({ tool: tool.name, err: (e as Error).message }, 'tool failed');
-        return toolError(e);
-      }
+    (raw: unknown, ctx: ServerContext): Promise<CallToolResult> => {
+      const call = runCall(raw, ctx);
+      opts.inflight?.add(call);
+      return call;
     },
   );
+
+  async function runCall(raw: unknown, ctx: ServerContext): Promise<CallToolResult> {
+    const progress = startProgress(ctx, tool.name, base.log, opts.progressIntervalMs);
+    try {
+      const out = await tool.run(args.parse(raw) as never, {
+        ...base,
+        signal: ctx.mcpReq.signal,
+        progress: progress.update,
+      });
+      await progress.stop();
+      return buildToolResult(
+        out as Parameters<typeof buildToolResult>[0],
+        bulk,
+        opts.maxResultBytes ?? MAX_RESULT_BYTES,
+      );
+    } catch (e) {
+      await progress.stop();
+      base.log.debug({ tool: tool.name, err: (e as Error).message }, 'tool failed');
+      return toolError(e);
+    }
+  }
 }

@@ -18,13 +18,15 @@ export interface LocalAppOptions {
   /** Client sessions (the daemon's engine): requests naming a session act in it. */
   sessions?: {
     scoped(session: string): ForkboxApi;
-    attach(session: string): () => void;
+    attach(session: string, opts?: { graceMs?: number }): () => void;
   };
 }
 
 /** Header naming the client session a request belongs to (see `sessions` in LocalAppOptions). */
 export const SESSION_HEADER = 'x-forkbox-session';
 const SESSION_RE = /^[A-Za-z0-9_-]{8,64}$/;
+/** Longest grace a session may ask for: a day. */
+const MAX_GRACE_MS = 24 * 3600_000;
 
 function sessionOf(c: Context): string | undefined {
   const s = c.req.header(SESSION_HEADER);
@@ -61,13 +63,22 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
   app.use('*', bodyLimits());
 
   // A client session stays attached while this request is open; when the client goes away (process
-  // exit, crash, disconnect), its non-persistent sandboxes are killed after a short grace.
+  // exit, crash, disconnect), its non-persistent sandboxes are killed after a grace: `grace_ms`, else
+  // the daemon's.
   app.post('/v1/sessions/:sid/attach', (c) => {
     const sid = c.req.param('sid');
     if (!SESSION_RE.test(sid) || !opts.sessions) {
       throw new ForkboxError('invalid_argument', 'session ids are 8-64 letters, digits, _ or -.');
     }
-    const detach = opts.sessions.attach(sid);
+    const graceArg = c.req.query('grace_ms');
+    const graceMs = graceArg === undefined ? undefined : Number(graceArg);
+    if (graceMs !== undefined && !(Number.isInteger(graceMs) && graceMs >= 0 && graceMs <= MAX_GRACE_MS)) {
+      throw new ForkboxError(
+        'invalid_argument',
+        `grace_ms must be a whole number from 0 to ${MAX_GRACE_MS}.`,
+      );
+    }
+    const detach = opts.sessions.attach(sid, graceMs === undefined ? {} : { graceMs });
     return streamText(c, async (stream) => {
       stream.onAbort(detach);
       await stream.writeln(JSON.stringify({ type: 'attached', session: sid }));

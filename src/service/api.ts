@@ -164,6 +164,8 @@ export interface RunOptions {
   onOutput?: (c: ExecOutputChunk) => void;
   /** While a stream's output is past its head: its latest bytes, at most every 2 s (for progress). */
   onPeek?: (p: ExecPeek) => void;
+  /** The exec's id, as soon as it is recorded (before the command runs): to cancel or poll it by id. */
+  onStarted?: (execId: string) => void;
   /**
    * Aborting it cancels the work: an exec's whole process tree; Python code by KeyboardInterrupt,
    * escalating to a restart of the REPL when it does not stop (the result then says its state was lost).

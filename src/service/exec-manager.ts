@@ -96,6 +96,7 @@ export function createExecManager(deps: ExecManagerDeps) {
         background: false,
         run: opts,
       });
+      opts?.onStarted?.(exec.id);
       const signal = opts?.signal;
       const onAbort = () => handle.cancel();
       if (signal?.aborted) onAbort();

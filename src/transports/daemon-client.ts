@@ -249,19 +249,39 @@ export function createDaemonClient(opts: DaemonClientOptions): DaemonClient {
       call({ method: 'POST', path: sb(id, '/extend'), json: { ttlSeconds } }),
 
     exec(id, req, opts) {
-      const onOutput = opts?.onOutput;
       const { stdin, ...rest } = req;
       const json = stdin === undefined ? rest : { ...rest, stdin: stdin.toString('base64') };
-      if (!onOutput) return call<ExecOutcome>({ method: 'POST', path: sb(id, '/exec'), json });
+      if (!opts?.onOutput && !opts?.signal && !opts?.onPeek && !opts?.onStarted)
+        return call<ExecOutcome>({ method: 'POST', path: sb(id, '/exec'), json });
+      // Streamed: the first line names the exec, so an abort cancels it by id and the result still comes
+      // (cancelled: true), as in-process.
+      let execId: string | null = null;
+      const signal = opts.signal;
+      const cancel = () => {
+        if (execId !== null) client.cancelExec(id, execId).catch(() => undefined);
+      };
+      signal?.addEventListener('abort', cancel, { once: true });
       return streamCall<ExecOutcome>({ method: 'POST', path: sb(id, '/exec'), json }, (line) => {
-        if (line.type !== 'output') return;
-        const chunk: ExecOutputChunk = {
-          seq: line.seq as number,
-          stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
-          data: Buffer.from(String(line.data), 'base64'),
-        };
-        onOutput(chunk);
-      });
+        if (line.type === 'started' && typeof line.execId === 'string') {
+          execId = line.execId;
+          opts.onStarted?.(execId);
+          if (signal?.aborted) cancel();
+        } else if (line.type === 'output') {
+          const chunk: ExecOutputChunk = {
+            seq: line.seq as number,
+            stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
+            data: Buffer.from(String(line.data), 'base64'),
+          };
+          if (typeof line.offset === 'number') chunk.offset = line.offset;
+          opts.onOutput?.(chunk);
+        } else if (line.type === 'peek') {
+          opts.onPeek?.({
+            stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
+            data: Buffer.from(String(line.data), 'base64'),
+            totalBytes: typeof line.totalBytes === 'number' ? line.totalBytes : 0,
+          });
+        }
+      }).finally(() => signal?.removeEventListener('abort', cancel));
     },
     startExec: (id, req) => call<ExecRecord>({ method: 'POST', path: sb(id, '/execs'), json: req }),
     pollExec: (id, execId, o = {}) =>

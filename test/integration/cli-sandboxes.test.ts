@@ -1,10 +1,11 @@
 /**
  * The CLI's sandbox commands on the real thing — `bin/forkbox.js` as a child process against a real
  * `forkbox serve` on a fresh state dir, real sandboxes: `run`, `cp`, `inspect`, `pause` and `resume`
- * (the unit tests of these use a fake API; this proves them end to end).
+ * (the unit tests of these use a fake API; this proves them end to end); and `run` starting the daemon
+ * when none answers.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -176,5 +177,33 @@ describe('CLI sandbox commands against a real daemon', { skip: skip ?? false }, 
     assert.match(cli.ok('resume', id), new RegExp(`^${id} running$`, 'm'));
     cli.ok('kill', id);
     assert.match(cli.fails(4, 'pause', id), /killed, not running/);
+  });
+
+  it('run starts the daemon when none answers on the state dir (as root), and leaves it running', async () => {
+    const fresh = makeStateDir();
+    let pid: number | undefined;
+    try {
+      const r = cliFor(fresh).run(['run', '--', 'echo', 'started']);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout, 'started\n');
+      pid = Number(readFileSync(join(fresh, 'lock.pid'), 'utf8').trim());
+      process.kill(pid, 0); // the daemon outlives the CLI that started it
+      assert.ok(existsSync(join(fresh, 'daemon.log')));
+      assert.deepEqual(cliFor(fresh).json<SandboxInfo[]>('ls'), [], 'the run sandbox was killed');
+    } finally {
+      if (pid !== undefined) {
+        process.kill(pid, 'SIGTERM');
+        const gone = pid;
+        await waitFor(() => {
+          try {
+            process.kill(gone, 0);
+            return undefined;
+          } catch {
+            return true;
+          }
+        }, `daemon ${pid} to exit`);
+      }
+      await stopServeAndClean(undefined, fresh);
+    }
   });
 });

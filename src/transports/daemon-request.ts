@@ -75,17 +75,21 @@ function collect(
 ): void {
   const parts: Buffer[] = [];
   let size = 0;
-  let pending = '';
+  // The line being received, as bytes: a line may span chunks (and a UTF-8 character may too), and only
+  // each new chunk is searched for its end, so a long line costs its length, not its length squared.
+  let line: Buffer[] = [];
+  let lineSize = 0;
   let failed = false;
   const stop = (e: unknown) => {
     failed = true;
     res.destroy();
     fail(e);
   };
-  const feed = (line: string): void => {
-    if (failed || line.trim() === '') return;
+  const feed = (bytes: Buffer): void => {
+    const text = bytes.toString('utf8');
+    if (failed || text.trim() === '') return;
     try {
-      onLine?.(JSON.parse(line) as Record<string, unknown>);
+      onLine?.(JSON.parse(text) as Record<string, unknown>);
     } catch (e) {
       stop(
         isForkboxError(e)
@@ -105,17 +109,21 @@ function collect(
       parts.push(d);
       return;
     }
-    pending += d.toString('utf8');
-    let nl = pending.indexOf('\n');
-    while (nl >= 0 && !failed) {
-      feed(pending.slice(0, nl));
-      pending = pending.slice(nl + 1);
-      nl = pending.indexOf('\n');
+    let start = 0;
+    for (let nl = d.indexOf(0x0a); nl >= 0 && !failed; nl = d.indexOf(0x0a, start)) {
+      line.push(d.subarray(start, nl));
+      feed(line.length === 1 ? (line[0] as Buffer) : Buffer.concat(line));
+      line = [];
+      lineSize = 0;
+      start = nl + 1;
     }
-    if (pending.length > MAX_LINE_BYTES) stop(tooLarge('a streamed line', MAX_LINE_BYTES));
+    if (failed || start >= d.length) return;
+    line.push(d.subarray(start));
+    lineSize += d.length - start;
+    if (lineSize > MAX_LINE_BYTES) stop(tooLarge('a streamed line', MAX_LINE_BYTES));
   });
   res.on('end', () => {
-    if (onLine) feed(pending);
+    if (onLine && line.length > 0) feed(Buffer.concat(line));
     if (!failed) done(Buffer.concat(parts));
   });
 }

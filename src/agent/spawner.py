@@ -149,6 +149,7 @@ class Spawner:
             raise
         if pid == 0:
             try:
+                sysc.set_name("forkbox-spawner")  # how ps shows it: a part of the sandbox, not a command
                 _spawner_main(theirs)
             finally:
                 os._exit(1)

@@ -179,7 +179,12 @@ const uint = (max: number) =>
 export const listSandboxesQuery = z.object({ all: flag.optional() });
 export const usageQuery = z.object({ usage: flag.optional() });
 export const pollQuery = z.object({
-  after_seq: uint(Number.MAX_SAFE_INTEGER).optional(),
+  /** -1 (before the first chunk, as in MCP's exec_poll) or a chunk's seq. */
+  after_seq: z
+    .string()
+    .regex(/^(-1|\d{1,15})$/, '-1 or a non-negative integer')
+    .transform(Number)
+    .optional(),
   wait_ms: uint(60_000).optional(),
 });
 export const stdinQuery = z.object({ eof: flag.optional() });

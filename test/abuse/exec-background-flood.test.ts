@@ -40,11 +40,18 @@ describe('abuse: background exec output flood with a lagging poller', { skip: sk
     const sampler = sampleRss(pid);
     const rec = await api.startExec(id, { cmd: 'yes flood-line', maxOutputBytes: 64 * 1024 });
     // An early poll, then a long silence while the command floods.
-    let first = await api.pollExec(id, rec.id, { afterSeq: -1, waitMs: 5000 });
-    while (first.chunks.length === 0) first = await api.pollExec(id, rec.id, { afterSeq: -1, waitMs: 5000 });
-    await sleep(8000);
-    const late = await api.pollExec(id, rec.id, { afterSeq: first.nextSeq });
-    const max = sampler.stop();
+    let max: number;
+    let first: Awaited<ReturnType<typeof api.pollExec>>;
+    let late: typeof first;
+    try {
+      first = await api.pollExec(id, rec.id, { afterSeq: -1, waitMs: 5000 });
+      while (first.chunks.length === 0)
+        first = await api.pollExec(id, rec.id, { afterSeq: -1, waitMs: 5000 });
+      await sleep(8000);
+      late = await api.pollExec(id, rec.id, { afterSeq: first.nextSeq });
+    } finally {
+      max = sampler.stop();
+    }
     const missed = late.missed.find((m) => m.stream === 'stdout');
     assert.ok(missed, `a poller that lagged is told: ${JSON.stringify(late.missed)}`);
     assert.notEqual(missed.from, null, 'its position is known');

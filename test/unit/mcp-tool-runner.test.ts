@@ -64,6 +64,7 @@ function blockingExec(base: FakeApi) {
         oomKilled: false,
         cancelled,
         durationMs: 1,
+        leftovers: 0,
       };
       return o;
     },

@@ -24,6 +24,7 @@ import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { connectOrStartDaemon, socketPathFor } from '../../transports/daemon-launcher.ts';
 import { openSession } from '../../transports/daemon-session.ts';
 import { VERSION } from '../../version.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { parseGrace, parseOutputBytes } from '../mcp-options.ts';
 
@@ -56,9 +57,7 @@ function sessionOptions(o: McpFlags) {
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('mcp')
-    .description('serve MCP on stdio (for Claude Code, Cursor, any MCP client); logs go to stderr')
+  defineCommand(program, 'mcp')
     .option('--toolset <name>', `toolset to expose, repeatable (default: ${DEFAULT_TOOLSET})`, collect)
     .option(
       '--session <name>',

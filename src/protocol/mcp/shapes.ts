@@ -100,6 +100,7 @@ export const execShape = z.object({
   oom_killed: z.boolean(),
   started_at: z.string(),
   ended_at: z.string().nullable(),
+  leftovers: z.number(),
 });
 
 /** A command's state as exec_poll reports it. */
@@ -109,6 +110,7 @@ export const execStatusShape = execShape.pick({
   signal: true,
   timed_out: true,
   oom_killed: true,
+  leftovers: true,
 });
 
 export function execOut(e: ExecRecord): z.input<typeof execShape> {
@@ -123,6 +125,7 @@ export function execOut(e: ExecRecord): z.input<typeof execShape> {
     oom_killed: e.oomKilled,
     started_at: new Date(e.startedAt).toISOString(),
     ended_at: e.endedAt === null ? null : new Date(e.endedAt).toISOString(),
+    leftovers: e.leftovers,
   };
 }
 
@@ -157,7 +160,6 @@ export function forkOutcomeOut(r: ForkResult) {
 
 /** What became of one output stream (see StreamSummary in the service ports). */
 export const streamShape = z.object({
-  stream: z.enum(['stdout', 'stderr']),
   total_bytes: z.number(),
   omitted_bytes: z.number(),
   file: z.string().nullable(),
@@ -165,21 +167,17 @@ export const streamShape = z.object({
 });
 
 export const streamsShape = z
-  .array(streamShape)
-  .describe(
-    'Per stream: bytes written and cut from the middle, and the file in the sandbox holding it whole',
-  );
+  .object({ stdout: streamShape, stderr: streamShape })
+  .describe('Per stream: bytes written, cut from the middle, and the file in the sandbox holding them');
 
 interface StreamSummaryLike {
   totalBytes: number;
-  shownBytes: number;
   omittedBytes: number;
   file: string | null;
   spooledBytes: number;
 }
 
-const streamOut = (stream: 'stdout' | 'stderr', s: StreamSummaryLike): z.input<typeof streamShape> => ({
-  stream,
+const streamOut = (s: StreamSummaryLike): z.input<typeof streamShape> => ({
   total_bytes: s.totalBytes,
   omitted_bytes: s.omittedBytes,
   file: s.file,
@@ -188,5 +186,5 @@ const streamOut = (stream: 'stdout' | 'stderr', s: StreamSummaryLike): z.input<t
 
 /** The `streams` field of a result, when the runtime reported it. */
 export function streamsOut(s: { stdout: StreamSummaryLike; stderr: StreamSummaryLike } | null | undefined) {
-  return s ? { streams: [streamOut('stdout', s.stdout), streamOut('stderr', s.stderr)] } : {};
+  return s ? { streams: { stdout: streamOut(s.stdout), stderr: streamOut(s.stderr) } } : {};
 }

@@ -6,7 +6,7 @@ export const execCancel = defineTool({
   name: 'exec_cancel',
   title: 'Cancel a command',
   description:
-    'Kill a command started with exec_start and every process it started; returns its final record.',
+    'Kill a command and its process tree, or the processes an ended one left running (leftovers); returns its record.',
   annotations: HINTS.destroy,
   input: z.object({ sandbox: sandboxArg, exec_id: z.string().min(1).max(64).describe('From exec_start') }),
   output: execShape,

@@ -72,15 +72,16 @@ export const execPoll = defineTool({
         .filter((c) => c.stream === s)
         .map((c) => c.data)
         .join('');
-    const missed = (r as { missed?: z.input<typeof missedShape>[] }).missed;
+    const missed = r.missed;
     return {
       structured: {
-        exec: (({ state, exit_code, signal, timed_out, oom_killed }) => ({
+        exec: (({ state, exit_code, signal, timed_out, oom_killed, leftovers }) => ({
           state,
           exit_code,
           signal,
           timed_out,
           oom_killed,
+          leftovers,
         }))(execOut(r.exec)),
         stdout: text('stdout'),
         stderr: text('stderr'),

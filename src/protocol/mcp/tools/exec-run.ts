@@ -1,50 +1,29 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { ExecOutcome, ForkboxApi, RunOptions } from '../../../service/api.ts';
+import type { RunOptions } from '../../../service/api.ts';
 import { commandArgs, timeoutArg, toExecRequest } from '../exec-args.ts';
 import { streamsOut, streamsShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg, type ToolLog } from '../tool-kit.ts';
+import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 const DEFAULT_TIMEOUT_S = 300;
-
-/**
- * Cancel the exec started under `key`. The sync exec call does not return its id until it ends, so the
- * exec is found by the idempotency key it was started with; it may not be recorded yet when the abort
- * comes very early, hence the retries. (The abort signal handed to api.exec cancels it too where the
- * API supports it; cancelling an ended exec changes nothing.)
- */
-async function cancelByKey(api: ForkboxApi, sandbox: string, key: string, log: ToolLog): Promise<void> {
-  for (let i = 0; i < 50; i++) {
-    try {
-      const found = (await api.listExecs(sandbox)).find((e) => e.idempotencyKey === key);
-      if (found) {
-        if (found.state === 'running') await api.cancelExec(sandbox, found.id);
-        return;
-      }
-    } catch (e) {
-      log.warn({ err: (e as Error).message, sandbox }, 'exec_run: cancelling after abort failed');
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Run options with progress from output chunks and from peeks (the latest bytes past the inline head). */
 export function progressOptions(
   progress: (m: string) => void,
   signal: AbortSignal,
-): RunOptions & { onPeek?: (p: { stream: string; data: Buffer }) => void } {
+): RunOptions & { onPeek?: (p: { stream: string; totalBytes: number; data: Buffer }) => void } {
   return {
+    // Cancelling the request (notifications/cancelled, a client timeout, a closed session) ends the
+    // command's whole process tree, or interrupts the REPL code.
     signal,
     onOutput: (chunk) => progress(chunk.data.toString('utf8')),
-    onPeek: (p) => progress(p.data.toString('utf8')),
+    onPeek: (p) => progress(`[${p.stream}, ${p.totalBytes} bytes so far] …${p.data.toString('utf8')}`),
   };
 }
 
 export const execRun = defineTool({
   name: 'exec_run',
   title: 'Run a command',
-  description: `Run a command and wait (timeout_s, default ${DEFAULT_TIMEOUT_S}); for Python with lasting state use code_run. Returns exit_code, stdout, stderr: a stream over max_output_bytes keeps head and tail, whole in its streams[].file (read with file_read). Progress is sent while it runs; cancel kills its process tree. Work longer than your client's timeout (often 60 s): exec_start + exec_poll.`,
+  description: `Run a command and wait (timeout_s, default ${DEFAULT_TIMEOUT_S}); for Python with lasting state use code_run. Returns exit_code, stdout, stderr: a stream over max_output_bytes keeps head and tail, whole in its streams.*.file (read with file_read). Sends progress; cancel kills its process tree; processes left running: leftovers (exec_cancel ends them). Work longer than your client's timeout (often 60 s): exec_start + exec_poll.`,
   annotations: HINTS.run,
   bulk: ['stdout', 'stderr'],
   input: z.object({
@@ -68,39 +47,32 @@ export const execRun = defineTool({
     oom_killed: z.boolean(),
     cancelled: z.boolean(),
     duration_ms: z.number(),
+    leftovers: z.number(),
     streams: streamsShape.optional(),
   }),
-  async run(a, { api, sandbox, signal, progress, log, outputBytes }) {
+  async run(a, { api, sandbox, signal, progress, outputBytes }) {
     const id = await sandbox(a.sandbox);
-    const key = `mcp-${randomUUID()}`;
-    const req = { ...toExecRequest(a, a.timeout_s ?? DEFAULT_TIMEOUT_S, outputBytes), idempotencyKey: key };
-    const running: Promise<ExecOutcome> = api.exec(
+    const req = toExecRequest(a, a.timeout_s ?? DEFAULT_TIMEOUT_S, outputBytes);
+    const o = await api.exec(
       id,
       a.stdin === undefined ? req : { ...req, stdin: Buffer.from(a.stdin, 'utf8') },
       progressOptions(progress, signal),
     );
-    const onAbort = () => void cancelByKey(api, id, key, log);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      const o = await running;
-      return {
-        structured: {
-          exec_id: o.execId,
-          exit_code: o.exitCode,
-          signal: o.signal,
-          stdout: o.stdout,
-          stderr: o.stderr,
-          truncated: o.truncated,
-          timed_out: o.timedOut,
-          oom_killed: o.oomKilled,
-          cancelled: o.cancelled,
-          duration_ms: o.durationMs,
-          ...streamsOut(o.streams),
-        },
-      };
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
+    return {
+      structured: {
+        exec_id: o.execId,
+        exit_code: o.exitCode,
+        signal: o.signal,
+        stdout: o.stdout,
+        stderr: o.stderr,
+        truncated: o.truncated,
+        timed_out: o.timedOut,
+        oom_killed: o.oomKilled,
+        cancelled: o.cancelled,
+        duration_ms: o.durationMs,
+        leftovers: o.leftovers,
+        ...streamsOut(o.streams),
+      },
+    };
   },
 });

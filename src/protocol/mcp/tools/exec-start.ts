@@ -14,11 +14,21 @@ export const execStart = defineTool({
     ...commandArgs,
     stdin: z.boolean().optional().describe('Keep stdin open for exec_write_stdin'),
     timeout_s: timeoutArg('default none'),
+    idempotency_key: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe('A retry with the same key returns the first exec, not a second run'),
   }),
   output: execShape,
   async run(a, { api, sandbox }) {
     const id = await sandbox(a.sandbox);
-    const req = { ...toExecRequest(a, a.timeout_s, undefined), stdin: a.stdin === true };
+    const req = {
+      ...toExecRequest(a, a.timeout_s, undefined),
+      stdin: a.stdin === true,
+      ...(a.idempotency_key === undefined ? {} : { idempotencyKey: a.idempotency_key }),
+    };
     return { structured: execOut(await api.startExec(id, req)) };
   },
 });

@@ -10,7 +10,7 @@ export const fileRead = defineTool({
   name: 'file_read',
   title: 'Read a file',
   description:
-    'Read a file: length bytes from offset, utf8 or base64. truncated: more at offset+bytes (page big files, e.g. a streams[].file). etag: pass as if_match to write safely.',
+    'Read a file: length bytes from offset, utf8 or base64. truncated: more at offset+bytes (page big files, e.g. a streams.stdout.file). etag: pass as if_match to write safely.',
   annotations: HINTS.read,
   bulk: ['content'],
   input: z.object({

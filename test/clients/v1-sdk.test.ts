@@ -1,0 +1,140 @@
+/**
+ * The v1 TypeScript SDK (`@modelcontextprotocol/sdk` 1.x, what most MCP clients embed) against a real
+ * `forkbox serve`, over stdio (`forkbox mcp`, a client of that daemon) and over Streamable HTTP. For each
+ * transport: list tools, run a command and Python code, a 100 MiB output (the session and the sandbox's
+ * REPL state live on, the cut part readable in its file), a cancel (the command's processes are gone), and
+ * a silent 90-second command that outlives the client's 60 s timeout thanks to progress notifications.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ROOT, type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+
+const skip = nativeUnavailable();
+
+type Result = {
+  isError?: boolean;
+  content: { type: string; text?: string; _meta?: Record<string, unknown> }[];
+};
+type SC = Record<string, unknown>;
+
+/** The structured fields of a result, with its bulk fields (stdout, stderr, content) from their blocks. */
+function fields(r: Result): SC {
+  const first = r.content[0];
+  const out = JSON.parse(first?.type === 'text' ? (first.text ?? '{}') : '{}') as SC;
+  for (const b of r.content) {
+    const f = b._meta?.['forkbox/field'];
+    if (b.type === 'text' && typeof f === 'string') out[f] = b.text ?? '';
+  }
+  return out;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir: string) => Transport) {
+  describe(`v1 SDK over ${kind}`, { skip: skip ?? false }, () => {
+    let stateDir: string;
+    let daemon: ServedDaemon | undefined;
+    let client: Client;
+    const errors: Error[] = [];
+
+    const call = async (name: string, args: SC, opts: Parameters<Client['callTool']>[2] = {}) =>
+      (await client.callTool({ name, arguments: args }, CallToolResultSchema, opts)) as Result;
+    const ok = async (name: string, args: SC, opts: Parameters<Client['callTool']>[2] = {}) => {
+      const r = await call(name, args, opts);
+      assert.notEqual(r.isError, true, `${name}: ${JSON.stringify(r.content).slice(0, 2000)}`);
+      return fields(r);
+    };
+
+    before(async () => {
+      stateDir = makeStateDir();
+      daemon = await startServe(stateDir);
+      client = new Client({ name: `forkbox-clients-${kind}`, version: '1' });
+      client.onerror = (e) => errors.push(e);
+      await client.connect(makeTransport(daemon, stateDir));
+    });
+    after(async () => {
+      await client?.close().catch(() => undefined);
+      await stopServeAndClean(daemon?.child, stateDir);
+    });
+
+    it('lists the tools, runs a command and Python code', async () => {
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((t) => t.name === 'exec_run') && tools.some((t) => t.name === 'code_run'));
+      assert.equal((await ok('exec_run', { command: 'echo hi' })).stdout, 'hi\n');
+      assert.equal((await ok('code_run', { code: 'keep = 6 * 7\nkeep' })).value, '42');
+    });
+
+    it('a 100 MiB output: bounded result, session and REPL state live on, the cut part readable', async () => {
+      const r = await ok('exec_run', {
+        command: 'head -c 104857600 /dev/zero | tr "\\0" x; echo END',
+        timeout_s: 600,
+      });
+      assert.equal(r.exit_code, 0);
+      assert.equal(r.truncated, true);
+      const stdout = r.stdout as string;
+      assert.ok(stdout.length < 1024 * 1024, `inline output is bounded (${stdout.length} chars)`);
+      assert.ok(stdout.endsWith('xEND\n'), 'the tail is kept');
+      const s = (r.streams as { stdout: { total_bytes: number; file: string | null; spooled_bytes: number } })
+        .stdout;
+      assert.equal(s.total_bytes, 104857600 + 4);
+      assert.ok(s.file, 'the whole stream is in a file');
+      const page = await ok('file_read', { path: s.file, offset: s.spooled_bytes - 4096, length: 16 });
+      assert.equal(page.content, 'x'.repeat(16), 'the cut part is readable by offset');
+      assert.equal((await ok('code_run', { code: 'keep' })).value, '42', 'the REPL state is still there');
+      assert.deepEqual(errors, [], 'the connection had no error');
+    });
+
+    it('a cancel stops the command: its processes are gone', async () => {
+      const ac = new AbortController();
+      const p = call(
+        'exec_run',
+        { command: 'echo started; exec sleep 4242' },
+        { signal: ac.signal, onprogress: () => ac.abort() },
+      );
+      await assert.rejects(p);
+      await waitFor('sleep 4242 to end', async () => {
+        const ps = await ok('exec_run', { command: 'ps -eo args' });
+        return !(ps.stdout as string).includes('sleep 4242');
+      });
+      assert.equal((await ok('code_run', { code: 'keep' })).value, '42');
+    });
+
+    it('a silent 90 s command outlives the 60 s client timeout with progress', async () => {
+      let progress = 0;
+      const r = await ok(
+        'exec_run',
+        { command: 'sleep 90; echo done' },
+        { timeout: 60_000, resetTimeoutOnProgress: true, onprogress: () => progress++ },
+      );
+      assert.equal(r.stdout, 'done\n');
+      assert.ok(progress >= 9, `progress at least every 10 s while silent (got ${progress})`);
+    });
+  });
+}
+
+suite('stdio', (_d, stateDir) => {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  return new StdioClientTransport({
+    command: process.execPath,
+    args: [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'mcp'],
+    env,
+    cwd: ROOT,
+    stderr: 'ignore',
+  });
+});
+
+suite('http', (d) => new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));

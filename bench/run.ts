@@ -11,6 +11,7 @@ import { cpus, loadavg, release } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
+import { diskQuota } from './disk-quota.ts';
 import { execRoundTrip } from './exec-roundtrip.ts';
 import { forkBench } from './fork.ts';
 import type { BenchContext, Benchmark } from './lib/context.ts';
@@ -29,6 +30,7 @@ const BENCHMARKS: Benchmark[] = [
   createMany,
   memoryPerSandbox,
   forkBench,
+  diskQuota,
   mcpOverhead,
   peerRunc,
 ];

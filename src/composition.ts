@@ -5,6 +5,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ForkboxError } from './domain/errors.ts';
+import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
 import { detectCgroups } from './runtimes/native/cgroups/index.ts';
@@ -17,6 +18,7 @@ import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { openStorage, type StorageMode } from './runtimes/native/storage/btrfs-storage.ts';
 import type { ForkboxApi } from './service/api.ts';
+import { diskPolicy } from './service/disk-limits.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
@@ -32,6 +34,22 @@ export interface OpenEngineOptions {
   reapIntervalMs?: number;
   /** Storage driver; default FORKBOX_STORAGE, else auto (btrfs when usable, else copy). */
   storage?: StorageMode;
+  /** Disk limit of sandboxes created without one; default FORKBOX_DISK_DEFAULT, else 10 GiB, 1,000,000 inodes. */
+  diskDefault?: DiskSpec;
+  /** Largest disk limit a sandbox may ask for; default FORKBOX_DISK_MAX, else 1 TiB, 100,000,000 inodes. */
+  diskMax?: DiskSpec;
+}
+
+/** A disk setting from the options, else from its environment variable. */
+function diskSetting(given: DiskSpec | undefined, env: string): DiskSpec | undefined {
+  if (given) return given;
+  const text = process.env[env];
+  if (text === undefined || text.trim() === '') return undefined;
+  try {
+    return parseDiskSpec(text);
+  } catch (e) {
+    throw new ForkboxError('invalid_argument', `${env}: ${(e as Error).message}`);
+  }
 }
 
 export interface OpenedEngine {
@@ -121,8 +139,14 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       uidRange,
       overcommitRatio: Number(process.env.FORKBOX_OVERCOMMIT_RATIO ?? 2),
     });
-    const host = createHostMaintenance({ paths, mounts, cgroups, images });
+    const host = createHostMaintenance({ paths, mounts, cgroups, images, snapshots });
+    const disk = diskPolicy({
+      enforced: snapshots.diskLimits.enforced,
+      defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
+      max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
+    });
     const engine = createEngine({
+      disk,
       store,
       runtime,
       images,

@@ -1,39 +1,8 @@
 /** Parsing of CLI argument values: sizes, durations, K=V pairs and `ID:/path` operands. Pure functions. */
 import { ForkboxError } from '../domain/errors.ts';
+import { parseSize } from '../domain/sizes.ts';
 
-const SIZE_UNITS: Record<string, number> = {
-  '': 1024 * 1024, // a bare number is MiB: `--memory 512` means 512 MiB, not 512 bytes
-  b: 1,
-  k: 1024,
-  kb: 1024,
-  kib: 1024,
-  m: 1024 ** 2,
-  mb: 1024 ** 2,
-  mib: 1024 ** 2,
-  g: 1024 ** 3,
-  gb: 1024 ** 3,
-  gib: 1024 ** 3,
-  t: 1024 ** 4,
-  tb: 1024 ** 4,
-  tib: 1024 ** 4,
-};
-
-/** `512m`, `2g`, `1.5G`, `256` (MiB) → bytes. */
-export function parseSize(text: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
-  const unit = m ? SIZE_UNITS[(m[2] ?? '').toLowerCase()] : undefined;
-  if (!m || unit === undefined) {
-    throw new ForkboxError(
-      'invalid_argument',
-      `'${text}' is not a size. Write e.g. 512m, 2g or 1.5g (a bare number is MiB).`,
-    );
-  }
-  const bytes = Math.round(Number(m[1]) * unit);
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
-    throw new ForkboxError('invalid_argument', `size '${text}' must be greater than zero.`);
-  }
-  return bytes;
-}
+export { parseSize } from '../domain/sizes.ts';
 
 /** A size as whole MiB (rounded up), for CreateSandboxRequest.memoryMb. */
 export function parseSizeMb(text: string): number {

@@ -18,6 +18,7 @@ import type {
   SystemStatus,
 } from './api.ts';
 import { diffSandboxRecords } from './diff.ts';
+import type { DiskPolicy } from './disk-limits.ts';
 import { createExecManager } from './exec-manager.ts';
 import { createLineage } from './lineage.ts';
 import type { ReplResult, Runtime, Store } from './ports.ts';
@@ -61,6 +62,8 @@ export interface EngineDeps {
   sessionGraceMs?: number;
   /** After a restart, how long clients have to re-attach their sessions (default 60 s). */
   sessionReattachMs?: number;
+  /** Disk limits: the daemon's default and maximum, and whether the storage enforces them. */
+  disk?: DiskPolicy;
   /** Host-level garbage collection of what no live sandbox uses. */
   hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
 }
@@ -168,7 +171,7 @@ export function createEngine(deps: EngineDeps): Engine {
     // The named template config (or 'default') picks the image and the modules it starts with.
     const tpl = templateConfigs.resolve(req);
     const image = tpl.image;
-    const limits = limitsFrom(req);
+    const limits = limitsFrom(req, deps.disk);
     const ttl = checkTtl(req.ttlSeconds);
     const env = checkEnv(req.env);
     const id = `sb-${randomBytes(5).toString('hex')}`;
@@ -235,6 +238,7 @@ export function createEngine(deps: EngineDeps): Engine {
     serial,
     abandonExecs: (id) => execs.abandon(id),
     withKids,
+    ...(deps.disk ? { disk: deps.disk } : {}),
   });
   const snapshots = createSnapshots({ store, runtime, now, serial, fork, create, kill, killTree });
 

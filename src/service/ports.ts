@@ -111,7 +111,7 @@ export interface RuntimeCapabilities {
   /** The runtime can freeze and thaw a sandbox. */
   pause: boolean;
   /** Limits the runtime enforces. */
-  limits: { memory: boolean; pids: boolean; cpu: boolean };
+  limits: { memory: boolean; pids: boolean; cpu: boolean; disk: boolean };
   /** Network egress is available. */
   network: boolean;
 }
@@ -234,7 +234,10 @@ export interface SandboxUsage {
   memoryBytes: number;
   cpuUsageNs: number;
   pids: number;
+  /** Bytes the sandbox stores of its own writes (what counts against its disk limit). */
   diskBytes: number;
+  /** Inodes it uses; null where the storage does not count them (btrfs). */
+  diskInodes: number | null;
   oomKills: number;
 }
 

@@ -22,6 +22,7 @@ import { mcpOverhead } from './mcp.ts';
 import { memoryPerSandbox } from './memory.ts';
 import { peerRunc } from './peer.ts';
 import { replEval } from './repl-eval.ts';
+import { retentionBench } from './retention.ts';
 
 const BENCHMARKS: Benchmark[] = [
   createFirstExec,
@@ -31,6 +32,7 @@ const BENCHMARKS: Benchmark[] = [
   memoryPerSandbox,
   forkBench,
   diskQuota,
+  retentionBench,
   mcpOverhead,
   peerRunc,
 ];

@@ -4,6 +4,7 @@
  */
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseDuration } from './domain/durations.ts';
 import { ForkboxError } from './domain/errors.ts';
 import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
@@ -20,6 +21,7 @@ import { openStorage, type StorageMode } from './runtimes/native/storage/btrfs-s
 import type { ForkboxApi } from './service/api.ts';
 import { diskPolicy } from './service/disk-limits.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
+import { createRetention } from './service/retention.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
 
@@ -38,6 +40,15 @@ export interface OpenEngineOptions {
   diskDefault?: DiskSpec;
   /** Largest disk limit a sandbox may ask for; default FORKBOX_DISK_MAX, else 1 TiB, 100,000,000 inodes. */
   diskMax?: DiskSpec;
+  /** How long ended sandboxes (and their execs) stay listed; default FORKBOX_RETENTION, else 24 h. 0 = not kept. */
+  retentionSeconds?: number;
+  /** Period of the retention sweep (output of ended sandboxes, pruning, vacuum); 0 disables it. Default 1 s. */
+  retentionSweepMs?: number;
+}
+
+/** `0`, or a duration (`24h`, `30m`), in seconds. */
+export function parseRetention(text: string): number {
+  return text.trim() === '0' ? 0 : parseDuration(text);
 }
 
 /** A disk setting from the options, else from its environment variable. */
@@ -165,6 +176,27 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
           }, period)
         : null;
     timer?.unref();
+    const retentionEnv = process.env.FORKBOX_RETENTION;
+    const retentionSeconds =
+      opts.retentionSeconds ??
+      (retentionEnv === undefined || retentionEnv.trim() === '' ? undefined : parseRetention(retentionEnv));
+    const retention = createRetention({
+      store,
+      log,
+      ...(retentionSeconds === undefined ? {} : { retentionMs: retentionSeconds * 1000 }),
+    });
+    const sweepMs = opts.retentionSweepMs ?? 1000;
+    const sweeper =
+      sweepMs > 0
+        ? setInterval(() => {
+            try {
+              retention.sweep();
+            } catch (e) {
+              log.warn({ err: String(e) }, 'retention sweep failed');
+            }
+          }, sweepMs)
+        : null;
+    sweeper?.unref();
     let closed = false;
     return {
       api: engine,
@@ -174,6 +206,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         if (closed) return;
         closed = true;
         if (timer) clearInterval(timer);
+        if (sweeper) clearInterval(sweeper);
         if (closeOpts?.killSandboxes) {
           // Every tenant's, snapshot holders included; deepest first so no PID 1 is left as a tombstone.
           const live = store

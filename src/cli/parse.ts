@@ -1,4 +1,6 @@
 /** Parsing of CLI argument values: sizes, durations, K=V pairs and `ID:/path` operands. Pure functions. */
+
+import { parseDuration } from '../domain/durations.ts';
 import { ForkboxError } from '../domain/errors.ts';
 import { parseSize } from '../domain/sizes.ts';
 
@@ -9,32 +11,7 @@ export function parseSizeMb(text: string): number {
   return Math.ceil(parseSize(text) / (1024 * 1024));
 }
 
-const DURATION_UNITS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
-
-/** `30m`, `2h`, `1h30m`, `90s`, `3600` (seconds), `1.5h` → seconds (may be fractional below 1 s). */
-export function parseDuration(text: string): number {
-  const t = text.trim().toLowerCase();
-  const bad = () =>
-    new ForkboxError(
-      'invalid_argument',
-      `'${text}' is not a duration. Write e.g. 30s, 30m, 2h, 1h30m or 3600 (seconds).`,
-    );
-  if (/^\d+(\.\d+)?$/.test(t)) {
-    const s = Number(t);
-    if (s <= 0) throw bad();
-    return s;
-  }
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
-  let total = 0;
-  let consumed = 0;
-  for (const m of t.matchAll(re)) {
-    if (m.index !== consumed) throw bad();
-    total += Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? Number.NaN);
-    consumed += m[0].length;
-  }
-  if (consumed === 0 || consumed !== t.length || !(total > 0) || !Number.isFinite(total)) throw bad();
-  return total;
-}
+export { parseDuration } from '../domain/durations.ts';
 
 /** A duration as whole seconds (rounded up), for TTLs. */
 export function parseDurationSeconds(text: string): number {

@@ -247,9 +247,7 @@ export function createEngine(deps: EngineDeps): Engine {
     const running = (idOrName: string) => runningFor(ctx, idOrName);
     return {
       async status(): Promise<SystemStatus> {
-        const counts: Record<string, number> = {};
-        for (const s of store.listSandboxes({ tenant: ctx.tenant }))
-          counts[s.state] = (counts[s.state] ?? 0) + 1;
+        const counts = store.countSandboxesByState(ctx.tenant);
         return {
           version: deps.version,
           runtime: runtime.name,

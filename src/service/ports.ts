@@ -101,6 +101,19 @@ export interface Store {
   /** Append output; the store keeps at most `capBytes` per exec (older chunks beyond the cap are dropped). */
   appendExecOutput(execId: string, chunk: ExecOutputChunk, capBytes: number): void;
   readExecOutput(execId: string, afterSeq: number): ExecOutputChunk[];
+
+  // retention (see service/retention.ts)
+  /** Sandboxes per state (one GROUP BY over an index), of one tenant or of all. */
+  countSandboxesByState(tenant?: string): Record<string, number>;
+  /** Delete up to `maxRows` chunks of exec output of sandboxes that ended; returns how many went. */
+  dropEndedOutput(maxRows: number): number;
+  /**
+   * Delete up to `max` sandboxes that ended at or before `before` (epoch ms), with their execs; never a
+   * tombstone, a parent of a live sandbox, or the alias of a live one. Returns their ids.
+   */
+  pruneEnded(before: number, max: number): string[];
+  /** Give up to `pages` free database pages back to the filesystem; returns how many were. */
+  vacuumIncrementally(pages: number): number;
 }
 
 // ───────────────────────────── runtime ─────────────────────────────

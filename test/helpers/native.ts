@@ -55,7 +55,10 @@ export interface NativeFixture {
 
 /** Open an engine on a fresh state dir; `close` kills everything and checks nothing is left mounted. */
 export async function openNative(
-  opts: { stateDir?: string } & Pick<OpenEngineOptions, 'storage' | 'diskDefault' | 'diskMax'> = {},
+  opts: { stateDir?: string } & Pick<
+    OpenEngineOptions,
+    'storage' | 'diskDefault' | 'diskMax' | 'retentionSeconds' | 'retentionSweepMs'
+  > = {},
 ): Promise<NativeFixture> {
   const stateDir = opts.stateDir ?? makeStateDir();
   const log = quietLog();

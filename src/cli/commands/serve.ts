@@ -33,6 +33,7 @@ interface ServeFlags {
   conformanceFixtures?: boolean;
   diskDefault?: DiskSpec;
   diskMax?: DiskSpec;
+  retention?: string;
 }
 
 function positiveInt(v: string, flag: string): number {
@@ -76,6 +77,10 @@ export function register(program: Command, ctx: CliContext): void {
       parseDiskSpec,
     )
     .option(
+      '--retention <duration>',
+      'how long ended sandboxes and their execs stay listed, e.g. 24h, 30m, 0 = not kept (env FORKBOX_RETENTION; default 24h); their exec output goes when they end',
+    )
+    .option(
       '--conformance-fixtures',
       "also serve the MCP conformance suite's test tools, resources and prompts on /mcp (for running the suite; never in production)",
     )
@@ -113,12 +118,13 @@ export function register(program: Command, ctx: CliContext): void {
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });
       // Loaded here, not at the top: the engine (SQLite, FFI, runtimes) is only needed by the daemon, and
       // every other command should start fast.
-      const { openEngine } = await import('../../composition.ts');
+      const { openEngine, parseRetention } = await import('../../composition.ts');
       const engine = await openEngine({
         stateDir,
         log,
         ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
         ...(o.diskMax ? { diskMax: o.diskMax } : {}),
+        ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
       });
       let server: Awaited<ReturnType<typeof serveUnix>> | undefined;
       let listener: Listener | undefined;

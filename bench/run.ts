@@ -9,6 +9,7 @@
  */
 import { cpus, loadavg, release } from 'node:os';
 import { parseArgs } from 'node:util';
+import { cliStartup } from './cli-startup.ts';
 import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
 import { diskQuota } from './disk-quota.ts';
@@ -34,6 +35,7 @@ const BENCHMARKS: Benchmark[] = [
   diskQuota,
   retentionBench,
   mcpOverhead,
+  cliStartup,
   peerRunc,
 ];
 const MIN_RUNS = 20;

@@ -46,8 +46,10 @@ export async function streamExec(
     out.result(o, () => '');
     return execExitStatus(o);
   }
-  const o = await api.exec(id, req, (chunk) => {
-    (chunk.stream === 'stderr' ? process.stderr : process.stdout).write(chunk.data);
+  const o = await api.exec(id, req, {
+    onOutput: (chunk) => {
+      (chunk.stream === 'stderr' ? process.stderr : process.stdout).write(chunk.data);
+    },
   });
   outcomeNotes(o, (m) => out.note(m));
   return execExitStatus(o);

@@ -12,6 +12,7 @@ import type {
   ReplResult,
   RuntimeCapabilities,
   SandboxUsage,
+  StreamSummary,
 } from './ports.ts';
 
 export interface CreateSandboxRequest {
@@ -153,6 +154,17 @@ export interface ExecRequest {
   idempotencyKey?: string;
 }
 
+/** Options of calls that run work in a sandbox. */
+export interface RunOptions {
+  /** Output chunks as they arrive. */
+  onOutput?: (c: ExecOutputChunk) => void;
+  /**
+   * Aborting it cancels the work: an exec's whole process tree; Python code by KeyboardInterrupt,
+   * escalating to a restart of the REPL when it does not stop (the result then says its state was lost).
+   */
+  signal?: AbortSignal;
+}
+
 export interface ExecOutcome {
   execId: string;
   exitCode: number | null;
@@ -164,6 +176,8 @@ export interface ExecOutcome {
   oomKilled: boolean;
   cancelled: boolean;
   durationMs: number;
+  /** What became of each stream when it was longer than the inline cap. */
+  streams?: { stdout: StreamSummary; stderr: StreamSummary };
 }
 
 export interface ExecPollResult {
@@ -262,8 +276,8 @@ export interface ForkboxApi {
   /** Added, removed and modified paths between two live sandboxes, computed on the host from their layers. */
   diffSandboxes(a: string, b: string, opts?: DiffRequest): Promise<DiffResult>;
 
-  /** Run to completion; `onOutput` streams chunks as they arrive. */
-  exec(idOrName: string, req: ExecRequest, onOutput?: (c: ExecOutputChunk) => void): Promise<ExecOutcome>;
+  /** Run to completion; `opts.onOutput` streams chunks as they arrive; `opts.signal` cancels. */
+  exec(idOrName: string, req: ExecRequest, opts?: RunOptions): Promise<ExecOutcome>;
   /** Start in the background; poll with pollExec. */
   startExec(idOrName: string, req: Omit<ExecRequest, 'stdin'> & { stdin?: boolean }): Promise<ExecRecord>;
   pollExec(
@@ -275,7 +289,7 @@ export interface ForkboxApi {
   cancelExec(idOrName: string, execId: string): Promise<ExecRecord>;
   listExecs(idOrName: string): Promise<ExecRecord[]>;
 
-  runCode(idOrName: string, req: CodeRunRequest): Promise<ReplResult>;
+  runCode(idOrName: string, req: CodeRunRequest, opts?: RunOptions): Promise<ReplResult>;
   resetCode(idOrName: string): Promise<void>;
 
   readFile(

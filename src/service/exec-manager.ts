@@ -133,6 +133,7 @@ export function createExecManager(deps: ExecManagerDeps) {
       oomKilled: r.oomKilled,
       cancelled: r.cancelled,
       durationMs: r.durationMs,
+      ...(r.streams ? { streams: r.streams } : {}),
     };
   }
 

@@ -186,6 +186,24 @@ export interface ExecEvents {
   onOutput?: (chunk: ExecOutputChunk) => void;
 }
 
+/**
+ * What became of one output stream of an exec or a REPL call. Inline, a result carries the stream's
+ * head and tail (bounded by the call's max_output_bytes); when the middle was cut, the whole stream is
+ * kept in a file inside the sandbox (up to a spool cap), readable in pages.
+ */
+export interface StreamSummary {
+  /** Bytes the program wrote to the stream. */
+  totalBytes: number;
+  /** Bytes of it in the inline result (head + tail). */
+  shownBytes: number;
+  /** totalBytes - shownBytes: what the inline result leaves out. */
+  omittedBytes: number;
+  /** Path inside the sandbox holding the whole stream, when something was left out; else null. */
+  file: string | null;
+  /** Bytes kept in `file` (less than totalBytes when the spool reached its cap). */
+  spooledBytes: number;
+}
+
 export interface ExecResult {
   exitCode: number | null;
   signal: number | null;
@@ -196,6 +214,7 @@ export interface ExecResult {
   durationMs: number;
   stdout: Buffer;
   stderr: Buffer;
+  streams?: { stdout: StreamSummary; stderr: StreamSummary };
 }
 
 /** A running exec: its result, plus ways to feed stdin and cancel it. */
@@ -219,6 +238,7 @@ export interface ReplResult {
   oomKilled: boolean;
   images: { mime: string; dataB64: string }[];
   durationMs: number;
+  streams?: { stdout: StreamSummary; stderr: StreamSummary };
 }
 
 export type FileType = 'file' | 'dir' | 'symlink' | 'other';

@@ -260,3 +260,5 @@ export function createSnapshots(deps: SnapshotDeps) {
     },
   };
 }
+
+export type Snapshots = ReturnType<typeof createSnapshots>;

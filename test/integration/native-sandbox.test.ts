@@ -48,8 +48,10 @@ describe('native sandboxes', { skip: skip ?? false }, () => {
 
   it('streams output chunks in order with sequence numbers', async () => {
     const seqs: number[] = [];
-    const r = await api.exec(id, { cmd: 'for i in 1 2 3; do echo $i; sleep 0.05; done' }, (c) =>
-      seqs.push(c.seq),
+    const r = await api.exec(
+      id,
+      { cmd: 'for i in 1 2 3; do echo $i; sleep 0.05; done' },
+      { onOutput: (c) => seqs.push(c.seq) },
     );
     assert.equal(r.stdout, '1\n2\n3\n');
     assert.ok(seqs.length >= 3);

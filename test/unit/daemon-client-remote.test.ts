@@ -134,7 +134,7 @@ describe('daemon client over a TCP URL (real HTTP app, fake engine)', () => {
       assert.equal(sb.name, 'remote');
       assert.ok((await client.listSandboxes()).some((s) => s.id === sb.id));
       const chunks: ExecOutputChunk[] = [];
-      const out = await client.exec(sb.id, { argv: ['echo', 'hi'] }, (c) => chunks.push(c));
+      const out = await client.exec(sb.id, { argv: ['echo', 'hi'] }, { onOutput: (c) => chunks.push(c) });
       assert.equal(out.exitCode, 0);
       assert.ok(chunks.length >= 1, 'streamed chunks arrive over TCP as NDJSON');
       await rejectsWith(client.getSandbox('nope'), 'not_found');

@@ -70,16 +70,15 @@ describe('daemon client over a unix socket', () => {
     await rejectsWith(client.createSandbox({ image: 'missing' }), 'not_found', /images build debian/);
     await rejectsWith(client.createSandbox({ memoryMb: -1 }), 'invalid_argument', /memoryMb/);
     await rejectsWith(client.exec('one', { argv: ['fail'] }), 'busy');
-    await rejectsWith(
-      client.exec('one', { argv: ['fail'] }, () => {}),
-      'busy',
-    );
+    await rejectsWith(client.exec('one', { argv: ['fail'] }, { onOutput: () => {} }), 'busy');
   });
 
   it('streams exec output chunk by chunk, with stdin and binary-safe data', async () => {
     const chunks: ExecOutputChunk[] = [];
-    const o = await client.exec('one', { argv: ['echo', 'a b'], stdin: Buffer.from([0, 1, 255]) }, (c) =>
-      chunks.push(c),
+    const o = await client.exec(
+      'one',
+      { argv: ['echo', 'a b'], stdin: Buffer.from([0, 1, 255]) },
+      { onOutput: (c) => chunks.push(c) },
     );
     assert.equal(o.exitCode, 0);
     assert.equal(chunks.length, 2);
@@ -88,13 +87,13 @@ describe('daemon client over a unix socket', () => {
     assert.deepEqual([...(chunks[1]?.data ?? [])], [0, 1, 255]);
     const plain = await client.exec('one', { cmd: 'true' });
     assert.equal(plain.stdout, 'sh -c true\n');
-    const killed = await client.exec('one', { argv: ['killed'] }, () => {});
+    const killed = await client.exec('one', { argv: ['killed'] }, { onOutput: () => {} });
     assert.equal(killed.signal, 9);
 
     // A failure after output started: the chunk arrives, then the error with its code.
     const seen: string[] = [];
     await rejectsWith(
-      client.exec('one', { argv: ['die'] }, (c) => seen.push(c.data.toString())),
+      client.exec('one', { argv: ['die'] }, { onOutput: (c) => seen.push(c.data.toString()) }),
       'sandbox_gone',
     );
     assert.deepEqual(seen, ['partial\n']);

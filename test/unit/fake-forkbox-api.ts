@@ -161,7 +161,8 @@ export function createFakeApi(): FakeApi {
       s.expiresAt = new Date(ttl * 1000).toISOString();
       return s;
     },
-    async exec(id, req, onOutput) {
+    async exec(id, req, opts) {
+      const onOutput = opts?.onOutput;
       log('exec', id, req);
       const s = find(id);
       const argv = req.argv ?? ['sh', '-c', req.cmd ?? ''];

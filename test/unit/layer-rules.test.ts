@@ -13,13 +13,14 @@ const SRC = fileURLToPath(new URL('../../src', import.meta.url));
 
 /** Layer → the layers it may import (besides itself). */
 const ALLOWED: Record<string, readonly string[]> = {
-  domain: [],
-  service: ['domain'],
-  storage: ['domain', 'service'],
-  images: ['domain', 'service'],
-  runtimes: ['domain', 'service', 'images'],
-  protocol: ['domain', 'service'],
-  transports: ['domain', 'service', 'protocol'],
+  util: [],
+  domain: ['util'],
+  service: ['domain', 'util'],
+  storage: ['domain', 'service', 'util'],
+  images: ['domain', 'service', 'util'],
+  runtimes: ['domain', 'service', 'images', 'util'],
+  protocol: ['domain', 'service', 'util'],
+  transports: ['domain', 'service', 'protocol', 'util'],
   cli: [
     'domain',
     'service',

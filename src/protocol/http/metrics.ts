@@ -106,8 +106,8 @@ export function instrumentApi(api: ForkboxApi, m: HttpMetrics, onError?: (code: 
       if (made > 0) m.sandboxCreates.inc(made);
       return r;
     },
-    exec: (id, req, onOutput) => timed('exec', () => api.exec(id, req, onOutput)),
-    runCode: (id, req) => timed('code', () => api.runCode(id, req)),
+    exec: (id, req, opts) => timed('exec', () => api.exec(id, req, opts)),
+    runCode: (id, req, opts) => timed('code', () => api.runCode(id, req, opts)),
     startExec: async (id, req) => {
       const r = await api.startExec(id, req);
       m.execs.inc({ kind: 'background' });

@@ -200,7 +200,7 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
         stdin: stdin === undefined ? undefined : Buffer.from(stdin, 'base64'),
       });
       if (!wantsNdjson(c)) return c.json(await A(c).exec(id(c), req));
-      return ndjson(c, (emit) => A(c).exec(id(c), req, (ch) => emit(chunkLine(ch))));
+      return ndjson(c, (emit) => A(c).exec(id(c), req, { onOutput: (ch) => emit(chunkLine(ch)) }));
     },
     startExec: async (c) => {
       const body = parseOrThrow(startExecBody, await jsonBody(c), 'exec request');

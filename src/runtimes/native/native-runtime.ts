@@ -17,6 +17,7 @@ import type {
   Runtime,
   SandboxHandle,
 } from '../../service/ports.ts';
+import { createKeyedQueue } from '../../util/keyed-queue.ts';
 import type { AgentConnection } from './agent-link/agent-connection.ts';
 import type { InboxHub } from './agent-link/inbox-hub.ts';
 import { createSandboxOps } from './agent-link/sandbox-ops.ts';
@@ -64,18 +65,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     stateDir: paths.stateDir,
   });
   /** Per-sandbox REPL serialisation: a fork waits for evals in flight and new evals wait for it. */
-  const replLocks = new Map<string, Promise<unknown>>();
-
-  function withRepl<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = replLocks.get(id) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    replLocks.set(id, tail);
-    void tail.then(() => {
-      if (replLocks.get(id) === tail) replLocks.delete(id);
-    });
-    return next;
-  }
+  const replLocks = createKeyedQueue();
+  const withRepl = replLocks.run;
 
   const committed = () => [...live.values()].reduce((a, s) => a + s.memoryBytes, 0);
   const spawner = createChildSpawner({ ...deps, live });
@@ -190,7 +181,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     async forkSandbox(source: SandboxRecord, children: ForkChildSpec[], opts): Promise<ForkOutcome> {
       const sb = live.get(rid(source));
       if (!sb || sb.tombstone) throw errors.sandboxNotRunning(source.id, source.state);
-      if (opts?.wait === false && replLocks.has(rid(source))) {
+      if (opts?.wait === false && replLocks.busy(rid(source))) {
         throw new ForkboxError(
           'busy',
           `sandbox '${source.id}' is running Python code; fork again when it ends, or fork with wait: true.`,

@@ -66,7 +66,7 @@ export const execRun = defineTool({
     const running: Promise<ExecOutcome> = api.exec(
       id,
       a.stdin === undefined ? req : { ...req, stdin: Buffer.from(a.stdin, 'utf8') },
-      (chunk) => progress(chunk.data.toString('utf8')),
+      { onOutput: (chunk) => progress(chunk.data.toString('utf8')) },
     );
     const onAbort = () => void cancelByKey(api, id, key, log);
     if (signal.aborted) onAbort();

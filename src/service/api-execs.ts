@@ -1,0 +1,82 @@
+/** The exec and code part of the API for one caller. */
+import type { CodeRunRequest, ExecOutcome, ForkboxApi, RunOptions } from './api.ts';
+import type { CallerContext } from './caller.ts';
+import type { EngineParts } from './engine-parts.ts';
+import type { ReplResult } from './ports.ts';
+
+type ExecApi = Pick<
+  ForkboxApi,
+  'exec' | 'startExec' | 'pollExec' | 'writeExecStdin' | 'cancelExec' | 'listExecs' | 'runCode' | 'resetCode'
+>;
+
+/** A bash or node snippet runs as a fresh process; its outcome in the shape of a REPL result. */
+function asReplResult(argv0: string, o: ExecOutcome): ReplResult {
+  const failed = o.exitCode !== 0;
+  return {
+    ok: !failed,
+    value: null,
+    stdout: o.stdout,
+    stderr: o.stderr,
+    error: failed
+      ? {
+          type: o.timedOut ? 'Timeout' : 'ExitStatus',
+          message:
+            o.exitCode === 127
+              ? `${argv0} is not installed in this sandbox's image`
+              : `exited with ${o.exitCode ?? `signal ${o.signal}`}`,
+          traceback: '',
+        }
+      : null,
+    timedOut: o.timedOut,
+    interrupted: false,
+    restarted: false,
+    truncated: o.truncated,
+    oomKilled: o.oomKilled,
+    images: [],
+    durationMs: o.durationMs,
+    ...(o.streams ? { streams: o.streams } : {}),
+  };
+}
+
+export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
+  const { execs, runtime } = p;
+  const find = (idOrName: string) => p.find(ctx, idOrName);
+  const running = (idOrName: string) => p.running(ctx, idOrName);
+  return {
+    exec: async (idOrName, req, opts?: RunOptions) => execs.run(running(idOrName), req, opts?.onOutput),
+    startExec: async (idOrName, req) => execs.start(running(idOrName), req),
+    pollExec: async (idOrName, execId, opts) =>
+      execs.poll(find(idOrName), execId, opts?.afterSeq ?? -1, opts?.waitMs ?? 0),
+    writeExecStdin: async (idOrName, execId, data, eof) =>
+      execs.writeStdin(running(idOrName), execId, data, eof ?? false),
+    cancelExec: async (idOrName, execId) => execs.cancel(find(idOrName), execId),
+    listExecs: async (idOrName) => execs.list(find(idOrName)),
+
+    async runCode(idOrName, req: CodeRunRequest, opts?: RunOptions): Promise<ReplResult> {
+      const rec = running(idOrName);
+      const language = req.language ?? 'python';
+      const timeoutMs = Math.round((req.timeoutSeconds ?? 0) * 1000);
+      if (language === 'python') {
+        return runtime.replEval(rec, req.code, {
+          timeoutMs,
+          ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
+        });
+      }
+      const argv = language === 'bash' ? ['bash', '-c', req.code] : ['node', '-e', req.code];
+      const o = await execs.run(
+        rec,
+        {
+          argv,
+          ...(req.timeoutSeconds === undefined ? {} : { timeoutSeconds: req.timeoutSeconds }),
+          ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
+        },
+        opts?.onOutput,
+      );
+      return asReplResult(argv[0] ?? language, o);
+    },
+
+    async resetCode(idOrName) {
+      await runtime.replRestart(running(idOrName));
+    },
+  };
+}

@@ -1,0 +1,35 @@
+/** The file part of the API for one caller. */
+import { ForkboxError } from '../domain/errors.ts';
+import type { ForkboxApi } from './api.ts';
+import type { CallerContext } from './caller.ts';
+import type { EngineParts } from './engine-parts.ts';
+import { checkPath, MAX_FILE_BYTES } from './validate.ts';
+
+type FileApi = Pick<
+  ForkboxApi,
+  'readFile' | 'writeFile' | 'listFiles' | 'statFile' | 'deleteFile' | 'mkdir' | 'moveFile'
+>;
+
+export function fileApi(p: EngineParts, ctx: CallerContext): FileApi {
+  const { runtime } = p;
+  const running = (idOrName: string) => p.running(ctx, idOrName);
+  return {
+    readFile: async (idOrName, path, opts) => runtime.readFile(running(idOrName), checkPath(path), opts),
+    async writeFile(idOrName, path, data, opts) {
+      if (data.length > MAX_FILE_BYTES) {
+        throw new ForkboxError(
+          'too_large',
+          `file is ${data.length} bytes, over the ${MAX_FILE_BYTES}-byte limit of one write. Split it, or copy a tar archive and unpack it inside.`,
+          { limit: MAX_FILE_BYTES },
+        );
+      }
+      return runtime.writeFile(running(idOrName), checkPath(path), data, opts);
+    },
+    listFiles: async (idOrName, path, opts) => runtime.listFiles(running(idOrName), checkPath(path), opts),
+    statFile: async (idOrName, path) => runtime.statFile(running(idOrName), checkPath(path)),
+    deleteFile: async (idOrName, path, opts) => runtime.deleteFile(running(idOrName), checkPath(path), opts),
+    mkdir: async (idOrName, path) => runtime.mkdir(running(idOrName), checkPath(path), { parents: true }),
+    moveFile: async (idOrName, from, to, opts) =>
+      runtime.moveFile(running(idOrName), checkPath(from), checkPath(to), opts),
+  };
+}

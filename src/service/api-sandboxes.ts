@@ -1,0 +1,125 @@
+/** The sandbox part of the API for one caller: lifecycle, lineage, snapshots, diff. */
+import { errors } from '../domain/errors.ts';
+import { isLive } from '../domain/sandbox-state.ts';
+import type { ForkboxApi, SystemStatus } from './api.ts';
+import type { CallerContext } from './caller.ts';
+import { diffSandboxRecords } from './diff.ts';
+import type { EngineParts } from './engine-parts.ts';
+import { info } from './sandbox-info.ts';
+import { SNAPSHOT_LABEL } from './snapshots.ts';
+import { checkTtl } from './validate.ts';
+
+type SandboxApi = Pick<
+  ForkboxApi,
+  | 'status'
+  | 'createSandbox'
+  | 'listSandboxes'
+  | 'getSandbox'
+  | 'killSandbox'
+  | 'forkSandbox'
+  | 'mergeSandbox'
+  | 'createSnapshot'
+  | 'listSnapshots'
+  | 'getSnapshot'
+  | 'deleteSnapshot'
+  | 'restoreSnapshot'
+  | 'diffSandboxes'
+  | 'pauseSandbox'
+  | 'resumeSandbox'
+  | 'extendSandbox'
+>;
+
+export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
+  const { store, runtime, snapshots } = p;
+  const find = (idOrName: string) => p.find(ctx, idOrName);
+  const running = (idOrName: string) => p.running(ctx, idOrName);
+  return {
+    async status(): Promise<SystemStatus> {
+      // One GROUP BY over the (tenant, state) index: the ended history is not read row by row.
+      const counts = store.countSandboxesByState(ctx.tenant);
+      return {
+        version: p.version,
+        runtime: runtime.name,
+        capabilities: runtime.capabilities,
+        stateDir: p.stateDir,
+        sandboxes: counts,
+        templates: store.listTemplates().length,
+      };
+    },
+
+    createSandbox: async (req) => p.withKids(await p.create(ctx, req)),
+
+    async listSandboxes(opts) {
+      const filter = opts?.all ? {} : { states: ['creating', 'running', 'paused', 'killing'] as const };
+      const recs = store.listSandboxes({
+        ...filter,
+        tenant: ctx.tenant,
+        ...(opts?.labels ? { labels: opts.labels } : {}),
+      });
+      const kids = new Map<string, string[]>();
+      for (const r of store.listSandboxes({
+        states: ['creating', 'running', 'paused'],
+        tenant: ctx.tenant,
+      })) {
+        if (r.parentId) kids.set(r.parentId, [...(kids.get(r.parentId) ?? []), r.id]);
+      }
+      const showHolders = opts?.labels !== undefined && SNAPSHOT_LABEL in opts.labels;
+      return recs
+        .filter((r) => showHolders || r.labels[SNAPSHOT_LABEL] === undefined)
+        .map((r) => info(r, kids.get(r.id) ?? []));
+    },
+
+    async getSandbox(idOrName, opts) {
+      const rec = find(idOrName);
+      const out = p.withKids(rec);
+      if (opts?.usage && (rec.state === 'running' || rec.state === 'paused'))
+        out.usage = await runtime.usage(rec);
+      return out;
+    },
+
+    async killSandbox(idOrName, opts) {
+      const rec = find(idOrName);
+      return p.withKids(
+        await (opts?.cascade ? p.killTree(rec, 'killed on request') : p.kill(rec, 'killed on request')),
+      );
+    },
+
+    forkSandbox: async (idOrName, req) => p.fork(ctx, running(idOrName), req),
+    mergeSandbox: async (parentId, winnerId) => p.merge(ctx, find(parentId), find(winnerId)),
+
+    createSnapshot: async (idOrName, opts) => snapshots.create(ctx, running(idOrName), opts?.name),
+    listSnapshots: async () => snapshots.list(ctx.tenant),
+    getSnapshot: async (idOrName) => snapshots.get(ctx.tenant, idOrName),
+    deleteSnapshot: async (idOrName, opts) => snapshots.remove(ctx.tenant, idOrName, opts?.cascade === true),
+    restoreSnapshot: async (idOrName, req) => snapshots.restore(ctx, idOrName, req ?? {}),
+    diffSandboxes: (a, b, opts) =>
+      diffSandboxRecords({ runtime, store, tenant: ctx.tenant, find }, a, b, opts),
+
+    async pauseSandbox(idOrName) {
+      const rec = find(idOrName);
+      return p.lifecycle.run(rec.id, async () => {
+        const cur = running(rec.id);
+        await runtime.pauseSandbox(cur);
+        return p.withKids(store.transitionSandbox(cur.id, 'paused'));
+      });
+    },
+
+    async resumeSandbox(idOrName) {
+      const rec = find(idOrName);
+      return p.lifecycle.run(rec.id, async () => {
+        const cur = find(rec.id);
+        if (cur.state === 'running') return p.withKids(cur);
+        if (cur.state !== 'paused') throw errors.sandboxNotRunning(cur.id, cur.state);
+        await runtime.resumeSandbox(cur);
+        return p.withKids(store.transitionSandbox(cur.id, 'running'));
+      });
+    },
+
+    async extendSandbox(idOrName, ttlSeconds) {
+      const rec = find(idOrName);
+      if (!isLive(rec.state)) throw errors.sandboxNotRunning(rec.id, rec.state);
+      const ttl = checkTtl(ttlSeconds) ?? 0;
+      return p.withKids(store.updateSandbox(rec.id, { expiresAt: p.now() + ttl * 1000 }));
+    },
+  };
+}

@@ -1,0 +1,36 @@
+/** What the engine's API builders share: its collaborators, wired once by createEngine. */
+import type { Logger } from '../domain/logger.ts';
+import type { SandboxRecord } from '../domain/types.ts';
+import type { KeyedQueue } from '../util/keyed-queue.ts';
+import type { DiskUsage, ForkRequest, ForkResult, GcReport, MergeResult, SandboxInfo } from './api.ts';
+import type { CallerContext, SandboxFinder } from './caller.ts';
+import type { ImageCatalog } from './engine.ts';
+import type { ExecManager } from './exec-manager.ts';
+import type { Runtime, Store } from './ports.ts';
+import type { CreateSandbox } from './sandbox-create.ts';
+import type { Snapshots } from './snapshots.ts';
+import type { TemplateConfigs } from './template-configs.ts';
+
+export interface EngineParts extends SandboxFinder {
+  store: Store;
+  runtime: Runtime;
+  images: ImageCatalog;
+  log: Logger;
+  now: () => number;
+  version: string;
+  stateDir: string;
+  execs: ExecManager;
+  templateConfigs: TemplateConfigs;
+  snapshots: Snapshots;
+  /** Per-sandbox serialisation of lifecycle operations (kill vs pause vs resume). */
+  lifecycle: KeyedQueue;
+  create: CreateSandbox;
+  kill(rec: SandboxRecord, reason: string): Promise<SandboxRecord>;
+  killTree(rec: SandboxRecord, reason: string): Promise<SandboxRecord>;
+  fork(ctx: CallerContext, source: SandboxRecord, req: ForkRequest): Promise<ForkResult>;
+  merge(ctx: CallerContext, parent: SandboxRecord, winner: SandboxRecord): Promise<MergeResult>;
+  /** The record as the API shows it, with its live children. */
+  withKids(rec: SandboxRecord): SandboxInfo;
+  gc(): Promise<GcReport>;
+  df(): Promise<DiskUsage>;
+}

@@ -1,0 +1,100 @@
+/** Creating a sandbox: resolve its template config, validate, record it, ask the runtime, settle its state. */
+import { randomBytes } from 'node:crypto';
+import { ForkboxError } from '../domain/errors.ts';
+import { isLive } from '../domain/sandbox-state.ts';
+import type { SandboxRecord } from '../domain/types.ts';
+import type { CreateSandboxRequest } from './api.ts';
+import type { CallerContext } from './caller.ts';
+import type { DiskPolicy } from './disk-limits.ts';
+import type { Runtime, Store } from './ports.ts';
+import type { TemplateConfigs } from './template-configs.ts';
+import { checkEnv, checkName, checkTtl, limitsFrom } from './validate.ts';
+
+export type CreateSandbox = (
+  ctx: CallerContext,
+  req: CreateSandboxRequest,
+  lowers?: string[],
+) => Promise<SandboxRecord>;
+
+export function createSandboxMaker(deps: {
+  store: Store;
+  runtime: Runtime;
+  templateConfigs: Pick<TemplateConfigs, 'resolve'>;
+  now: () => number;
+  /** The daemon's disk default and maximum (none: no disk limit is checked or applied by default). */
+  disk?: DiskPolicy;
+}): CreateSandbox {
+  const { store, runtime, now } = deps;
+
+  function newRecord(
+    ctx: CallerContext,
+    req: CreateSandboxRequest,
+  ): { rec: SandboxRecord; prewarm: string[] } {
+    // The named template config (or 'default') picks the image and the modules it starts with.
+    const tpl = deps.templateConfigs.resolve(req);
+    const limits = limitsFrom(req, deps.disk);
+    const ttl = checkTtl(req.ttlSeconds);
+    const env = checkEnv(req.env);
+    const id = `sb-${randomBytes(5).toString('hex')}`;
+    const name = req.name === undefined ? id : checkName(req.name);
+    const sameName = req.name === undefined ? undefined : store.getSandboxByName(name, ctx.tenant);
+    if (sameName && isLive(sameName.state)) {
+      throw new ForkboxError(
+        'already_exists',
+        `a live sandbox is already named '${name}'. Pick another name or kill it first.`,
+        { name },
+      );
+    }
+    const t = now();
+    const rec: SandboxRecord = {
+      id,
+      name,
+      state: 'creating',
+      image: tpl.image.name,
+      templateId: '',
+      parentId: null,
+      depth: 0,
+      limits,
+      env,
+      labels: tpl.labels,
+      expiresAt: ttl === undefined ? null : t + ttl * 1000,
+      createdAt: t,
+      updatedAt: t,
+      hostPid: null,
+      runtime: {},
+      endReason: null,
+      tenant: ctx.tenant,
+      session: req.persistent === true ? null : (ctx.session ?? null),
+    };
+    return { rec, prewarm: tpl.prewarm };
+  }
+
+  return async (ctx, req, lowers) => {
+    const { rec, prewarm } = newRecord(ctx, req);
+    store.insertSandbox(rec);
+    try {
+      const h = await runtime.createSandbox({
+        id: rec.id,
+        name: rec.name,
+        image: rec.image,
+        limits: rec.limits,
+        env: rec.env,
+        ...(lowers ? { lowers } : {}),
+        prewarm,
+      });
+      const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';
+      return store.transitionSandbox(rec.id, 'running', {
+        hostPid: h.hostPid,
+        runtime: h.runtime,
+        templateId,
+      });
+    } catch (e) {
+      try {
+        store.transitionSandbox(rec.id, 'failed', { endReason: e instanceof Error ? e.message : String(e) });
+      } catch {
+        // already moved on
+      }
+      throw e;
+    }
+  };
+}

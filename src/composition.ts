@@ -22,6 +22,7 @@ import type { ForkboxApi } from './service/api.ts';
 import { diskPolicy } from './service/disk-limits.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
 import { createRetention } from './service/retention.ts';
+import { MAX_OUTPUT_BYTES, MAX_SPOOL_BYTES } from './service/validate.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
 
@@ -44,6 +45,11 @@ export interface OpenEngineOptions {
   retentionSeconds?: number;
   /** Period of the retention sweep (output of ended sandboxes, pruning, vacuum); 0 disables it. Default 1 s. */
   retentionSweepMs?: number;
+  /**
+   * Exec output defaults per stream: inline budget and spool file inside the sandbox. Default
+   * FORKBOX_EXEC_OUTPUT_BYTES / FORKBOX_EXEC_SPOOL_BYTES, else 1 MiB and 64 MiB.
+   */
+  execOutput?: { outputBytes?: number; spoolBytes?: number };
 }
 
 /** `0`, or a duration (`24h`, `30m`), in seconds. */
@@ -61,6 +67,19 @@ function diskSetting(given: DiskSpec | undefined, env: string): DiskSpec | undef
   } catch (e) {
     throw new ForkboxError('invalid_argument', `${env}: ${(e as Error).message}`);
   }
+}
+
+/** A positive integer from the environment, else undefined (an invalid value is an error naming it). */
+function envBytes(name: string, max: number): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0 || n > max)
+    throw new ForkboxError(
+      'invalid_argument',
+      `${name}=${v} is not a byte count from 0 to ${max}; fix or unset it.`,
+    );
+  return n;
 }
 
 export interface OpenedEngine {
@@ -89,6 +108,15 @@ function lockStateDir(stateDir: string, sys: ReturnType<typeof createSys>): numb
   }
   writeFileSync(`${lockPath}.pid`, String(process.pid));
   return fd;
+}
+
+function execSettingsFrom(o: OpenEngineOptions['execOutput']): { outputBytes?: number; spoolBytes?: number } {
+  const out: { outputBytes?: number; spoolBytes?: number } = {};
+  const outputBytes = o?.outputBytes ?? envBytes('FORKBOX_EXEC_OUTPUT_BYTES', MAX_OUTPUT_BYTES);
+  const spoolBytes = o?.spoolBytes ?? envBytes('FORKBOX_EXEC_SPOOL_BYTES', MAX_SPOOL_BYTES);
+  if (outputBytes !== undefined) out.outputBytes = outputBytes;
+  if (spoolBytes !== undefined) out.spoolBytes = spoolBytes;
+  return out;
 }
 
 export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
@@ -166,6 +194,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       log,
       diskUsage: host.diskUsage,
       hostGc: host.gc,
+      execSettings: execSettingsFrom(opts.execOutput),
     });
     await engine.recover(opts.recoverDeadlineMs ?? 5000);
     const period = opts.reapIntervalMs ?? 1000;

@@ -13,6 +13,7 @@ import { sandboxApi } from './api-sandboxes.ts';
 import { type CallerContext, createSandboxFinder, DEFAULT_TENANT } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import type { EngineParts } from './engine-parts.ts';
+import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
 import { createLineage } from './lineage.ts';
 import type { Runtime, Store } from './ports.ts';
@@ -62,6 +63,8 @@ export interface EngineDeps {
   disk?: DiskPolicy;
   /** Host-level garbage collection of what no live sandbox uses. */
   hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
+  /** Daemon defaults for exec output (per stream): inline budget and spool file size. */
+  execSettings?: Partial<ExecSettings>;
 }
 
 export { type CallerContext, DEFAULT_TENANT } from './caller.ts';
@@ -85,7 +88,13 @@ export function createEngine(deps: EngineDeps): Engine {
   const { store, runtime, images, log } = deps;
   const now = deps.now ?? Date.now;
   const defaultImage = deps.defaultImage ?? 'debian';
-  const execs = createExecManager({ store, runtime, now });
+  const execs = createExecManager({
+    store,
+    runtime,
+    now,
+    log,
+    ...(deps.execSettings ? { settings: deps.execSettings } : {}),
+  });
   const templateConfigs = createTemplateConfigs({
     store,
     images,
@@ -199,7 +208,10 @@ export function createEngine(deps: EngineDeps): Engine {
     scoped: makeApi,
     attachSession: (id) => sessions.attach(id),
     async recover(deadlineMs = 5000) {
-      const out = await recoverSandboxes({ store, runtime, log, kill }, deadlineMs);
+      const out = await recoverSandboxes(
+        { store, runtime, log, kill, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
+        deadlineMs,
+      );
       // Sessions do not survive a restart: their clients get a while to re-attach before their
       // sandboxes are killed.
       sessions.expireOrphans(deps.sessionReattachMs ?? 60_000);
@@ -209,6 +221,7 @@ export function createEngine(deps: EngineDeps): Engine {
     async close() {
       sessions.close();
       await lifecycle.drain();
+      execs.flush();
     },
   };
 }

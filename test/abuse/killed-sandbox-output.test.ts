@@ -17,7 +17,7 @@ import type { ForkboxApi } from '../../src/service/api.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const MiB = 1024 * 1024;
-/** Per exec; three execs in the killed sandbox. */
+/** Printed per exec; eight execs in the killed sandbox. */
 const OUTPUT = 16 * MiB;
 
 /** Poll `check` until it holds; fail naming `what` past the deadline (a bound on waiting, not a timing). */
@@ -80,23 +80,26 @@ describe('exec output of a killed sandbox in forkbox.db', () => {
   it('drops its output at the kill, prunes it after the retention time, and leaves a live one alone', async () => {
     const doomed = await api.createSandbox({});
     const alive = await api.createSandbox({});
-    for (let i = 0; i < 3; i++) await flood(doomed.id, OUTPUT);
+    // What the store keeps of each exec is bounded (head and tail per stream): many execs fill it.
+    for (let i = 0; i < 8; i++) await flood(doomed.id, OUTPUT);
     await flood(alive.id, MiB);
-    assert.equal(outputBytes(doomed.id), 3 * OUTPUT, 'the output is stored while the sandbox lives');
-    assert.equal(outputBytes(alive.id), MiB);
+    const stored = outputBytes(doomed.id);
+    const aliveStored = outputBytes(alive.id);
+    assert.ok(stored >= 4 * MiB, `the output is stored while the sandbox lives: ${stored} bytes`);
+    assert.ok(aliveStored > 0, 'the live sandbox output is stored');
     const fileBefore = fileBytes();
-    assert.ok(fileBefore > 3 * OUTPUT, `database file ${fileBefore} bytes`);
+    assert.ok(fileBefore > stored, `database file ${fileBefore} bytes`);
 
     await api.killSandbox(doomed.id);
     await waitFor('the killed sandbox output dropped', () => outputBytes(doomed.id) === 0);
-    await waitFor('its pages given back', () => fileBytes() < fileBefore - 2 * OUTPUT);
-    assert.ok(usedBytes() < 4 * MiB + MiB, `pages in use after the drop: ${usedBytes()}`);
+    await waitFor('its pages given back', () => fileBytes() < fileBefore - stored / 2);
+    assert.ok(usedBytes() < fileBefore - stored / 2, `pages in use after the drop: ${usedBytes()}`);
     // Still listed, with its exec records, until the retention time has passed.
     assert.ok(
       (await api.listSandboxes({ all: true })).some((s) => s.id === doomed.id),
       'listed',
     );
-    assert.equal(execRows(doomed.id), 3);
+    assert.equal(execRows(doomed.id), 8);
 
     await waitFor('the killed sandbox pruned', () => row(doomed.id) === undefined);
     assert.equal(execRows(doomed.id), 0, 'its execs go with it');
@@ -107,7 +110,7 @@ describe('exec output of a killed sandbox in forkbox.db', () => {
     assert.equal((await api.status()).sandboxes.killed ?? 0, 0);
 
     // The live one keeps its output and works.
-    assert.equal(outputBytes(alive.id), MiB);
+    assert.equal(outputBytes(alive.id), aliveStored);
     assert.equal((await api.getSandbox(alive.id)).state, 'running');
     assert.equal((await api.exec(alive.id, { argv: ['echo', 'still here'] })).stdout, 'still here\n');
   });

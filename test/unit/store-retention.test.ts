@@ -68,6 +68,9 @@ function ex(id: string, sandboxId: string): ExecRecord {
     oomKilled: false,
     startedAt: 1000,
     endedAt: 1001,
+    leftovers: 0,
+    tree: null,
+    streams: null,
   };
 }
 
@@ -192,7 +195,7 @@ describe('retention: ended sandboxes', () => {
     const raw = new Database(path);
     raw.pragma('auto_vacuum = NONE');
     raw.exec('VACUUM');
-    raw.prepare('DELETE FROM schema_migrations WHERE version = 7').run();
+    raw.prepare('DELETE FROM schema_migrations WHERE version = 8').run();
     assert.equal(raw.pragma('auto_vacuum', { simple: true }), 0);
     raw.close();
     const s2 = openSqliteStore({ path });

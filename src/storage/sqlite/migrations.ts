@@ -17,9 +17,9 @@ export interface Migration {
   outsideTransaction?: (db: Database.Database) => void;
 }
 
-/** States of an ended sandbox, frozen into migration 6's trigger and indexes (as literals, like migration 1's). */
-export const MIGRATION_6_ENDED_STATES = ['killed', 'failed', 'lost'] as const;
-const endedList = MIGRATION_6_ENDED_STATES.map((s) => `'${s}'`).join(', ');
+/** States of an ended sandbox, frozen into migration 7's trigger and indexes (as literals, like migration 1's). */
+export const MIGRATION_7_ENDED_STATES = ['killed', 'failed', 'lost'] as const;
+const endedList = MIGRATION_7_ENDED_STATES.map((s) => `'${s}'`).join(', ');
 
 /**
  * Live states frozen into migration 1's partial unique index. Deliberately a literal, not LIVE_STATES:
@@ -166,6 +166,21 @@ CREATE INDEX sandboxes_tombstones ON sandboxes(state) WHERE host_pid IS NOT NULL
   },
   {
     version: 6,
+    name: 'exec process trees and bounded output',
+    sql: `
+-- Processes an exec left running when it ended, and the runtime's name for its process tree (cgroup).
+ALTER TABLE execs ADD COLUMN leftovers INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE execs ADD COLUMN tree TEXT;
+-- JSON {stdout, stderr} stream summaries (totals, spool file) once the exec ended.
+ALTER TABLE execs ADD COLUMN streams TEXT;
+-- Position of a chunk's first byte in its stream: a poller sees every gap exactly.
+ALTER TABLE exec_output ADD COLUMN offset INTEGER;
+-- Execs whose processes may still run (running, or ended with processes left): recovery and kills ask.
+CREATE INDEX execs_live ON execs(sandbox_id) WHERE state = 'running' OR tree IS NOT NULL;
+`,
+  },
+  {
+    version: 7,
     name: 'retention',
     sql: `
 -- Status counts per state come from this index alone (GROUP BY state), whatever the history's size.
@@ -186,7 +201,7 @@ INSERT OR IGNORE INTO output_drops (sandbox_id)
 `,
   },
   {
-    version: 7,
+    version: 8,
     name: 'incremental vacuum',
     sql: '',
     // Pages freed by prunes go back to the filesystem (PRAGMA incremental_vacuum after each sweep). The

@@ -27,7 +27,7 @@ function prepareFile(path: string): void {
 function configure(db: Database.Database, path: string): void {
   // Set first, so that switching the journal mode below also waits for another process's lock.
   db.pragma('busy_timeout = 5000');
-  // Only takes effect on a database with no table yet (a new one); migration 7 converts older ones.
+  // Only takes effect on a database with no table yet (a new one); migration 8 converts older ones.
   db.pragma('auto_vacuum = INCREMENTAL');
   // WAL: readers (the CLI, a second connection) never block the daemon's writes, and vice versa.
   const mode = db.pragma('journal_mode = WAL', { simple: true });

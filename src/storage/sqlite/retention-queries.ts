@@ -7,7 +7,7 @@
 import type Database from 'better-sqlite3';
 import { LIVE_STATES } from '../../domain/sandbox-state.ts';
 import type { Store } from '../../service/ports.ts';
-import { MIGRATION_6_ENDED_STATES } from './migrations.ts';
+import { MIGRATION_7_ENDED_STATES } from './migrations.ts';
 import { mapSqliteError } from './sqlite-errors.ts';
 
 type RetentionMethods = Pick<
@@ -17,7 +17,7 @@ type RetentionMethods = Pick<
 
 const list = (xs: readonly string[]) => xs.map((s) => `'${s}'`).join(', ');
 const LIVE = list(LIVE_STATES);
-const ENDED = list(MIGRATION_6_ENDED_STATES);
+const ENDED = list(MIGRATION_7_ENDED_STATES);
 
 /** The SQL of each statement, exported for the query-plan test. */
 export const RETENTION_SQL = {

@@ -11,6 +11,7 @@ import { execApi } from './api-execs.ts';
 import { fileApi } from './api-files.ts';
 import { sandboxApi } from './api-sandboxes.ts';
 import { type CallerContext, createSandboxFinder, DEFAULT_TENANT } from './caller.ts';
+import type { DiskPolicy } from './disk-limits.ts';
 import type { EngineParts } from './engine-parts.ts';
 import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
@@ -61,6 +62,8 @@ export interface EngineDeps {
    * grace of MCP sessions, whose clients come back for their default sandbox's REPL state).
    */
   sessionReattachMs?: number;
+  /** Disk limits: the daemon's default and maximum, and whether the storage enforces them. */
+  disk?: DiskPolicy;
   /** Host-level garbage collection of what no live sandbox uses. */
   hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
   /** Daemon defaults for exec output (per stream): inline budget and spool file size. */
@@ -117,7 +120,13 @@ export function createEngine(deps: EngineDeps): Engine {
     return info(rec, kids);
   }
 
-  const create = createSandboxMaker({ store, runtime, templateConfigs, now });
+  const create = createSandboxMaker({
+    store,
+    runtime,
+    templateConfigs,
+    now,
+    ...(deps.disk ? { disk: deps.disk } : {}),
+  });
   const { kill, killTree, fork, merge } = createLineage({
     store,
     runtime,
@@ -126,6 +135,7 @@ export function createEngine(deps: EngineDeps): Engine {
     serial: lifecycle.run,
     abandonExecs: (id) => execs.abandon(id),
     withKids,
+    ...(deps.disk ? { disk: deps.disk } : {}),
   });
   const snapshots = createSnapshots({
     store,

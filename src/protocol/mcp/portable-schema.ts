@@ -4,7 +4,7 @@
  * schemas and the MCP SDKs all accept (docs/MCP-CLIENTS.md lists the rules and their sources):
  *
  * - kept: type (one name), description, enum, properties, required, items, minItems, maxItems,
- *   minimum, maximum;
+ *   minimum, maximum (but not the bounds that only guard against nonsense: guardOnly below);
  * - dropped, because the server validates them anyway (and says what is wrong): `$schema`, `title`,
  *   `pattern`, `minLength`/`maxLength`, `additionalProperties: false`, `propertyNames`, zod's ±2^53
  *   integer bounds and `x-forkbox-*` markers;
@@ -53,6 +53,18 @@ function fail(path: string, why: string): never {
   throw new Error(`tool input schema at ${path || '(root)'} is not portable: ${why}`);
 }
 
+/**
+ * Bounds that only guard against nonsense are left to validation (whose error names them), not paid for
+ * in every turn's tokens: zod's integer bounds, a minimum from 0 to 16 (counts, offsets, sizes, a 16 MiB
+ * memory floor, a 0.1 s timeout floor) and a maximum over 2 MiB (a 30-day TTL, disk sizes, inode counts).
+ * Bounds a model plans with stay advertised: a negative minimum (after_seq -1), the 1 MiB page and output
+ * sizes, a poll's 25 s, a fork's 100 children.
+ */
+function guardOnly(k: 'minimum' | 'maximum', v: number): boolean {
+  if (Math.abs(v) >= Number.MAX_SAFE_INTEGER) return true;
+  return k === 'minimum' ? v >= 0 && v <= 16 : v > 2 * 1024 * 1024;
+}
+
 function portableNode(node: JsonSchema, path: string): JsonSchema {
   const out: JsonSchema = {};
   for (const [k, v] of Object.entries(node)) {
@@ -62,12 +74,7 @@ function portableNode(node: JsonSchema, path: string): JsonSchema {
     }
     if (!PORTABLE_KEYWORDS.has(k)) fail(path, `keyword '${k}'`);
     if (k === 'type' && (typeof v !== 'string' || !TYPES.has(v))) fail(path, `type ${JSON.stringify(v)}`);
-    if (
-      (k === 'minimum' || k === 'maximum') &&
-      typeof v === 'number' &&
-      Math.abs(v) >= Number.MAX_SAFE_INTEGER
-    )
-      continue;
+    if ((k === 'minimum' || k === 'maximum') && typeof v === 'number' && guardOnly(k, v)) continue;
     if (k === 'properties') {
       const props: JsonSchema = {};
       for (const [name, sub] of Object.entries(v as Record<string, JsonSchema>)) {

@@ -5,11 +5,17 @@ import type { ForkResult, SandboxInfo } from '../../service/api.ts';
 
 const MiB = 1024 * 1024;
 
+/**
+ * Output fields are not described (every tools/list token is paid on every turn): disk_bytes is what the
+ * sandbox stores of its own writes (it counts against disk_mb), disk_inodes null where the storage does not
+ * count them; disk_mb and disk_inodes limits are 0 when not limited.
+ */
 export const usageShape = z.object({
   memory_bytes: z.number(),
   cpu_usage_ns: z.number(),
   pids: z.number(),
   disk_bytes: z.number(),
+  disk_inodes: z.number().nullable(),
   oom_kills: z.number(),
 });
 
@@ -22,6 +28,8 @@ export const sandboxShape = z.object({
   memory_mb: z.number(),
   cpus: z.number(),
   pids: z.number(),
+  disk_mb: z.number(),
+  disk_inodes: z.number(),
   labels: z.record(z.string(), z.string()),
   created_at: z.string(),
   expires_at: z.string().nullable(),
@@ -70,6 +78,8 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
     memory_mb: Math.round(s.limits.memoryBytes / MiB),
     cpus: s.limits.cpus,
     pids: s.limits.pids,
+    disk_mb: Math.round(s.limits.diskBytes / MiB),
+    disk_inodes: s.limits.diskInodes,
     labels: s.labels,
     created_at: s.createdAt,
     expires_at: s.expiresAt,
@@ -83,6 +93,7 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
       cpu_usage_ns: s.usage.cpuUsageNs,
       pids: s.usage.pids,
       disk_bytes: s.usage.diskBytes,
+      disk_inodes: s.usage.diskInodes,
       oom_kills: s.usage.oomKills,
     };
   }

@@ -96,6 +96,16 @@ export function advertisedHints(h: ToolHints): Partial<ToolHints> {
   return out;
 }
 
+export const diskMbArg = z.number().int().min(16).max(1_073_741_824).optional();
+
+export const diskInodesArg = z
+  .number()
+  .int()
+  .min(1000)
+  .max(4_000_000_000)
+  .optional()
+  .describe('Inode limit (default 1000000)');
+
 export const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   /** Changes state inside a sandbox; repeating it gives the same result. */

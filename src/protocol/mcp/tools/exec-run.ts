@@ -23,7 +23,7 @@ export function progressOptions(
 export const execRun = defineTool({
   name: 'exec_run',
   title: 'Run a command',
-  description: `Run a command and wait (timeout_s, default ${DEFAULT_TIMEOUT_S}); for Python with lasting state use code_run. Returns exit_code, stdout, stderr: a stream over max_output_bytes keeps head and tail, whole in its streams.*.file (read with file_read). Sends progress; cancel kills its process tree; processes left running: leftovers (exec_cancel ends them). Work longer than your client's timeout (often 60 s): exec_start + exec_poll.`,
+  description: `Run a command and wait (timeout_s, default ${DEFAULT_TIMEOUT_S}); Python with lasting state: code_run. Returns exit_code, stdout, stderr; a stream over max_output_bytes keeps head and tail, all of it in streams.*.file (file_read). Sends progress; cancel kills its tree; leftovers: processes left running (exec_cancel ends them). Longer than your client's timeout (often 60 s): exec_start + exec_poll.`,
   annotations: HINTS.run,
   bulk: ['stdout', 'stderr'],
   input: z.object({

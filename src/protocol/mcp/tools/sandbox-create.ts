@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
 import { envArg, labelsArg } from '../kv-list.ts';
 import { sandboxOut, sandboxShape } from '../shapes.ts';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { defineTool, diskInodesArg, diskMbArg, HINTS } from '../tool-kit.ts';
 
 export const nameArg = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/);
 
@@ -10,7 +10,7 @@ export const sandboxCreate = defineTool({
   name: 'sandbox_create',
   title: 'Create a sandbox',
   description:
-    'Create another sandbox (own files, processes, Python REPL; no network); pass its id as `sandbox`. Tools create your default sandbox on first use, so only needed for more sandboxes or other limits. Removed a while after your session ends unless persistent.',
+    'Create another sandbox (own files, processes, Python REPL; no network); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one on first use. Ends after your session and its grace unless persistent.',
   annotations: HINTS.create,
   input: z.object({
     image: z.string().min(1).max(128).optional().describe('Image (default debian; see image_list)'),
@@ -24,6 +24,8 @@ export const sandboxCreate = defineTool({
       .describe('Memory limit, MiB (default 1024)'),
     cpus: z.number().min(0.01).max(1024).optional().describe('CPU quota (default 1)'),
     pids: z.number().int().min(8).max(65_536).optional().describe('Process limit (default 512)'),
+    disk_mb: diskMbArg.describe('Disk limit, MiB (default 10240)'),
+    disk_inodes: diskInodesArg,
     ttl_s: z
       .number()
       .int()
@@ -44,6 +46,8 @@ export const sandboxCreate = defineTool({
     if (a.memory_mb !== undefined) req.memoryMb = a.memory_mb;
     if (a.cpus !== undefined) req.cpus = a.cpus;
     if (a.pids !== undefined) req.pids = a.pids;
+    if (a.disk_mb !== undefined) req.diskMb = a.disk_mb;
+    if (a.disk_inodes !== undefined) req.diskInodes = a.disk_inodes;
     if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
     if (a.env !== undefined) req.env = a.env;
     if (a.labels !== undefined) req.labels = a.labels;

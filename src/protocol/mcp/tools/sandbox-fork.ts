@@ -2,14 +2,14 @@ import { z } from 'zod';
 import type { ForkRequest } from '../../../service/api.ts';
 import { envArg } from '../kv-list.ts';
 import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { defineTool, diskInodesArg, diskMbArg, HINTS, sandboxArg } from '../tool-kit.ts';
 import { nameArg } from './sandbox-create.ts';
 
 export const sandboxFork = defineTool({
   name: 'sandbox_fork',
   title: 'Fork a sandbox',
   description:
-    'Branch a running sandbox into n children starting from its files and live Python REPL (variables, modules, data). Try approaches in parallel, keep one with sandbox_merge, sandbox_kill the rest. Not carried: other processes, sockets. Children inherit limits, TTL, env (not the default-sandbox role).',
+    'Branch a running sandbox into n children with the files and live Python REPL (variables, modules, data): try approaches in parallel, keep one (sandbox_merge), sandbox_kill the rest. Not carried: other processes, sockets. Children inherit limits, TTL, env.',
   annotations: HINTS.create,
   input: z.object({
     sandbox: sandboxArg,
@@ -22,6 +22,8 @@ export const sandboxFork = defineTool({
       .max(1_048_576)
       .optional()
       .describe("Memory limit (default the source's)"),
+    disk_mb: diskMbArg.describe("Disk limit, MiB (default the source's)"),
+    disk_inodes: diskInodesArg,
     ttl_s: z
       .number()
       .int()
@@ -47,6 +49,8 @@ export const sandboxFork = defineTool({
     if (a.n !== undefined) req.n = a.n;
     if (a.names !== undefined) req.names = a.names;
     if (a.memory_mb !== undefined) req.memoryMb = a.memory_mb;
+    if (a.disk_mb !== undefined) req.diskMb = a.disk_mb;
+    if (a.disk_inodes !== undefined) req.diskInodes = a.disk_inodes;
     if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
     if (a.env !== undefined) req.env = a.env;
     if (a.wait !== undefined) req.wait = a.wait;

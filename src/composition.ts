@@ -18,6 +18,7 @@ import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { openStorage, type StorageMode } from './runtimes/native/storage/btrfs-storage.ts';
 import type { ForkboxApi } from './service/api.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
+import type { Runtime } from './service/ports.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
 
@@ -37,6 +38,8 @@ export interface OpenEngineOptions {
 export interface OpenedEngine {
   api: ForkboxApi;
   engine: Engine;
+  /** The runtime under the engine (tests run the Runtime contract on it directly). */
+  runtime: Runtime;
   stateDir: string;
   close(opts?: { killSandboxes?: boolean }): Promise<void>;
 }
@@ -145,6 +148,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     return {
       api: engine,
       engine,
+      runtime,
       stateDir,
       async close(closeOpts) {
         if (closed) return;

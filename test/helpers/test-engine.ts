@@ -44,7 +44,12 @@ export interface ManualClock {
 
 export function manualClock(start = Date.UTC(2030, 0, 1)): ManualClock {
   let t = start;
-  return { now: () => t, advance: (ms) => void (t += ms) };
+  return {
+    now: () => t,
+    advance(ms) {
+      t += ms;
+    },
+  };
 }
 
 export interface TestEngineOptions {

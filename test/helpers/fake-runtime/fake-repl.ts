@@ -136,32 +136,42 @@ export class FakeRepl {
       .replace(/while True:\s*\n\s+pass/g, 'while True: pass')
       .split('\n')
       .filter((l) => l.trim() !== '' && !l.trim().startsWith('#'));
+    const vars = this.vars;
+    const statements: [RegExp, (m: RegExpExecArray) => Promise<void> | void][] = [
+      [/^import\s+(.+)$/, (m) => void (m[1] as string).split(',').map((x) => this.modules.add(x.trim()))],
+      [/^while True: pass$/, () => io.sleep(Number.POSITIVE_INFINITY)],
+      [/^time\.sleep\((.+)\)$/, (m) => io.sleep(Number(evaluate(m[1] as string, vars)) * 1000)],
+      [
+        /^print\((.*)\)$/,
+        (m) => {
+          const args = (m[1] as string).trim() === '' ? [] : splitArgs(m[1] as string);
+          stdout += `${args.map((a) => str(evaluate(a, vars))).join(' ')}\n`;
+        },
+      ],
+      [
+        /^raise\s+([A-Za-z_]\w*)(?:\((.*)\))?$/,
+        (m) => {
+          throw new PyError(m[1] as string, m[2] ? str(evaluate(m[2], vars)) : '');
+        },
+      ],
+      [
+        /^([A-Za-z_]\w*)\s*(\+?=)\s*([^=].*)$/,
+        (m) => {
+          const name = m[1] as string;
+          vars.set(name, evaluate(m[2] === '+=' ? `${name} + (${m[3]})` : (m[3] as string), vars));
+        },
+      ],
+    ];
     try {
       for (const [n, raw] of lines.entries()) {
         const line = raw.trim();
-        const last = n === lines.length - 1;
-        let m: RegExpExecArray | null;
-        if ((m = /^import\s+(.+)$/.exec(line))) {
-          for (const mod of (m[1] as string).split(',')) this.modules.add(mod.trim());
-        } else if (line === 'while True: pass') {
-          await io.sleep(Number.POSITIVE_INFINITY);
-        } else if ((m = /^time\.sleep\((.+)\)$/.exec(line))) {
-          await io.sleep(Number(evaluate(m[1] as string, this.vars)) * 1000);
-        } else if ((m = /^print\((.*)\)$/.exec(line))) {
-          const args = (m[1] as string).trim() === '' ? [] : splitArgs(m[1] as string);
-          stdout += `${args.map((a) => str(evaluate(a, this.vars))).join(' ')}\n`;
-        } else if ((m = /^raise\s+([A-Za-z_]\w*)(?:\((.*)\))?$/.exec(line))) {
-          const msg = m[2] ? str(evaluate(m[2], this.vars)) : '';
-          throw new PyError(m[1] as string, msg);
-        } else if ((m = /^([A-Za-z_]\w*)\s*(\+?=)\s*(.+)$/.exec(line)) && !line.includes('==')) {
-          const name = m[1] as string;
-          const v = evaluate(m[3] as string, this.vars);
-          if (m[2] === '+=') this.vars.set(name, evaluate(`${name} + (${m[3]})`, this.vars));
-          else this.vars.set(name, v);
-        } else {
-          const v = evaluate(line, this.vars);
-          if (last && v !== null) value = repr(v);
+        const hit = statements.map(([re, fn]) => [re.exec(line), fn] as const).find(([m]) => m !== null);
+        if (hit?.[0]) {
+          await hit[1](hit[0]);
+          continue;
         }
+        const v = evaluate(line, vars);
+        if (n === lines.length - 1 && v !== null) value = repr(v);
       }
     } catch (e) {
       if (!(e instanceof PyError)) throw e;

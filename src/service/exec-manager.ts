@@ -6,12 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { ForkboxError } from '../domain/errors.ts';
+import { LIMITS } from '../domain/limits.ts';
 import type { ExecRecord, SandboxRecord } from '../domain/types.ts';
 import type { ExecOutcome, ExecPollResult, ExecRequest } from './api.ts';
 import type { ExecHandle, ExecOutputChunk, ExecResult, Runtime, Store } from './ports.ts';
-import { checkEnv, checkExec, DEFAULT_OUTPUT_BYTES } from './validate.ts';
-
-const MAX_POLL_WAIT_MS = 60_000;
+import { checkBound, checkEnv, checkExec, DEFAULT_OUTPUT_BYTES } from './validate.ts';
 
 export interface ExecManagerDeps {
   store: Store;
@@ -223,10 +222,12 @@ export function createExecManager(deps: ExecManagerDeps) {
     },
 
     async poll(rec: SandboxRecord, execId: string, afterSeq = -1, waitMs = 0): Promise<ExecPollResult> {
+      checkBound(LIMITS.afterSeq, afterSeq);
+      checkBound(LIMITS.pollWaitMs, waitMs);
       let exec = mine(rec, execId);
       let chunks = store.readExecOutput(execId, afterSeq);
       if (chunks.length === 0 && exec.state === 'running' && waitMs > 0) {
-        await waitForChange(execId, Math.min(waitMs, MAX_POLL_WAIT_MS));
+        await waitForChange(execId, waitMs);
         exec = mine(rec, execId);
         chunks = store.readExecOutput(execId, afterSeq);
       }

@@ -12,12 +12,10 @@ import type { SandboxRecord } from '../domain/types.ts';
 import type { ForkChildResult, ForkRequest, ForkResult, MergeResult, SandboxInfo } from './api.ts';
 import type { Runtime, Store } from './ports.ts';
 import { info } from './sandbox-info.ts';
-import { checkEnv, checkName, checkTtl, limitsFrom } from './validate.ts';
+import { checkEnv, checkForkCount, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
 
 /** Label on the hidden record that keeps a merged parent's old processes until they end. */
 export const MERGED_LABEL = 'forkbox.merged-into';
-/** One fork call makes at most this many children. */
-export const MAX_FORK_CHILDREN = 100;
 
 export interface CallerRef {
   tenant: string;
@@ -103,10 +101,7 @@ export function createLineage(deps: LineageDeps) {
     opts: { session?: string | null; dropLabels?: string[] } = {},
   ): Promise<ForkResult> {
     const started = now();
-    const n = req.n ?? 1;
-    if (!Number.isInteger(n) || n < 1 || n > MAX_FORK_CHILDREN) {
-      throw errors.invalid(`n must be a whole number from 1 to ${MAX_FORK_CHILDREN} (got ${n}).`, { n });
-    }
+    const n = checkForkCount(req.n);
     if (req.names !== undefined && req.names.length !== n) {
       throw errors.invalid(`give exactly n = ${n} names, or none (got ${req.names.length}).`);
     }
@@ -128,6 +123,7 @@ export function createLineage(deps: LineageDeps) {
     });
     const ttl = checkTtl(req.ttlSeconds);
     const env = { ...source.env, ...checkEnv(req.env) };
+    const extraLabels = checkLabels(req.labels);
     const t = now();
     const children: SandboxRecord[] = [];
     // One transaction for all n records (and one for their outcomes below), not one per child.
@@ -144,7 +140,7 @@ export function createLineage(deps: LineageDeps) {
           limits,
           env,
           labels: Object.fromEntries(
-            Object.entries({ ...source.labels, ...(req.labels ?? {}) }).filter(
+            Object.entries({ ...source.labels, ...extraLabels }).filter(
               ([k]) => !opts.dropLabels?.includes(k),
             ),
           ),

@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ForkboxError } from '../../src/domain/errors.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { type CallerContext, createEngine, type Engine, type EngineDeps } from '../../src/service/engine.ts';
 import type { Store } from '../../src/service/ports.ts';
@@ -155,4 +156,18 @@ export function createTestEngine(opts: TestEngineOptions = {}): TestEngine {
     ...(opts.forkProcessState === undefined ? {} : { forkProcessState: opts.forkProcessState }),
   });
   return build(join(dir, 'forkbox.db'), runtime, images, opts);
+}
+
+/**
+ * Programs for tests of how failures cross a transport: `fail` is refused as busy before it starts;
+ * `die` prints a line, then the runtime reports the sandbox gone (as when its PID 1 dies mid-command).
+ */
+export function addFailurePrograms(runtime: FakeRuntime): void {
+  runtime.programs.set('fail', () => {
+    throw new ForkboxError('busy', 'sandbox is busy; retry later');
+  });
+  runtime.programs.set('die', (io) => {
+    io.out('partial\n');
+    throw new ForkboxError('sandbox_gone', 'the sandbox ended while the command ran');
+  });
 }

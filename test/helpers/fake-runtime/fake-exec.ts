@@ -90,7 +90,16 @@ export function startFakeExec(host: FakeProcessHost, spec: ExecSpec, events?: Ex
         Promise.race([
           (async () => {
             while (!stdinClosed) await new Promise<void>((r) => (stdinWaiter = r));
-            return Buffer.concat(stdinChunks);
+            return Buffer.concat(stdinChunks.splice(0));
+          })(),
+          aborted(),
+        ]),
+      readStdinChunk: () =>
+        Promise.race([
+          (async () => {
+            while (stdinChunks.length === 0 && !stdinClosed)
+              await new Promise<void>((r) => (stdinWaiter = r));
+            return stdinChunks.length > 0 ? Buffer.concat(stdinChunks.splice(0)) : null;
           })(),
           aborted(),
         ]),

@@ -20,6 +20,8 @@ export interface ProcessIo {
   err(data: string | Buffer): void;
   /** All of stdin, once the writer closed it (empty when the exec has no stdin). */
   readStdin(): Promise<Buffer>;
+  /** The next piece of stdin as it arrives; null once it is closed. */
+  readStdinChunk(): Promise<Buffer | null>;
   /** Wait; throws KILLED when the process is killed meanwhile. */
   sleep(ms: number): Promise<void>;
   /** End the whole sandbox as if its PID 1 died (tests of a sandbox dying under a command). */
@@ -72,7 +74,7 @@ export function builtinPrograms(): Map<string, Program> {
   m.set('cat', async (io) => {
     const files = io.argv.slice(1);
     if (files.length === 0) {
-      io.out(await io.readStdin());
+      for (let c = await io.readStdinChunk(); c !== null; c = await io.readStdinChunk()) io.out(c);
       return 0;
     }
     let status = 0;

@@ -51,7 +51,7 @@ describe('engine: execs', () => {
   });
 
   it('a timeout ends the command and is recorded as timed_out', async () => {
-    const r = await t.api.exec(id, { argv: ['sleep', '600'], timeoutSeconds: 0.05 });
+    const r = await t.api.exec(id, { argv: ['sleep', '600'], timeoutSeconds: 0.1 });
     assert.equal(r.timedOut, true);
     assert.equal(r.exitCode, null);
     assert.equal((await t.api.listExecs(id))[0]?.state, 'timed_out');

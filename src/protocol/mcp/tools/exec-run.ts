@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { ExecOutcome, ForkboxApi } from '../../../service/api.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { commandArgs, toExecRequest } from '../exec-args.ts';
 import { defineTool, HINTS, sandboxArg, type ToolLog } from '../tool-kit.ts';
 
@@ -40,10 +42,7 @@ export const execRun = defineTool({
       .max(8 * 1024 * 1024)
       .optional()
       .describe('Text written to the command’s stdin, then closed.'),
-    timeout_s: z
-      .number()
-      .min(0.1)
-      .max(24 * 3600)
+    timeout_s: boundedNumber(LIMITS.timeoutSeconds)
       .optional()
       .describe(`Kill the command after this many seconds (default ${DEFAULT_TIMEOUT_S}).`),
   }),

@@ -1,7 +1,7 @@
 /**
  * Lineage: how sandboxes relate through forks. Killing (with tombstones for parents whose pid
  * namespace still holds descendants, and cascades), forking a running sandbox into children, and
- * merging a winning fork into its ancestor (DESIGN.md 2.3–2.4).
+ * merging a winning fork into its ancestor (docs/ARCHITECTURE.md, "Fork", "Runtime ids" and "Tombstones").
  */
 import { randomBytes } from 'node:crypto';
 import { errors, ForkboxError } from '../domain/errors.ts';

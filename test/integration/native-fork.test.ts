@@ -1,5 +1,5 @@
 /**
- * Forking a running sandbox (DESIGN.md 2.3) against the real runtime: children inherit files and the
+ * Forking a running sandbox (docs/ARCHITECTURE.md, "Fork") against the real runtime: children inherit files and the
  * live Python REPL (variables, imported modules, open files, a large list), are isolated from the source
  * and from each other, reseed their RNGs, fork again, and outlive a killed source.
  */

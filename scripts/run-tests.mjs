@@ -73,6 +73,10 @@ for (const kind of kinds) {
     'tsx',
     '--test',
     '--test-concurrency=1',
+    // A test that leaves a timer or socket open must not stall the run once its file's tests are done,
+    // and a test stuck past 10 minutes fails instead of holding CI until its deadline.
+    '--test-force-exit',
+    '--test-timeout=600000',
     '--test-reporter=tap',
     '--test-reporter-destination=stdout',
     `--test-reporter=${new URL('./test-tally.mjs', import.meta.url).pathname}`,

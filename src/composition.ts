@@ -5,6 +5,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ForkboxError } from './domain/errors.ts';
+import { LIMITS } from './domain/limits.ts';
 import { createImageStore } from './images/index.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
 import { detectCgroups } from './runtimes/native/cgroups/index.ts';
@@ -33,6 +34,24 @@ export interface OpenEngineOptions {
   reapIntervalMs?: number;
   /** Storage driver; default FORKBOX_STORAGE, else auto (btrfs when usable, else copy). */
   storage?: StorageMode;
+  /**
+   * Exec output defaults per stream: inline budget and spool file inside the sandbox. Default
+   * FORKBOX_EXEC_OUTPUT_BYTES / FORKBOX_EXEC_SPOOL_BYTES, else 1 MiB and 64 MiB.
+   */
+  execOutput?: { outputBytes?: number; spoolBytes?: number };
+}
+
+/** A positive integer from the environment, else undefined (an invalid value is an error naming it). */
+function envBytes(name: string, max: number): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0 || n > max)
+    throw new ForkboxError(
+      'invalid_argument',
+      `${name}=${v} is not a byte count from 0 to ${max}; fix or unset it.`,
+    );
+  return n;
 }
 
 export interface OpenedEngine {
@@ -63,6 +82,15 @@ function lockStateDir(stateDir: string, sys: ReturnType<typeof createSys>): numb
   }
   writeFileSync(`${lockPath}.pid`, String(process.pid));
   return fd;
+}
+
+function execSettingsFrom(o: OpenEngineOptions['execOutput']): { outputBytes?: number; spoolBytes?: number } {
+  const out: { outputBytes?: number; spoolBytes?: number } = {};
+  const outputBytes = o?.outputBytes ?? envBytes('FORKBOX_EXEC_OUTPUT_BYTES', LIMITS.maxOutputBytes.max);
+  const spoolBytes = o?.spoolBytes ?? envBytes('FORKBOX_EXEC_SPOOL_BYTES', LIMITS.spoolBytes.max);
+  if (outputBytes !== undefined) out.outputBytes = outputBytes;
+  if (spoolBytes !== undefined) out.spoolBytes = spoolBytes;
+  return out;
 }
 
 export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
@@ -134,6 +162,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       log,
       diskUsage: host.diskUsage,
       hostGc: host.gc,
+      execSettings: execSettingsFrom(opts.execOutput),
     });
     await engine.recover(opts.recoverDeadlineMs ?? 5000);
     const period = opts.reapIntervalMs ?? 1000;

@@ -38,8 +38,13 @@ export const LIMITS = {
    * agent's timer could not honour it, so it is refused rather than read as "no timeout".
    */
   timeoutSeconds: bound('timeout_seconds', 0.1, 24 * 3600, false),
-  /** Output kept per command (inline and in the store), bytes. */
-  maxOutputBytes: bound('max_output_bytes', 1, 64 * MiB),
+  /**
+   * Output returned inline per stream of a command (its head and tail), bytes; 0 returns none (all of
+   * it is in the spool file).
+   */
+  maxOutputBytes: bound('max_output_bytes', 0, 64 * MiB),
+  /** Bytes of each stream of a command kept in its spool file inside the sandbox. */
+  spoolBytes: bound('spool_bytes', 0, 4 * 1024 * MiB),
   /** Children of one fork or restore call. */
   forkChildren: bound('n', 1, 100),
   /** How long one poll may wait for output, ms. */

@@ -16,6 +16,8 @@ import { DEFAULT_LIMITS, type Limits } from '../domain/types.ts';
 import type { CodeRunRequest, CreateSandboxRequest, ExecRequest } from './api.ts';
 
 export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
+/** Spool file per stream of an exec, inside the sandbox: the daemon's default (LIMITS.spoolBytes bounds a call). */
+export const DEFAULT_SPOOL_BYTES = 64 * 1024 * 1024;
 
 /** `v` when it is within the bound; else an invalid_argument naming the field and the range. */
 export function checkBound(b: Bound, v: number): number {
@@ -103,6 +105,7 @@ export function checkExec(req: Omit<ExecRequest, 'stdin'>): { argv?: string[]; c
   if (hasArgv === hasCmd)
     throw errors.invalid('give exactly one of argv (a list of strings) or cmd (a shell command string).');
   checkRunBounds(req);
+  optional(LIMITS.spoolBytes, req.spoolBytes);
   if (hasArgv) {
     const argv = req.argv as string[];
     if (argv.length > SIZES.argvEntries || argv.some((a) => a.length > SIZES.argChars))

@@ -123,6 +123,13 @@ const SURFACES: Surface[] = [
     ],
   },
   {
+    bound: LIMITS.spoolBytes,
+    // Not an MCP argument: an MCP caller reads a long stream from its spool file at the daemon's size.
+    mcp: [],
+    rest: [{ schema: execBody, field: 'spoolBytes', base: { argv: ['true'] } }],
+    engine: [(api, c, v) => api.exec(c.sandbox, { argv: ['true'], spoolBytes: v })],
+  },
+  {
     bound: LIMITS.forkChildren,
     mcp: [
       { tool: 'sandbox_fork', arg: 'n' },

@@ -153,16 +153,19 @@ describe('local app', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.equal(lines.length, 3);
-    assert.deepEqual(lines[0], {
+    assert.equal(lines.length, 4);
+    // First the exec's id (a client that drops the connection cancels it by this id), then its output.
+    assert.equal(lines[0]?.type, 'started');
+    assert.match(String(lines[0]?.execId), /^ex-/);
+    assert.deepEqual(lines[1], {
       type: 'output',
       seq: 0,
       stream: 'stdout',
       data: Buffer.from('hi\n').toString('base64'),
     });
-    assert.equal(lines[1]?.stream, 'stderr');
-    assert.equal(lines[2]?.type, 'result');
-    assert.equal((lines[2]?.result as { exitCode: number } | undefined)?.exitCode, 0);
+    assert.equal(lines[2]?.stream, 'stderr');
+    assert.equal(lines[3]?.type, 'result');
+    assert.equal((lines[3]?.result as { exitCode: number } | undefined)?.exitCode, 0);
 
     // An error after streaming began arrives as a final error line.
     const died = await json(
@@ -177,9 +180,9 @@ describe('local app', () => {
       .map((l) => JSON.parse(l) as { type: string; error?: { code: string } });
     assert.deepEqual(
       dl.map((l) => l.type),
-      ['output', 'error'],
+      ['started', 'output', 'error'],
     );
-    assert.equal(dl[1]?.error?.code, 'sandbox_gone');
+    assert.equal(dl[2]?.error?.code, 'sandbox_gone');
   });
 
   it('serves background execs: start, poll, stdin (raw), cancel, list', async () => {

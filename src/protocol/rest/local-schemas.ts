@@ -83,7 +83,10 @@ const execCommon = {
   cwd: pathSchema().optional(),
   env: envSchema().optional(),
   timeoutSeconds: boundedNumber(LIMITS.timeoutSeconds).optional(),
+  /** Inline output per stream (head + tail); the rest is in a spool file inside the sandbox. */
   maxOutputBytes: boundedNumber(LIMITS.maxOutputBytes).optional(),
+  /** Bytes of each stream kept in the spool file inside the sandbox. */
+  spoolBytes: boundedNumber(LIMITS.spoolBytes).optional(),
   idempotencyKey: z.string().min(1).max(SIZES.idempotencyKeyChars).optional(),
 };
 const oneCommand = (b: { argv?: string[] | undefined; cmd?: string | undefined }) =>
@@ -175,7 +178,11 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, wha
 
 // ── NDJSON lines (streaming responses) ──
 export type ExecStreamLine =
-  | { type: 'output'; seq: number; stream: 'stdout' | 'stderr'; data: string }
+  /** First: the exec's id (cancel it with POST …/execs/<id>/cancel and still read its result here). */
+  | { type: 'started'; execId: string }
+  | { type: 'output'; seq: number; stream: 'stdout' | 'stderr'; data: string; offset?: number }
+  /** While a stream is past its inline head: its latest bytes (base64), at most every 2 s. */
+  | { type: 'peek'; stream: 'stdout' | 'stderr'; data: string; totalBytes: number }
   | { type: 'result'; result: ExecOutcome }
   | { type: 'error'; error: { code: string; message: string; details?: Record<string, unknown> } };
 

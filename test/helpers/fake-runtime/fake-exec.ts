@@ -135,6 +135,9 @@ export function startFakeExec(host: FakeProcessHost, spec: ExecSpec, events?: Ex
       durationMs: performance.now() - t0,
       stdout,
       stderr: Buffer.concat(err),
+      // A fake program leaves no processes behind: nothing outlives its end.
+      leftovers: 0,
+      tree: null,
     };
   })();
   result.catch(() => untrack());

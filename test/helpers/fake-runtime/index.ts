@@ -12,6 +12,8 @@ import { runtimeId } from '../../../src/domain/runtime-id.ts';
 import type { ImageRecord, SandboxRecord } from '../../../src/domain/types.ts';
 import type {
   CreateSandboxSpec,
+  ExecHandle,
+  ExecResult,
   ForkChildSpec,
   ForkOutcome,
   LayerChain,
@@ -70,6 +72,8 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
   const failures = new Map<string, string>();
   const repls = createKeyedQueue();
   let pid = 1000;
+  /** Execs started with an id, by runtime id and exec id: what recoverExecs finds after a restart. */
+  const byExecId = new Map<string, { handle: ExecHandle; result: ExecResult | null }>();
   const forkState = opts.forkProcessState !== false;
 
   function live(rec: SandboxRecord): FakeSandbox {
@@ -249,7 +253,7 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
     exec(rec, spec, events) {
       note('exec', rec);
       const sb = sandboxes.get(runtimeId(rec));
-      return startFakeExec(
+      const handle = startFakeExec(
         {
           fs: sb?.fs ?? new FakeFs(),
           env: sb?.env ?? {},
@@ -272,6 +276,44 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
         spec,
         events,
       );
+      if (spec.execId !== undefined) {
+        const entry: { handle: ExecHandle; result: ExecResult | null } = { handle, result: null };
+        byExecId.set(`${runtimeId(rec)}\0${spec.execId}`, entry);
+        handle.result.then(
+          (r) => {
+            entry.result = r;
+          },
+          () => undefined,
+        );
+      }
+      return handle;
+    },
+
+    async killExecTree(rec) {
+      note('killExecTree', rec);
+      return 0;
+    },
+
+    async execTreeSize(rec) {
+      note('execTreeSize', rec);
+      return 0;
+    },
+
+    async recoverExecs(rec, running) {
+      note('recoverExecs', rec);
+      const rid = runtimeId(rec);
+      const out = [];
+      for (const id of running) {
+        const entry = byExecId.get(`${rid}\0${id}`);
+        if (entry?.result) {
+          out.push({ id, result: entry.result });
+          continue;
+        }
+        // Still running (or unknown): its tree is killed, as the native runtime does.
+        entry?.handle.cancel();
+        out.push({ id, result: null });
+      }
+      return out;
     },
 
     replEval(rec, code, evalOpts) {

@@ -6,6 +6,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync 
 import { join } from 'node:path';
 import { parseDuration } from './domain/durations.ts';
 import { ForkboxError } from './domain/errors.ts';
+import { LIMITS } from './domain/limits.ts';
 import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
@@ -21,8 +22,8 @@ import { openStorage, type StorageMode } from './runtimes/native/storage/btrfs-s
 import type { ForkboxApi } from './service/api.ts';
 import { diskPolicy } from './service/disk-limits.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
+import type { Runtime } from './service/ports.ts';
 import { createRetention } from './service/retention.ts';
-import { MAX_OUTPUT_BYTES, MAX_SPOOL_BYTES } from './service/validate.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
 
@@ -85,6 +86,8 @@ function envBytes(name: string, max: number): number | undefined {
 export interface OpenedEngine {
   api: ForkboxApi;
   engine: Engine;
+  /** The runtime under the engine (tests run the Runtime contract on it directly). */
+  runtime: Runtime;
   stateDir: string;
   close(opts?: { killSandboxes?: boolean }): Promise<void>;
 }
@@ -112,8 +115,8 @@ function lockStateDir(stateDir: string, sys: ReturnType<typeof createSys>): numb
 
 function execSettingsFrom(o: OpenEngineOptions['execOutput']): { outputBytes?: number; spoolBytes?: number } {
   const out: { outputBytes?: number; spoolBytes?: number } = {};
-  const outputBytes = o?.outputBytes ?? envBytes('FORKBOX_EXEC_OUTPUT_BYTES', MAX_OUTPUT_BYTES);
-  const spoolBytes = o?.spoolBytes ?? envBytes('FORKBOX_EXEC_SPOOL_BYTES', MAX_SPOOL_BYTES);
+  const outputBytes = o?.outputBytes ?? envBytes('FORKBOX_EXEC_OUTPUT_BYTES', LIMITS.maxOutputBytes.max);
+  const spoolBytes = o?.spoolBytes ?? envBytes('FORKBOX_EXEC_SPOOL_BYTES', LIMITS.spoolBytes.max);
   if (outputBytes !== undefined) out.outputBytes = outputBytes;
   if (spoolBytes !== undefined) out.spoolBytes = spoolBytes;
   return out;
@@ -230,6 +233,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     return {
       api: engine,
       engine,
+      runtime,
       stateDir,
       async close(closeOpts) {
         if (closed) return;

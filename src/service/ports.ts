@@ -27,7 +27,7 @@ export interface SandboxFilter {
 
 /**
  * A named template config: sandboxes created from it are forked from a template container of its
- * image whose REPL worker pre-imported `prewarm` (DESIGN.md 2.1). Host-wide, not per tenant.
+ * image whose REPL worker pre-imported `prewarm` (docs/ARCHITECTURE.md, "Templates"). Host-wide, not per tenant.
  */
 export interface TemplateConfigRecord {
   name: string;
@@ -427,7 +427,7 @@ export interface Runtime {
 
   /** A live sandbox's overlay layers (read from the host; nothing runs inside the sandbox). */
   layerChain(rec: SandboxRecord): LayerChain;
-  /** Compare two layer chains down to their nearest common layer (DESIGN.md 2.4). */
+  /** Compare two layer chains down to their nearest common layer (docs/ARCHITECTURE.md, "Diff"). */
   diffLayers(a: LayerChain, b: LayerChain, opts?: LayerDiffOptions): Promise<LayerDiff>;
 
   /**

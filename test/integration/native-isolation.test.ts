@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
@@ -76,11 +77,7 @@ describe('native sandbox isolation', { skip: skip ?? false }, () => {
   it('is root inside but an unprivileged uid on the host', async () => {
     assert.equal((await sh(a, 'id -u')).stdout.trim(), '0');
     await api.runCode(a, { code: '1' }); // the REPL worker is forked off PID 1 when first needed
-    // cgroup v1: the pids controller has the sandbox's group; its leaves exist only in freezer.
-    const pids = readFileSync(`/sys/fs/cgroup/pids/forkbox/sandboxes/${a}/cgroup.procs`, 'utf8')
-      .trim()
-      .split('\n')
-      .filter((p) => p !== '');
+    const pids = await detectCgroups().procs(`forkbox/sandboxes/${a}`);
     assert.ok(pids.length >= 2, 'agent and REPL worker are in the sandbox cgroup');
     for (const pid of pids) {
       const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];

@@ -1,6 +1,6 @@
 /**
  * The native runtime: sandboxes forked from template containers — or from running sandboxes — into
- * fresh namespaces on fresh overlay roots, with per-sandbox cgroups (DESIGN.md 2). Implements the
+ * fresh namespaces on fresh overlay roots, with per-sandbox cgroups (docs/ARCHITECTURE.md, "The native runtime"). Implements the
  * Runtime port.
  */
 import { totalmem } from 'node:os';

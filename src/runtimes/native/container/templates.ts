@@ -1,6 +1,6 @@
 /**
  * Templates: one long-lived runc container per (image, template config) whose PID 1 is the agent with
- * a warm REPL worker. Every sandbox is forked from a template's worker (DESIGN.md 2.1).
+ * a warm REPL worker. Every sandbox is forked from a template's worker (docs/ARCHITECTURE.md, "Templates").
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';

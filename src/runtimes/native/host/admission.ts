@@ -1,5 +1,5 @@
 /**
- * Host-wide admission control (DESIGN 2.6): refuse a create or fork that would commit more memory than
+ * Host-wide admission control (docs/ARCHITECTURE.md, "Admission"): refuse a create or fork that would commit more memory than
  * host memory × overcommit ratio, or that would start while the state directory's filesystem is nearly
  * full. Refusing early with a clear message beats the alternative: the host OOM killer or ENOSPC halfway
  * through a fork.

@@ -1,5 +1,5 @@
 /**
- * Making sandboxes: the host side of a fork (DESIGN.md 2.3). The same steps serve a create (the parent
+ * Making sandboxes: the host side of a fork (docs/ARCHITECTURE.md, "Fork"). The same steps serve a create (the parent
  * is a template's agent, the children's lower layers are the image's) and a fork of a running sandbox
  * (the parent is its agent, the lowers are a frozen copy of its upper over its own lowers).
  */

@@ -11,7 +11,13 @@ import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
-import { makeStateDir, nativeUnavailable, quietLog, storageMounts } from '../helpers/native.ts';
+import {
+  makeStateDir,
+  nativeUnavailable,
+  quietLog,
+  sandboxCgroupDir,
+  storageMounts,
+} from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 const BIN = join(import.meta.dirname, '../../bin/forkbox.js');
@@ -90,7 +96,7 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     // the state dir are the template's root and inbox.
     for (const id of [a.id, b.id]) {
       assert.equal(
-        readFileSync(`/sys/fs/cgroup/freezer/forkbox/sandboxes/${id}/freezer.state`, 'utf8').trim(),
+        readFileSync(`${sandboxCgroupDir(stateDir, id, 'freezer')}/freezer.state`, 'utf8').trim(),
         'THAWED',
       );
     }

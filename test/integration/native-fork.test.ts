@@ -11,7 +11,13 @@ import type { ForkboxError } from '../../src/domain/errors.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { MAX_FORK_DEPTH } from '../../src/runtimes/native/native-runtime.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative, snapshotLayers } from '../helpers/native.ts';
+import {
+  type NativeFixture,
+  nativeUnavailable,
+  openNative,
+  sandboxCgroupDir,
+  snapshotLayers,
+} from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -177,7 +183,10 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
       '40',
     );
     // While it forks, the source weighs as much as its children together; after, it is back to normal.
-    assert.equal(readFileSync(`/sys/fs/cgroup/cpu/forkbox/sandboxes/${s}/cpu.shares`, 'utf8').trim(), '1024');
+    assert.equal(
+      readFileSync(`${sandboxCgroupDir(fx.stateDir, s, 'cpu')}/cpu.shares`, 'utf8').trim(),
+      '1024',
+    );
     await api.killSandbox(s, { cascade: true });
   });
 
@@ -194,7 +203,9 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     for (const k of ids) indexes.add(await sh(k, 'echo $FORKBOX_FORK_INDEX'));
     assert.equal(indexes.size, 20, 'every child has its own fork index');
     const procs = (id: string) =>
-      readFileSync(`/sys/fs/cgroup/pids/forkbox/sandboxes/${id}/cgroup.procs`, 'utf8').trim().split('\n');
+      readFileSync(`${sandboxCgroupDir(fx.stateDir, id, 'pids')}/cgroup.procs`, 'utf8')
+        .trim()
+        .split('\n');
     // Each child is one process (its agent, holding the copied REPL state) until Python is needed.
     assert.equal(procs(ids[19] ?? '').length, 1);
     assert.equal((await py(ids[19] ?? '', 'tag')).value, "'wave'");
@@ -240,7 +251,7 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     );
     assert.equal(failed.length, 2);
     for (const f of failed) {
-      assert.equal(existsSync(`/sys/fs/cgroup/memory/forkbox/sandboxes/${f.id}`), false, 'no cgroup left');
+      assert.equal(existsSync(sandboxCgroupDir(fx.stateDir, f.id, 'memory')), false, 'no cgroup left');
       assert.equal(existsSync(join(fx.stateDir, 'sandboxes', f.id)), false, 'no sandbox dir left');
       assert.equal(existsSync(join(fx.stateDir, 'inbox', f.id)), false, 'no inbox left');
     }

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { type NativeFixture, nativeUnavailable, openNative, sandboxCgroupDir } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -192,7 +192,7 @@ describe('native sandboxes', { skip: skip ?? false }, () => {
     assert.match(settled.message, /killed/);
     assert.equal((await api.getSandbox(s.id)).state, 'killed');
     assert.equal(existsSync(`${fx.stateDir}/sandboxes/${s.id}`), false);
-    assert.equal(existsSync(`/sys/fs/cgroup/memory/forkbox/sandboxes/${s.id}`), false);
+    assert.equal(existsSync(sandboxCgroupDir(fx.stateDir, s.id, 'memory')), false);
     assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(s.id), false);
     await rejectsWith(api.exec(s.id, { argv: ['true'] }), 'conflict', /killed/);
   });

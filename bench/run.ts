@@ -9,6 +9,7 @@
  */
 import { cpus, loadavg, release } from 'node:os';
 import { parseArgs } from 'node:util';
+import { cliStartup } from './cli-startup.ts';
 import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
 import { execRoundTrip } from './exec-roundtrip.ts';
@@ -19,6 +20,7 @@ import { createPeer, type Peer } from './lib/peer.ts';
 import { type BenchResult, renderTable } from './lib/report.ts';
 import { mcpOverhead } from './mcp.ts';
 import { memoryPerSandbox } from './memory.ts';
+import { outputFlood } from './output-flood.ts';
 import { peerRunc } from './peer.ts';
 import { replEval } from './repl-eval.ts';
 
@@ -30,6 +32,8 @@ const BENCHMARKS: Benchmark[] = [
   memoryPerSandbox,
   forkBench,
   mcpOverhead,
+  outputFlood,
+  cliStartup,
   peerRunc,
 ];
 const MIN_RUNS = 20;
@@ -108,6 +112,7 @@ async function main(): Promise<number> {
       surfaces: [daemon?.surface, inproc?.surface].filter((s) => s !== undefined),
       peer,
       log: stderrLog,
+      ...(daemon ? { daemonPid: daemon.pid } : {}),
     };
     for (const b of selected) {
       if (interrupted) break;

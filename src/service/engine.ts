@@ -13,6 +13,7 @@ import { fileApi } from './api-files.ts';
 import { sandboxApi } from './api-sandboxes.ts';
 import { type CallerContext, createSandboxFinder, DEFAULT_TENANT } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
+import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
 import { createLineage } from './lineage.ts';
 import type { Runtime, Store } from './ports.ts';
@@ -64,6 +65,8 @@ export interface EngineDeps {
    * sandbox holding processes (live ones and tombstones); `ours(id)` says whether this store knows an id.
    */
   hostGc?: (keep: Set<string>, ours: (id: string) => boolean) => Promise<Omit<GcReport, 'removedSandboxes'>>;
+  /** Daemon defaults for exec output (per stream): inline budget and spool file size. */
+  execSettings?: Partial<ExecSettings>;
 }
 
 export { type CallerContext, DEFAULT_TENANT } from './caller.ts';
@@ -87,7 +90,13 @@ export function createEngine(deps: EngineDeps): Engine {
   const { store, runtime, images, log } = deps;
   const now = deps.now ?? Date.now;
   const defaultImage = deps.defaultImage ?? 'debian';
-  const execs = createExecManager({ store, runtime, now });
+  const execs = createExecManager({
+    store,
+    runtime,
+    now,
+    log,
+    ...(deps.execSettings ? { settings: deps.execSettings } : {}),
+  });
   const templateConfigs = createTemplateConfigs({
     store,
     images,
@@ -210,7 +219,10 @@ export function createEngine(deps: EngineDeps): Engine {
     scoped: makeApi,
     attachSession: (id) => sessions.attach(id),
     async recover(deadlineMs = 5000) {
-      const out = await recoverSandboxes({ store, runtime, log, kill }, deadlineMs);
+      const out = await recoverSandboxes(
+        { store, runtime, log, kill, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
+        deadlineMs,
+      );
       // Whatever a crash left without an owner (a half-made sandbox's mounts, cgroup, dirs) goes now.
       const swept = await hostGc().catch((e: unknown) => {
         log.warn({ err: String(e) }, 'sweeping what a crash left behind failed');
@@ -227,6 +239,7 @@ export function createEngine(deps: EngineDeps): Engine {
     async close() {
       sessions.close();
       await lifecycle.drain();
+      execs.flush();
     },
   };
 }

@@ -264,10 +264,17 @@ describe('agent protocol (real agent on the host)', {
     assert.deepEqual(processesInGroup(r.result.pid as number), []);
   });
 
-  it('caps output and marks it truncated', async () => {
+  it('keeps a head and a tail of each stream within max_output_bytes, and counts the rest', async () => {
     const r = await runExec(conn, { cmd: 'head -c 200000 /dev/zero; echo done >&2', max_output_bytes: 1000 })
       .done;
-    assert.equal(r.stdout.length + r.stderr.length, 1000);
+    // Per stream: a head of 750 bytes (forwarded at once) and a tail of 250 (sent before the result).
+    assert.equal(r.stdout.length, 750);
+    const tail = Buffer.concat(r.events.filter((e) => e.kind === 'stdout_tail').map((e) => e.body));
+    assert.equal(tail.length, 250);
+    assert.equal(r.stderr.toString(), 'done\n');
+    assert.equal(r.result.stdout_total, 200000);
+    assert.equal(r.result.stderr_total, 5);
+    assert.equal(r.result.stdout_file, null, 'no output_id: nothing spooled');
     assert.equal(r.result.truncated, true);
     assert.equal(r.result.exit_code, 0);
   });

@@ -11,6 +11,7 @@ import type { SandboxRecord } from '../../domain/types.ts';
 import type { ForkChildSpec, ForkOutcome } from '../../service/ports.ts';
 import type { KeyedQueue } from '../../util/keyed-queue.ts';
 import type { AgentConnection } from './agent-link/agent-connection.ts';
+import type { ExecSpawners } from './agent-link/exec-spawners.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
 import type { NativePaths } from './host/paths.ts';
@@ -30,6 +31,8 @@ export interface ForkDeps {
   live: Map<string, LiveSandbox>;
   replLocks: KeyedQueue;
   connOf(rec: SandboxRecord): Promise<AgentConnection>;
+  /** Exec spawners' placement: the source's processes are sorted only while none is being placed. */
+  spawners: Pick<ExecSpawners, 'exclusive'>;
   /** Admission of `children` more sandboxes (throws when refused). */
   admit(children: ForkChildSpec[]): Promise<void>;
 }
@@ -50,17 +53,23 @@ export function createForkSandbox(deps: ForkDeps) {
     return null;
   }
 
-  /** Put the worker in `repl` and every other process but PID 1 in `work`, so `work` can be frozen alone. */
+  /**
+   * Put the worker in `repl` and every other process but PID 1 in `work`, so `work` can be frozen alone
+   * (exec groups are below `work` already). Never while the spawner is being placed in an exec group: this
+   * could move it back to `work`.
+   */
   async function sortProcesses(sb: LiveSandbox, worker: number | null): Promise<void> {
-    if (worker !== null) await cgroups.addProcess(`${sb.cgroup}/repl`, worker);
-    for (let round = 0; round < 5; round++) {
-      const strays = [
-        ...(await cgroups.procs(`${sb.cgroup}/agent`)),
-        ...(await cgroups.procs(`${sb.cgroup}/repl`)),
-      ].filter((p) => p !== sb.hostPid && p !== worker);
-      if (strays.length === 0) return;
-      for (const p of strays) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);
-    }
+    await deps.spawners.exclusive(sb.id, async () => {
+      if (worker !== null) await cgroups.addProcess(`${sb.cgroup}/repl`, worker);
+      for (let round = 0; round < 5; round++) {
+        const strays = [
+          ...(await cgroups.procs(`${sb.cgroup}/agent`)),
+          ...(await cgroups.procs(`${sb.cgroup}/repl`)),
+        ].filter((p) => p !== sb.hostPid && p !== worker);
+        if (strays.length === 0) return;
+        for (const p of strays) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);
+      }
+    });
   }
 
   /** Freeze the source's commands and its writable layer into a read-only one; the pause is timed. */

@@ -19,6 +19,8 @@ import type {
 import { createKeyedQueue } from '../../util/keyed-queue.ts';
 import type { AgentConnection } from './agent-link/agent-connection.ts';
 import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS } from './agent-link/agent-timeouts.ts';
+import { createExecOps } from './agent-link/exec-ops.ts';
+import { createExecSpawners } from './agent-link/exec-spawners.ts';
 import type { InboxHub } from './agent-link/inbox-hub.ts';
 import { createSandboxOps } from './agent-link/sandbox-ops.ts';
 import type { Cgroups } from './cgroups/index.ts';
@@ -125,7 +127,18 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
   }
 
   const ops = createSandboxOps({ connOf, cgroups, paths });
-  const forkSandbox = createForkSandbox({ ...deps, spawner, live, replLocks, connOf, admit });
+  const spawners = createExecSpawners({ cgroups });
+  const execOps = createExecOps({
+    connOf,
+    hostOf(rec) {
+      const sb = live.get(rid(rec));
+      return { id: rid(rec), cgroup: sb?.cgroup ?? paths.cgroupOf(rec, rid(rec)), hostPid: sb?.hostPid ?? 0 };
+    },
+    cgroups,
+    spawners,
+    oomKills: ops.oomKills,
+  });
+  const forkSandbox = createForkSandbox({ ...deps, spawner, live, replLocks, connOf, admit, spawners });
   const recover = createRecover({ ...deps, spawner, exits, live });
 
   return {
@@ -138,6 +151,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     },
     live,
     ...ops,
+    ...execOps,
     replEval: (rec, code, opts) => withRepl(rid(rec), () => ops.replEval(rec, code, opts)),
     replRestart: (rec) => withRepl(rid(rec), () => ops.replRestart(rec)),
     setEvents(e) {
@@ -191,6 +205,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     diffLayers: diffLayerChains,
 
     async killSandbox(rec: SandboxRecord, opts): Promise<void> {
+      spawners.forget(rid(rec));
       if (!live.has(rid(rec)) && rec.hostPid !== null) live.set(rid(rec), spawner.fromRecord(rec));
       if (opts?.keepInit) {
         await spawner.tombstone(rid(rec));

@@ -1,0 +1,222 @@
+/**
+ * ForkboxApi's methods as /v1 requests, grouped by concern (sandboxes, execution, files, catalog). Each
+ * group maps arguments to a route and nothing else: the transport, errors and streaming live in
+ * daemon-request.ts.
+ */
+import type { ExecRecord, ImageRecord } from '../domain/types.ts';
+import { FILE_SIZE_HEADER } from '../protocol/rest/wire.ts';
+import type { ExecOutcome, ForkboxApi, ProgressEvent } from '../service/api.ts';
+import type { ExecOutputChunk } from '../service/ports.ts';
+import type { Requester } from './daemon-request.ts';
+
+const seg = (s: string) => encodeURIComponent(s);
+const sb = (id: string, rest = '') => `/v1/sandboxes/${seg(id)}${rest}`;
+
+type Calls<K extends keyof ForkboxApi> = Pick<ForkboxApi, K>;
+
+/** Lifecycle, forks, snapshots, diff. */
+export function sandboxCalls(
+  rq: Requester,
+): Calls<
+  | 'status'
+  | 'createSandbox'
+  | 'listSandboxes'
+  | 'getSandbox'
+  | 'killSandbox'
+  | 'forkSandbox'
+  | 'mergeSandbox'
+  | 'createSnapshot'
+  | 'listSnapshots'
+  | 'getSnapshot'
+  | 'deleteSnapshot'
+  | 'restoreSnapshot'
+  | 'diffSandboxes'
+  | 'pauseSandbox'
+  | 'resumeSandbox'
+  | 'extendSandbox'
+> {
+  const { call } = rq;
+  return {
+    status: () => call({ method: 'GET', path: '/v1/system' }),
+    createSandbox: (req) => call({ method: 'POST', path: '/v1/sandboxes', json: req }),
+    listSandboxes: (o = {}) =>
+      call({
+        method: 'GET',
+        path: '/v1/sandboxes',
+        query: {
+          all: o.all,
+          label: o.labels ? Object.entries(o.labels).map(([k, v]) => `${k}=${v}`) : undefined,
+        },
+      }),
+    getSandbox: (id, o = {}) => call({ method: 'GET', path: sb(id), query: { usage: o.usage } }),
+    killSandbox: (id, o = {}) => call({ method: 'DELETE', path: sb(id), query: { cascade: o.cascade } }),
+    forkSandbox: (id, req) => call({ method: 'POST', path: sb(id, '/fork'), json: req }),
+    mergeSandbox: (parent, winner) => call({ method: 'POST', path: sb(parent, '/merge'), json: { winner } }),
+    createSnapshot: (id, o = {}) => call({ method: 'POST', path: sb(id, '/snapshots'), json: o }),
+    listSnapshots: () => call({ method: 'GET', path: '/v1/snapshots' }),
+    getSnapshot: (id) => call({ method: 'GET', path: `/v1/snapshots/${seg(id)}` }),
+    deleteSnapshot: (id, o = {}) =>
+      call({ method: 'DELETE', path: `/v1/snapshots/${seg(id)}`, query: { cascade: o.cascade } }),
+    restoreSnapshot: (id, req = {}) =>
+      call({ method: 'POST', path: `/v1/snapshots/${seg(id)}/restore`, json: req }),
+    diffSandboxes: (a, b, o = {}) =>
+      call({ method: 'POST', path: '/v1/sandboxes/diff', json: { a, b, ...o } }),
+    pauseSandbox: (id) => call({ method: 'POST', path: sb(id, '/pause') }),
+    resumeSandbox: (id) => call({ method: 'POST', path: sb(id, '/resume') }),
+    extendSandbox: (id, ttlSeconds) =>
+      call({ method: 'POST', path: sb(id, '/extend'), json: { ttlSeconds } }),
+  };
+}
+
+/** Commands (sync and background) and the REPL. */
+export function execCalls(
+  rq: Requester,
+): Calls<
+  'exec' | 'startExec' | 'pollExec' | 'writeExecStdin' | 'cancelExec' | 'listExecs' | 'runCode' | 'resetCode'
+> {
+  const { call, streamCall } = rq;
+  const cancelExec = (id: string, execId: string): Promise<ExecRecord> =>
+    call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/cancel`) });
+  return {
+    exec(id, req, opts) {
+      const { stdin, ...rest } = req;
+      const json = stdin === undefined ? rest : { ...rest, stdin: stdin.toString('base64') };
+      const r = { method: 'POST' as const, path: sb(id, '/exec'), json };
+      if (!opts?.onOutput && !opts?.onPeek && !opts?.onStarted && !opts?.signal) return call<ExecOutcome>(r);
+      // Streamed: the first line names the exec, so this call's signal cancels it by id and its result
+      // still comes (cancelled: true), as in-process. (A scope's signal, withSignal, closes the
+      // connection instead; the daemon cancels on that too.)
+      let execId: string | undefined;
+      const signal = opts.signal;
+      const cancel = () => {
+        if (execId !== undefined) cancelExec(id, execId).catch(() => undefined);
+      };
+      signal?.addEventListener('abort', cancel, { once: true });
+      return streamCall<ExecOutcome>(r, (line) => {
+        if (line.type === 'started' && typeof line.execId === 'string') {
+          execId = line.execId;
+          opts.onStarted?.(execId);
+          if (signal?.aborted) cancel();
+        } else if (line.type === 'output') {
+          const chunk: ExecOutputChunk = {
+            seq: line.seq as number,
+            stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
+            data: Buffer.from(String(line.data), 'base64'),
+          };
+          if (typeof line.offset === 'number') chunk.offset = line.offset;
+          opts.onOutput?.(chunk);
+        } else if (line.type === 'peek') {
+          opts.onPeek?.({
+            stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
+            data: Buffer.from(String(line.data), 'base64'),
+            totalBytes: typeof line.totalBytes === 'number' ? line.totalBytes : 0,
+          });
+        }
+      }).finally(() => signal?.removeEventListener('abort', cancel));
+    },
+    startExec: (id, req) => call<ExecRecord>({ method: 'POST', path: sb(id, '/execs'), json: req }),
+    pollExec: (id, execId, o = {}) =>
+      call({
+        method: 'GET',
+        path: sb(id, `/execs/${seg(execId)}`),
+        query: { after_seq: o.afterSeq, wait_ms: o.waitMs },
+      }),
+    async writeExecStdin(id, execId, data, eof) {
+      await call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/stdin`), query: { eof }, raw: data });
+    },
+    cancelExec,
+    listExecs: (id) => call({ method: 'GET', path: sb(id, '/execs') }),
+    runCode: (id, req, opts) =>
+      call({ method: 'POST', path: sb(id, '/code'), json: req, signal: opts?.signal }),
+    async resetCode(id) {
+      await call({ method: 'POST', path: sb(id, '/code/reset') });
+    },
+  };
+}
+
+/** The sandbox's files. */
+export function fileCalls(
+  rq: Requester,
+): Calls<'readFile' | 'writeFile' | 'listFiles' | 'statFile' | 'deleteFile' | 'mkdir' | 'moveFile'> {
+  const { call, send, httpError } = rq;
+  return {
+    async readFile(id, path, o = {}) {
+      const { res, body } = await send({
+        method: 'GET',
+        path: sb(id, '/files/content'),
+        query: { path, offset: o.offset, length: o.length },
+      });
+      const status = res.statusCode ?? 0;
+      if (status !== 200) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(body.toString('utf8'));
+        } catch {}
+        throw httpError(status, parsed);
+      }
+      const size = Number(res.headers[FILE_SIZE_HEADER] ?? body.length);
+      return { data: body, size };
+    },
+    writeFile: (id, path, data, o = {}) =>
+      call({
+        method: 'PUT',
+        path: sb(id, '/files/content'),
+        query: {
+          path,
+          mode: o.mode === undefined ? undefined : o.mode.toString(8),
+          create_dirs: o.createDirs,
+        },
+        raw: data,
+      }),
+    listFiles: (id, path, o = {}) =>
+      call({ method: 'GET', path: sb(id, '/files/list'), query: { path, recursive: o.recursive } }),
+    statFile: (id, path) => call({ method: 'GET', path: sb(id, '/files/stat'), query: { path } }),
+    async deleteFile(id, path, o = {}) {
+      await call({ method: 'DELETE', path: sb(id, '/files'), query: { path, recursive: o.recursive } });
+    },
+    async mkdir(id, path) {
+      await call({ method: 'POST', path: sb(id, '/files/mkdir'), json: { path } });
+    },
+    async moveFile(id, from, to, o = {}) {
+      await call({ method: 'POST', path: sb(id, '/files/move'), json: { from, to, ...o } });
+    },
+  };
+}
+
+/** Images, templates and host housekeeping. */
+export function catalogCalls(
+  rq: Requester,
+): Calls<
+  | 'listImages'
+  | 'buildImage'
+  | 'importImage'
+  | 'removeImage'
+  | 'defineTemplate'
+  | 'listTemplates'
+  | 'deleteTemplate'
+  | 'gc'
+  | 'df'
+> {
+  const { call, streamCall } = rq;
+  const progress = (onProgress?: (e: ProgressEvent) => void) => (line: Record<string, unknown>) => {
+    if (line.type === 'progress' && onProgress) onProgress(line.event as ProgressEvent);
+  };
+  return {
+    listImages: () => call({ method: 'GET', path: '/v1/images' }),
+    buildImage: (req, onProgress) =>
+      streamCall<ImageRecord>({ method: 'POST', path: '/v1/images/build', json: req }, progress(onProgress)),
+    importImage: (name, source, onProgress) =>
+      streamCall<ImageRecord>(
+        { method: 'POST', path: '/v1/images/import', json: { name, source } },
+        progress(onProgress),
+      ),
+    async removeImage(name) {
+      await call({ method: 'DELETE', path: `/v1/images/${seg(name)}` });
+    },
+    defineTemplate: (req) => call({ method: 'POST', path: '/v1/templates', json: req }),
+    listTemplates: () => call({ method: 'GET', path: '/v1/templates' }),
+    deleteTemplate: (name) => call({ method: 'DELETE', path: `/v1/templates/${seg(name)}` }),
+    gc: () => call({ method: 'POST', path: '/v1/gc' }),
+    df: () => call({ method: 'GET', path: '/v1/df' }),
+  };
+}

@@ -12,6 +12,7 @@ import { execApi } from './api-execs.ts';
 import { fileApi } from './api-files.ts';
 import { sandboxApi } from './api-sandboxes.ts';
 import { type CallerContext, createSandboxFinder, DEFAULT_TENANT } from './caller.ts';
+import type { DiskPolicy } from './disk-limits.ts';
 import type { EngineParts } from './engine-parts.ts';
 import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
@@ -60,6 +61,8 @@ export interface EngineDeps {
   sessionGraceMs?: number;
   /** After a restart, how long clients have to re-attach their sessions (default 60 s). */
   sessionReattachMs?: number;
+  /** Disk limits: the daemon's default and maximum, and whether the storage enforces them. */
+  disk?: DiskPolicy;
   /**
    * Host-level garbage collection of what no live sandbox uses: `keep` holds the runtime ids of every
    * sandbox holding processes (live ones and tombstones); `ours(id)` says whether this store knows an id.
@@ -117,7 +120,13 @@ export function createEngine(deps: EngineDeps): Engine {
     return info(rec, kids);
   }
 
-  const create = createSandboxMaker({ store, runtime, templateConfigs, now });
+  const create = createSandboxMaker({
+    store,
+    runtime,
+    templateConfigs,
+    now,
+    ...(deps.disk ? { disk: deps.disk } : {}),
+  });
   const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
     store,
     runtime,
@@ -126,6 +135,7 @@ export function createEngine(deps: EngineDeps): Engine {
     serial: lifecycle.run,
     abandonExecs: (id) => execs.abandon(id),
     withKids,
+    ...(deps.disk ? { disk: deps.disk } : {}),
   });
   const snapshots = createSnapshots({
     store,

@@ -90,7 +90,12 @@ export function createHostMaintenance(deps: {
     async gc(keep: Set<string>, ours: (id: string) => boolean): Promise<HostGcReport> {
       const out: HostGcReport = { removedMounts: [], removedCgroups: [], removedDirs: [] };
       sweepInboxes(keep, out);
-      for (const id of entries(join(paths.stateDir, 'sandboxes'))) {
+      // Sandbox dirs, and the copy driver's per-sandbox disk images (<state>/disks/<id>.img), whose
+      // dir may be gone already: the driver unmounts and deletes both.
+      const images = entries(join(paths.stateDir, 'disks'))
+        .filter((n) => n.endsWith('.img'))
+        .map((n) => n.slice(0, -4));
+      for (const id of new Set([...entries(join(paths.stateDir, 'sandboxes')), ...images])) {
         if (keep.has(id)) continue;
         await deps.snapshots.removeSandboxDir(paths.sandbox(id));
         out.removedDirs.push(paths.sandbox(id));

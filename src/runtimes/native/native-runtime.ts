@@ -92,7 +92,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
   }, 5000);
   oomLook.unref();
 
-  async function admit(children: { limits: { memoryBytes: number } }[]): Promise<void> {
+  async function admit(children: { limits: { memoryBytes: number; diskBytes: number } }[]): Promise<void> {
     try {
       deps.fds?.check(children.length);
     } catch (e) {
@@ -104,6 +104,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       limitBytes: children.reduce((a, c) => a + c.limits.memoryBytes, 0),
       committedLimitBytes: [...live.values()].reduce((a, s) => a + s.memoryBytes, 0),
     });
+    const free = deps.snapshots.free();
+    for (const c of children) deps.admission.checkDiskLimit(c.limits.diskBytes, free);
   }
 
   async function connOf(rec: SandboxRecord): Promise<AgentConnection> {
@@ -138,6 +140,15 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     spawners,
     oomKills: ops.oomKills,
   });
+
+  /** What a sandbox stores against its disk limit: from the driver's accounting, else a walk of its upper. */
+  async function diskUsage(rec: SandboxRecord): Promise<{ diskBytes: number; diskInodes: number | null }> {
+    const dir = paths.sandbox(rid(rec));
+    const u = deps.snapshots.usage(dir);
+    if (u) return { diskBytes: u.bytes, diskInodes: u.inodes };
+    return { diskBytes: await dirSize(join(dir, 'upper')), diskInodes: null };
+  }
+
   const forkSandbox = createForkSandbox({ ...deps, spawner, live, replLocks, connOf, admit, spawners });
   const recover = createRecover({ ...deps, spawner, exits, live });
 
@@ -146,7 +157,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     capabilities: {
       forkProcessState: true,
       pause: true,
-      limits: { memory: true, pids: true, cpu: true },
+      limits: { memory: true, pids: true, cpu: true, disk: deps.snapshots.diskLimits.enforced },
       network: false,
     },
     live,
@@ -245,7 +256,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         cpuUsageNs: s.cpuUsageNs,
         pids: s.pids,
         oomKills: s.oomKills,
-        diskBytes: await dirSize(join(paths.sandbox(rid(rec)), 'upper')),
+        ...(await diskUsage(rec)),
       };
     },
 

@@ -61,6 +61,12 @@ export interface Admission {
   checkMemory(req: AdmissionRequest): Promise<void>;
   /** Throws `resource_exhausted` if the state directory's filesystem has less than the minimum free. */
   checkDisk(): Promise<void>;
+  /**
+   * Throws `resource_exhausted` when one sandbox's disk limit is more than its storage has free: it could
+   * not get what it was promised. Limits are not reserved (thin provisioning): a full storage still fails
+   * writes with its own error.
+   */
+  checkDiskLimit(limitBytes: number, free: { bytes: number; where: string }): void;
   /** Memory, then disk. */
   check(req: AdmissionRequest): Promise<void>;
 }
@@ -169,10 +175,20 @@ export function createAdmission(opts: AdmissionOptions): Admission {
     );
   }
 
+  function checkDiskLimit(limit: number, free: { bytes: number; where: string }): void {
+    if (limit <= 0 || limit <= free.bytes) return;
+    throw new ForkboxError(
+      'resource_exhausted',
+      `not enough disk for this sandbox's disk limit: it asks for ${formatBytes(limit)} but only ${formatBytes(free.bytes)} is free on ${free.where}. Ask for less (--disk, disk_mb), kill sandboxes and delete snapshots you no longer need, or free space there.`,
+      { limit: 'disk', requestedBytes: limit, freeBytes: free.bytes, where: free.where },
+    );
+  }
+
   return {
     memoryCapacityBytes: capacity,
     checkMemory,
     checkDisk,
+    checkDiskLimit,
     async check(req) {
       await checkMemory(req);
       await checkDisk();

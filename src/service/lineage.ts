@@ -308,5 +308,5 @@ export function createLineage(deps: LineageDeps) {
     });
   }
 
-  return { nsParentOf, childrenHolding, kill, killTree, fork, merge };
+  return { nsParentOf, childrenHolding, releaseTombstones, kill, killTree, fork, merge };
 }

@@ -12,8 +12,13 @@ import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { MAX_FORK_DEPTH } from '../../src/runtimes/native/native-runtime.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { cgroupVersion, controllerFile } from '../helpers/cgroup-files.ts';
-import { type NativeFixture, nativeUnavailable, openNative, snapshotLayers } from '../helpers/native.ts';
+import {
+  type NativeFixture,
+  nativeUnavailable,
+  openNative,
+  sandboxCgroupDir,
+  snapshotLayers,
+} from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -183,11 +188,9 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
       '40',
     );
     // While it forks, the source weighs as much as its children together; after, it is back to normal.
-    const weight = cgroupVersion() === 'v2' ? 'cpu.weight' : 'cpu.shares';
-    const normal = cgroupVersion() === 'v2' ? '100' : '1024';
     assert.equal(
-      readFileSync(controllerFile('cpu', `forkbox/sandboxes/${s}`, weight), 'utf8').trim(),
-      normal,
+      readFileSync(`${sandboxCgroupDir(fx.stateDir, s, 'cpu')}/cpu.shares`, 'utf8').trim(),
+      '1024',
     );
     await api.killSandbox(s, { cascade: true });
   });
@@ -205,7 +208,7 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     for (const k of ids) indexes.add(await sh(k, 'echo $FORKBOX_FORK_INDEX'));
     assert.equal(indexes.size, 20, 'every child has its own fork index');
     const procs = (id: string) =>
-      readFileSync(controllerFile('pids', `forkbox/sandboxes/${id}`, 'cgroup.procs'), 'utf8')
+      readFileSync(`${sandboxCgroupDir(fx.stateDir, id, 'pids')}/cgroup.procs`, 'utf8')
         .trim()
         .split('\n');
     // Each child is one process (its agent, holding the copied REPL state) until Python is needed; the
@@ -255,7 +258,7 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     );
     assert.equal(failed.length, 2);
     for (const f of failed) {
-      assert.equal(await cgroups.exists(`forkbox/sandboxes/${f.id}`), false, 'no cgroup left');
+      assert.equal(existsSync(sandboxCgroupDir(fx.stateDir, f.id, 'memory')), false, 'no cgroup left');
       assert.equal(existsSync(join(fx.stateDir, 'sandboxes', f.id)), false, 'no sandbox dir left');
       assert.equal(existsSync(join(fx.stateDir, 'inbox', f.id)), false, 'no inbox left');
     }

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
 import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { type NativeFixture, nativeUnavailable, openNative, sandboxCgroupDir } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
@@ -215,7 +215,7 @@ describe('native sandboxes', { skip: skip ?? false }, () => {
     assert.match(settled.message, /killed/);
     assert.equal((await api.getSandbox(s.id)).state, 'killed');
     assert.equal(existsSync(`${fx.stateDir}/sandboxes/${s.id}`), false);
-    assert.equal(await cgroups.exists(cgroup), false, 'its cgroup is removed');
+    assert.equal(existsSync(sandboxCgroupDir(fx.stateDir, s.id, 'memory')), false);
     assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(s.id), false);
     await rejectsWith(api.exec(s.id, { argv: ['true'] }), 'conflict', /killed/);
   });

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""forkbox agent: PID 1 of every native sandbox and template (docs/AGENT-PROTOCOL.md, DESIGN.md section 3).
+"""forkbox agent: PID 1 of every native sandbox and template (docs/AGENT-PROTOCOL.md).
 
 One thread, one selectors loop: it reaps zombies (SIGCHLD through a wakeup pipe, then waitpid(-1) until
 empty), connects to the host's control socket (reconnecting with backoff forever), serves the protocol's

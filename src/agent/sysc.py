@@ -4,6 +4,7 @@ import ctypes
 import errno
 import os
 
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_READ = 23
 PR_CAPBSET_DROP = 24
 PR_SET_NAME = 15
@@ -49,6 +50,15 @@ def restrict_agent():
     Raises OSError when the capabilities cannot be dropped (PR_CAPBSET_DROP needs CAP_SETPCAP)."""
     set_no_new_privs()
     drop_bounding_caps()
+    set_not_dumpable()
+
+
+def set_not_dumpable():
+    # Nothing the user runs may ptrace the agent (stop it, read or write its memory, steal its host link):
+    # a process that is not dumpable can be traced only with CAP_SYS_PTRACE, which no sandbox process has.
+    # Kept across fork (the REPL worker and forked sandboxes' agents inherit it), reset by execve (commands
+    # the user runs stay ordinary, debuggable processes).
+    _prctl(PR_SET_DUMPABLE, 0)
 
 
 def set_no_new_privs():

@@ -1,6 +1,6 @@
 /**
  * MCP on the TCP listener's app, driven by the official SDK client through app.request() (no sockets,
- * fake per-tenant APIs): both eras, per-tenant legacy sessions, their limit (live sessions only, a 429
+ * the real engine over the fake runtime): both eras, per-tenant legacy sessions, their limit (live sessions only, a 429
  * that says which limit and when it frees), DELETE ending a session's sandboxes at once, and a session
  * resumed by its id after the listener lost it (a daemon restart) while its default sandbox lives.
  */
@@ -12,12 +12,16 @@ import { createHttpApp } from '../../src/protocol/http/app.ts';
 import { guardConfig } from '../../src/protocol/http/guards.ts';
 import { createTokenStore, parseTokenFile } from '../../src/protocol/http/tokens.ts';
 import type { CallerContext } from '../../src/service/engine.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine, type RecordedApi, type TestEngine } from '../helpers/test-engine.ts';
 
 const A = 'alice-token-0123456789abcdef';
 const B = 'bob-token-0123456789abcdef';
 
-function setup(apis = new Map<string, FakeApi>(), mcp: Record<string, number> = { maxSessionsPerTenant: 1 }) {
+function setup(
+  t: TestEngine = createTestEngine(),
+  mcp: Record<string, number> = { maxSessionsPerTenant: 1 },
+) {
+  const apis = new Map<string, RecordedApi>();
   const attached: string[] = [];
   const detached: string[] = [];
   const detachGrace: (number | undefined)[] = [];
@@ -26,11 +30,8 @@ function setup(apis = new Map<string, FakeApi>(), mcp: Record<string, number> = 
     engine: {
       scoped(ctx) {
         scoped.push(ctx);
-        let api = apis.get(ctx.tenant);
-        if (!api) {
-          api = createFakeApi();
-          apis.set(ctx.tenant, api);
-        }
+        const api = t.scoped(ctx);
+        apis.set(ctx.tenant, api);
         return api;
       },
       attachSession(id) {
@@ -61,12 +62,12 @@ function setup(apis = new Map<string, FakeApi>(), mcp: Record<string, number> = 
     await client.connect(transport);
     return { client, transport };
   }
-  return { http, apis, attached, detached, detachGrace, scoped, connect, fetchApp };
+  return { t, http, apis, attached, detached, detachGrace, scoped, connect, fetchApp };
 }
 
 describe('http app: MCP', () => {
   it('legacy clients get a session of their tenant, tied to an engine client session', async () => {
-    const { http, connect, attached, detached, detachGrace, scoped, fetchApp } = setup();
+    const { t, http, connect, attached, detached, detachGrace, scoped, fetchApp } = setup();
     const { client, transport } = await connect(A);
     const sid = transport.sessionId as string;
     assert.ok(sid);
@@ -119,10 +120,11 @@ describe('http app: MCP', () => {
     await http.close();
     assert.equal(detached.length, 2, 'closing the app ends the remaining sessions');
     assert.deepEqual(detachGrace, [0, undefined], '... with the grace: their clients may come back');
+    await t.close();
   });
 
   it('modern clients are served statelessly with the tenant-scoped API', async () => {
-    const { http, connect, apis } = setup();
+    const { t, http, connect, apis } = setup();
     const { client, transport } = await connect(B, { pin: '2026-07-28' });
     assert.equal(client.getProtocolEra(), 'modern');
     assert.equal(transport.sessionId, undefined);
@@ -137,10 +139,11 @@ describe('http app: MCP', () => {
     assert.equal(apis.get('alice'), undefined, 'nothing touched alice');
     await client.close();
     await http.close();
+    await t.close();
   });
 
   it('a session the listener lost (daemon restart) is resumed by its id while its default sandbox lives', async () => {
-    const first = setup(new Map(), { maxSessionsPerTenant: 4 });
+    const first = setup(createTestEngine(), { maxSessionsPerTenant: 4 });
     let target = first.fetchApp;
     const client = new Client({ name: 't', version: '1' });
     const transport = new StreamableHTTPClientTransport(new URL('http://127.0.0.1:7777/mcp'), {
@@ -151,30 +154,31 @@ describe('http app: MCP', () => {
     const sid = transport.sessionId as string;
     const r = (await client.callTool({ name: 'code_run', arguments: { code: 'x = 1' } })) as CallToolResult;
     assert.notEqual(r.isError, true, JSON.stringify(r.content));
-    const alice = first.apis.get('alice') as FakeApi;
-    const creates = () => alice.calls.filter((c) => c.method === 'createSandbox').length;
+    // Every call of the engine (only alice uses it here), through whichever scoped API served it.
+    const calls = first.t.calls;
+    const creates = () => calls.filter((c) => c.method === 'createSandbox').length;
     assert.equal(creates(), 1, 'the session made its default sandbox');
     await first.http.close();
 
     // A new listener over the same engine: the client's next request names its old session.
-    const second = setup(first.apis, { maxSessionsPerTenant: 4 });
+    const second = setup(first.t, { maxSessionsPerTenant: 4 });
     target = second.fetchApp;
     const again = (await client.callTool({ name: 'code_run', arguments: { code: 'x' } })) as CallToolResult;
     assert.notEqual(again.isError, true, JSON.stringify(again.content));
     assert.equal(creates(), 1, 'the resumed session found its default sandbox, no new one');
     assert.deepEqual(second.attached, [sid], 'the engine session is re-attached under the same id');
     assert.ok(
-      alice.calls
-        .filter((c) => c.method === 'runCode')
-        .every((c) => c.args[0] === alice.calls.find((x) => x.method === 'runCode')?.args[0]),
+      new Set(calls.filter((c) => c.method === 'runCode').map((c) => c.args[0])).size === 1,
       'both calls ran in one sandbox',
     );
+    assert.equal(calls.filter((c) => c.method === 'runCode').length, 2);
     await client.close();
     await second.http.close();
+    await first.t.close();
   });
 
   it('an unknown session id with no live default sandbox is a 404', async () => {
-    const { http, fetchApp } = setup();
+    const { t, http, fetchApp } = setup();
     const res = await fetchApp('http://127.0.0.1:7777/mcp', {
       method: 'POST',
       headers: {
@@ -188,5 +192,6 @@ describe('http app: MCP', () => {
     });
     assert.equal(res.status, 404);
     await http.close();
+    await t.close();
   });
 });

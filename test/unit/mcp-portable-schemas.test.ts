@@ -14,15 +14,16 @@ import { mcpToFunctionTool } from '@openai/agents-core';
 import { countTokens } from 'gpt-tokenizer';
 import { PORTABLE_KEYWORDS } from '../../src/protocol/mcp/portable-schema.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
-import { createFakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine } from '../helpers/test-engine.ts';
 
 const TOKEN_BUDGET = 8000;
 
 type Json = Record<string, unknown>;
 
 async function listTools() {
+  const t = createTestEngine();
   const server = createForkboxMcpServer({
-    api: createFakeApi(),
+    api: t.api,
     defaults: createDefaultSandbox(),
     version: '0',
   });
@@ -33,6 +34,7 @@ async function listTools() {
   const r = await client.listTools();
   await client.close();
   await server.close();
+  await t.close();
   return r;
 }
 

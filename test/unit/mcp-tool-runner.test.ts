@@ -1,6 +1,6 @@
 /**
- * What every tool call goes through (tool-runner.ts), over the fake API and a real SDK v2 client in
- * memory: the argument pre-parser (null = absent, unknown names named, old map forms accepted), the
+ * What every tool call goes through (tool-runner.ts), over the real engine (fake runtime) and a real
+ * SDK v2 client in memory: the argument pre-parser (null = absent, unknown names named, old map forms accepted), the
  * result shape (each bulk field once, a hard bound on the result), the progress heartbeat while a call
  * is silent, and the abort signal reaching the API when the client cancels.
  */
@@ -11,7 +11,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import { buildToolResult, cutMiddle, FIELD_META } from '../../src/protocol/mcp/tool-result.ts';
 import type { ExecOutcome, ExecRequest, ForkboxApi, RunOptions } from '../../src/service/api.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
 
 async function connect(api: ForkboxApi, runner = {}) {
   const server = createForkboxMcpServer({
@@ -36,14 +36,14 @@ async function connect(api: ForkboxApi, runner = {}) {
 }
 
 const texts = (r: CallToolResult) => r.content.flatMap((b) => (b.type === 'text' ? [b.text] : []));
-const execReqs = (api: FakeApi) =>
+const execReqs = (api: RecordedApi) =>
   api.calls.filter((c) => c.method === 'exec').map((c) => c.args[1] as ExecRequest);
 
-/** A fake API whose exec blocks until released, recording the run options it was given. */
-function blockingExec(base: FakeApi) {
+/** The engine's API with an exec that blocks until released, recording the run options it was given. */
+function blockingExec(base: RecordedApi) {
   let release: (() => void) | undefined;
   const seen: RunOptions[] = [];
-  const api: FakeApi = {
+  const api: RecordedApi = {
     ...base,
     async exec(id, _req, opts) {
       await base.getSandbox(id);
@@ -82,7 +82,7 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 
 describe('tool arguments', () => {
   it('null means absent', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     const c = await connect(api);
     try {
       const r = await c.call('exec_run', {
@@ -100,7 +100,7 @@ describe('tool arguments', () => {
   });
 
   it('an unknown argument is a tool error naming it, the likely one and the valid ones', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     const c = await connect(api);
     try {
       const r = await c.call('exec_run', { comand: 'true' });
@@ -119,7 +119,7 @@ describe('tool arguments', () => {
   });
 
   it('env takes NAME=value items, {name, value} items and the old map form', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     const c = await connect(api);
     try {
       for (const env of [
@@ -145,21 +145,22 @@ describe('tool arguments', () => {
 
 describe('tool results', () => {
   it('carry each stream once: a JSON summary pointing at one text block per stream', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     const c = await connect(api);
     try {
-      const r = await c.call('exec_run', { argv: ['echo', 'hello'] });
+      const r = await c.call('exec_run', { command: 'echo hello; echo oops >&2' });
       const sc = r.structuredContent as Record<string, unknown>;
       assert.equal(sc.stdout, undefined, 'stdout is not in structuredContent');
       assert.equal(sc.exit_code, 0);
       const [summary, out, err] = r.content;
       assert.ok(summary?.type === 'text' && out?.type === 'text' && err?.type === 'text');
       const json = JSON.parse(summary.text) as Record<string, unknown>;
-      assert.equal(json.stdout, '(content block 1, 11 bytes)');
-      assert.equal(out.text, 'echo hello\n');
+      assert.equal(json.stdout, '(content block 1, 6 bytes)');
+      assert.equal(out.text, 'hello\n');
       assert.deepEqual(out._meta, { [FIELD_META]: 'stdout' });
-      assert.equal(err.text, 'no-stdin');
-      assert.equal(texts(r).filter((t) => t.includes('echo hello')).length, 1, 'stdout appears once');
+      assert.equal(err.text, 'oops\n');
+      assert.deepEqual(err._meta, { [FIELD_META]: 'stderr' });
+      assert.equal(texts(r).filter((t) => t.includes('hello')).length, 1, 'stdout appears once');
     } finally {
       await c.close();
     }
@@ -184,7 +185,7 @@ describe('tool results', () => {
 
 describe('progress and cancellation', () => {
   it('a silent call sends progress heartbeats until it ends, none after', async () => {
-    const b = blockingExec(createFakeApi());
+    const b = blockingExec(createTestEngine().api);
     const c = await connect(b.api, { progressIntervalMs: 20 });
     try {
       const beats: { progress: number; message?: string | undefined }[] = [];
@@ -211,7 +212,7 @@ describe('progress and cancellation', () => {
   });
 
   it('output reaches progress messages', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     const c = await connect(api, { progressIntervalMs: 60_000 });
     try {
       const beats: { message?: string | undefined }[] = [];
@@ -220,7 +221,7 @@ describe('progress and cancellation', () => {
         { onprogress: (p) => beats.push(p) },
       );
       assert.ok(
-        beats.some((b) => /latest: echo tail-line/.test(b.message ?? '')),
+        beats.some((b) => /latest: tail-line/.test(b.message ?? '')),
         JSON.stringify(beats),
       );
     } finally {
@@ -229,7 +230,7 @@ describe('progress and cancellation', () => {
   });
 
   it('cancelling the request aborts the signal handed to the API', async () => {
-    const b = blockingExec(createFakeApi());
+    const b = blockingExec(createTestEngine().api);
     const c = await connect(b.api);
     try {
       const ac = new AbortController();
@@ -247,7 +248,7 @@ describe('progress and cancellation', () => {
   });
 
   it('closing the connection aborts calls in flight', async () => {
-    const b = blockingExec(createFakeApi());
+    const b = blockingExec(createTestEngine().api);
     const c = await connect(b.api);
     const call = c.client
       .callTool({ name: 'exec_run', arguments: { command: 'sleep 600' } })
@@ -261,7 +262,7 @@ describe('progress and cancellation', () => {
 
 describe('tool errors', () => {
   it('name tools the model can call, not CLI commands', async () => {
-    const c = await connect(createFakeApi());
+    const c = await connect(createTestEngine().api);
     try {
       const r = await c.call('sandbox_get', { sandbox: 'nope' });
       assert.equal(r.isError, true);

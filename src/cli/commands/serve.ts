@@ -186,6 +186,7 @@ export function register(program: Command, ctx: CliContext): void {
               allowOrigins: o.allowOrigin,
               toolsets,
               log,
+              hostMetrics: engine.metrics,
               mcp: mcpOptions(o),
             });
             if (o.conformanceFixtures) {

@@ -1,44 +1,32 @@
 /** Input pieces shared by exec_run and exec_start, and their mapping to an ExecRequest. */
 import { z } from 'zod';
 import { errors } from '../../domain/errors.ts';
+import { LIMITS, SIZES } from '../../domain/limits.ts';
 import type { ExecRequest } from '../../service/api.ts';
+import { boundedNumber, pathSchema } from '../bounds.ts';
 import { envArg } from './kv-list.ts';
 
 /** Inline output per stream when neither the call nor the daemon says: a model's context is small. */
 export const DEFAULT_MCP_OUTPUT_BYTES = 32 * 1024;
 /** Most inline output per stream one call may ask for (results stay a few MiB: tool-result.ts). */
-export const MAX_MCP_OUTPUT_BYTES = 1024 * 1024;
+export const MAX_MCP_OUTPUT_BYTES = LIMITS.mcpOutputBytes.max;
 
-export const maxOutputArg = z
-  .number()
-  .int()
-  .min(1)
-  .max(MAX_MCP_OUTPUT_BYTES)
+export const maxOutputArg = boundedNumber(LIMITS.mcpOutputBytes)
   .optional()
   .describe(`Inline bytes per stream (default ${DEFAULT_MCP_OUTPUT_BYTES})`);
 
 export const timeoutArg = (dflt: string) =>
-  z
-    .number()
-    .min(0.1)
-    .max(24 * 3600)
-    .optional()
-    .describe(`Seconds before the command is killed (${dflt})`);
+  boundedNumber(LIMITS.timeoutSeconds).optional().describe(`Seconds before the command is killed (${dflt})`);
 
 export const commandArgs = {
-  command: z
-    .string()
-    .min(1)
-    .max(256 * 1024)
-    .optional()
-    .describe('Shell line for /bin/sh -c'),
+  command: z.string().min(1).max(SIZES.cmdChars).optional().describe('Shell line for /bin/sh -c'),
   argv: z
-    .array(z.string().max(128 * 1024))
+    .array(z.string().max(SIZES.argChars))
     .min(1)
-    .max(4096)
+    .max(SIZES.argvEntries)
     .optional()
     .describe('Or: program and arguments, no shell'),
-  cwd: z.string().min(1).max(4096).optional().describe('Working directory (default /)'),
+  cwd: pathSchema().optional().describe('Working directory (default /)'),
   env: envArg.optional().describe('NAME=value items'),
   max_output_bytes: maxOutputArg,
 };

@@ -5,6 +5,7 @@
  * form before validation, for every property carrying the KV marker.
  */
 import { z } from 'zod';
+import { ENV_NAME_RE, SIZES } from '../../domain/limits.ts';
 import { KV_MARKER } from './portable-schema.ts';
 
 export interface KvListOptions {
@@ -60,16 +61,16 @@ export function normalizeKv(value: unknown): unknown {
 
 export const envArg = kvList({
   what: 'environment variable',
-  maxItems: 256,
-  name: /^[A-Za-z_][A-Za-z0-9_]*$/,
-  maxName: 256,
-  maxValue: 32_768,
+  maxItems: SIZES.envVars,
+  name: ENV_NAME_RE,
+  maxName: SIZES.envNameChars,
+  maxValue: SIZES.envValueChars,
 });
 
 export const labelsArg = kvList({
   what: 'label',
-  maxItems: 64,
+  maxItems: SIZES.labels,
   name: /^[^=\s]+$/,
-  maxName: 63,
-  maxValue: 256,
+  maxName: SIZES.labelKeyChars,
+  maxValue: SIZES.labelValueChars,
 });

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import type { Logger } from '../../domain/logger.ts';
 import type { ForkboxApi } from '../../service/api.ts';
+import { pathSchema, refSchema } from '../bounds.ts';
 
 /** The annotations every tool sets explicitly (the spec's defaults are not what most of ours need). */
 export interface ToolHints {
@@ -68,9 +69,9 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(def: To
 
 export const SANDBOX_ARG_DESCRIPTION = 'Id or name (default: yours)';
 
-export const sandboxArg = z.string().min(1).max(128).optional().describe(SANDBOX_ARG_DESCRIPTION);
+export const sandboxArg = refSchema().optional().describe(SANDBOX_ARG_DESCRIPTION);
 
-export const pathArg = z.string().min(1).max(4096).describe('Absolute path');
+export const pathArg = pathSchema().describe('Absolute path');
 
 export { envArg, labelsArg } from './kv-list.ts';
 

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { LIMITS, SIZES } from '../../../domain/limits.ts';
 import type { CodeRunRequest } from '../../../service/api.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { maxOutputArg } from '../exec-args.ts';
 import { streamsOut, streamsShape } from '../shapes.ts';
 import { defineTool, type ExtraContent, HINTS, sandboxArg } from '../tool-kit.ts';
@@ -16,16 +18,9 @@ export const codeRun = defineTool({
   bulk: ['stdout', 'stderr'],
   input: z.object({
     sandbox: sandboxArg,
-    code: z
-      .string()
-      .min(1)
-      .max(1024 * 1024)
-      .describe('Source code'),
+    code: z.string().min(1).max(SIZES.codeChars).describe('Source code'),
     language: z.enum(['python', 'node', 'bash']).optional().describe('Default python'),
-    timeout_s: z
-      .number()
-      .min(0.1)
-      .max(24 * 3600)
+    timeout_s: boundedNumber(LIMITS.timeoutSeconds)
       .optional()
       .describe(`Seconds before a KeyboardInterrupt (default ${DEFAULT_TIMEOUT_S})`),
     max_output_bytes: maxOutputArg,

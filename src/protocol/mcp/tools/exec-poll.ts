@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { ExecPollResult } from '../../../service/api.ts';
-import { MAX_MCP_OUTPUT_BYTES } from '../exec-args.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { execOut, execStatusShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 /** Longest long-poll: well under the usual 60 s client request timeout, so the poll never loses the race. */
-export const MAX_POLL_WAIT_MS = 25_000;
+export const MAX_POLL_WAIT_MS = LIMITS.mcpPollWaitMs.max;
 
 const missedShape = z.object({
   stream: z.enum(['stdout', 'stderr']),
@@ -39,13 +40,12 @@ export const execPoll = defineTool({
   input: z.object({
     sandbox: sandboxArg,
     exec_id: z.string().min(1).max(64).describe('From exec_start'),
-    after_seq: z.number().int().min(-1).optional().describe('Cursor: next_seq of the last poll (default -1)'),
-    wait_ms: z.number().int().min(0).max(MAX_POLL_WAIT_MS).optional().describe('Long-poll time (default 0)'),
-    max_bytes: z
-      .number()
-      .int()
+    after_seq: boundedNumber(LIMITS.afterSeq)
+      .optional()
+      .describe('Cursor: next_seq of the last poll (default -1)'),
+    wait_ms: boundedNumber(LIMITS.mcpPollWaitMs).optional().describe('Long-poll time (default 0)'),
+    max_bytes: boundedNumber(LIMITS.mcpOutputBytes)
       .min(1)
-      .max(MAX_MCP_OUTPUT_BYTES)
       .optional()
       .describe('Output bytes returned at most (default: 2x the inline default)'),
   }),

@@ -1,10 +1,10 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
+import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg, labelsArg } from '../kv-list.ts';
 import { sandboxOut, sandboxShape } from '../shapes.ts';
 import { defineTool, diskInodesArg, diskMbArg, HINTS } from '../tool-kit.ts';
-
-export const nameArg = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/);
 
 export const sandboxCreate = defineTool({
   name: 'sandbox_create',
@@ -14,29 +14,17 @@ export const sandboxCreate = defineTool({
   annotations: HINTS.create,
   input: z.object({
     image: z.string().min(1).max(128).optional().describe('Image (default debian; see image_list)'),
-    name: nameArg.optional().describe('Unique name, usable instead of the id'),
-    memory_mb: z
-      .number()
-      .int()
-      .min(16)
-      .max(1_048_576)
-      .optional()
-      .describe('Memory limit, MiB (default 1024)'),
-    cpus: z.number().min(0.01).max(1024).optional().describe('CPU quota (default 1)'),
-    pids: z.number().int().min(8).max(65_536).optional().describe('Process limit (default 512)'),
+    name: nameSchema().optional().describe('Unique name, usable instead of the id'),
+    memory_mb: boundedNumber(LIMITS.memoryMb).optional().describe('Memory limit, MiB (default 1024)'),
+    cpus: boundedNumber(LIMITS.cpus).optional().describe('CPU quota (default 1)'),
+    pids: boundedNumber(LIMITS.pids).optional().describe('Process limit (default 512)'),
     disk_mb: diskMbArg.describe('Disk limit, MiB (default 10240)'),
     disk_inodes: diskInodesArg,
-    ttl_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 24 * 3600)
-      .optional()
-      .describe('Seconds until it is killed'),
+    ttl_s: boundedNumber(LIMITS.ttlSeconds).optional().describe('Seconds until it is killed'),
     env: envArg.optional().describe('Environment of every command, NAME=value items'),
     labels: labelsArg.optional().describe('Labels, NAME=value items'),
     persistent: z.boolean().optional().describe('Keep it after your session ends'),
-    template: nameArg.optional().describe('Template to start from (see template_list)'),
+    template: nameSchema().optional().describe('Template to start from (see template_list)'),
   }),
   output: sandboxShape,
   async run(a, { api }) {

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { sandboxBrief, sandboxBriefShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
@@ -9,12 +11,7 @@ export const sandboxExtend = defineTool({
   annotations: HINTS.write,
   input: z.object({
     sandbox: sandboxArg,
-    ttl_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 24 * 3600)
-      .describe('Seconds from now'),
+    ttl_s: boundedNumber(LIMITS.ttlSeconds).describe('Seconds from now'),
   }),
   output: sandboxBriefShape,
   async run(a, { api, sandbox }) {

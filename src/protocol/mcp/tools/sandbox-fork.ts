@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { ForkRequest } from '../../../service/api.ts';
+import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg } from '../kv-list.ts';
 import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
 import { defineTool, diskInodesArg, diskMbArg, HINTS, sandboxArg } from '../tool-kit.ts';
-import { nameArg } from './sandbox-create.ts';
 
 export const sandboxFork = defineTool({
   name: 'sandbox_fork',
@@ -13,24 +14,12 @@ export const sandboxFork = defineTool({
   annotations: HINTS.create,
   input: z.object({
     sandbox: sandboxArg,
-    n: z.number().int().min(1).max(100).optional().describe('Children (default 1)'),
-    names: z.array(nameArg).max(100).optional().describe('Their names (n of them)'),
-    memory_mb: z
-      .number()
-      .int()
-      .min(16)
-      .max(1_048_576)
-      .optional()
-      .describe("Memory limit (default the source's)"),
+    n: boundedNumber(LIMITS.forkChildren).optional().describe('Children (default 1)'),
+    names: z.array(nameSchema()).max(LIMITS.forkChildren.max).optional().describe('Their names (n of them)'),
+    memory_mb: boundedNumber(LIMITS.memoryMb).optional().describe("Memory limit (default the source's)"),
     disk_mb: diskMbArg.describe("Disk limit, MiB (default the source's)"),
     disk_inodes: diskInodesArg,
-    ttl_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 24 * 3600)
-      .optional()
-      .describe("TTL (default the source's remaining)"),
+    ttl_s: boundedNumber(LIMITS.ttlSeconds).optional().describe("TTL (default the source's remaining)"),
     env: envArg.optional().describe('Extra environment, NAME=value items'),
     wait: z.boolean().optional().describe('Wait for a busy REPL (default true)'),
   }),

@@ -1,9 +1,10 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { ForkRequest } from '../../../service/api.ts';
+import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
 import { snapshotArg } from '../snapshot-shapes.ts';
 import { defineTool, HINTS } from '../tool-kit.ts';
-import { nameArg } from './sandbox-create.ts';
 
 export const snapshotRestore = defineTool({
   name: 'snapshot_restore',
@@ -13,22 +14,10 @@ export const snapshotRestore = defineTool({
   annotations: HINTS.create,
   input: z.object({
     snapshot: snapshotArg,
-    n: z.number().int().min(1).max(100).optional().describe('Sandboxes (default 1)'),
-    names: z.array(nameArg).max(100).optional().describe('Their names (n of them)'),
-    memory_mb: z
-      .number()
-      .int()
-      .min(16)
-      .max(1_048_576)
-      .optional()
-      .describe("Memory limit (default the snapshot's)"),
-    ttl_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 24 * 3600)
-      .optional()
-      .describe('Seconds until they are killed'),
+    n: boundedNumber(LIMITS.forkChildren).optional().describe('Sandboxes (default 1)'),
+    names: z.array(nameSchema()).max(LIMITS.forkChildren.max).optional().describe('Their names (n of them)'),
+    memory_mb: boundedNumber(LIMITS.memoryMb).optional().describe("Memory limit (default the snapshot's)"),
+    ttl_s: boundedNumber(LIMITS.ttlSeconds).optional().describe('Seconds until they are killed'),
   }),
   output: z.object({
     snapshot: z.string(),

@@ -16,6 +16,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { openEngine } from '../../src/composition.ts';
+import { FIELD_META } from '../../src/protocol/mcp/tool-result.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
 
@@ -25,6 +26,19 @@ const BIN = join(ROOT, 'bin/forkbox.js');
 const TOKEN = 'tok-recovery-3c5e7a9b1d2f4e6a8c0b';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const text = (r: CallToolResult): string => (r.content[0]?.type === 'text' ? r.content[0].text : '');
+
+/**
+ * The structured content with its bulk fields (stdout, stderr, file content) put back: each travels once,
+ * as its own text block marked with the field it holds (protocol/mcp/tool-result.ts).
+ */
+function withBulk(r: CallToolResult): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...(r.structuredContent as Record<string, unknown>) };
+  for (const b of r.content) {
+    const field = b._meta?.[FIELD_META];
+    if (b.type === 'text' && typeof field === 'string') out[field] = b.text;
+  }
+  return out;
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -108,7 +122,7 @@ describe('MCP recovery: SIGKILL and SIGTERM of a serving daemon', { skip: skip ?
   async function ok<T>(client: Client, name: string, args: Record<string, unknown>): Promise<T> {
     const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
     assert.notEqual(r.isError, true, `${name}: ${text(r)}\nstderr: ${stdioErr.join('')}`);
-    return r.structuredContent as T;
+    return withBulk(r) as T;
   }
 
   /** Wait until an exec whose command matches `re` is listed as running in `sandbox`. */
@@ -286,7 +300,7 @@ describe('MCP recovery: SIGKILL and SIGTERM of a serving daemon', { skip: skip ?
     child.kill('SIGTERM');
     const r = await call;
     assert.notEqual(r.isError, true, text(r));
-    const out = r.structuredContent as { exit_code: number; stdout: string; duration_ms: number };
+    const out = withBulk(r) as { exit_code: number; stdout: string; duration_ms: number };
     assert.equal(out.exit_code, 0);
     assert.equal(out.stdout, 'drained\n');
     assert.ok(await waitExit(child, 40_000), 'the daemon exits after draining');

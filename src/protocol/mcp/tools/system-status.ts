@@ -14,7 +14,7 @@ export const systemStatus = defineTool({
     capabilities: z.object({
       fork_process_state: z.boolean(),
       pause: z.boolean(),
-      limits: z.object({ memory: z.boolean(), pids: z.boolean(), cpu: z.boolean() }),
+      limits: z.object({ memory: z.boolean(), pids: z.boolean(), cpu: z.boolean(), disk: z.boolean() }),
       network: z.boolean(),
     }),
     sandboxes: z.record(z.string(), z.number()),

@@ -4,6 +4,7 @@ import ctypes
 import errno
 import os
 
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_READ = 23
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
@@ -67,6 +68,10 @@ def set_child_subreaper():
     # When the agent is not PID 1 (tests on the host, or a runtime that wraps it), orphaned grandchildren
     # would be reparented away and escape our reaping and process-group accounting.
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def set_dumpable(on):
+    _prctl(PR_SET_DUMPABLE, 1 if on else 0)
 
 
 def set_oom_score_adj(value, pid="self"):

@@ -152,6 +152,11 @@ export interface RunOptions {
   /** Output chunks as they arrive. */
   onOutput?: (c: ExecOutputChunk) => void;
   /**
+   * Python code: the latest bytes of a stream that flows past its inline head (at most every 2 s), for
+   * progress messages; not part of the result.
+   */
+  onPeek?: (stream: 'stdout' | 'stderr', data: Buffer) => void;
+  /**
    * Aborting it cancels the work: an exec's whole process tree; Python code by KeyboardInterrupt,
    * escalating to a restart of the REPL when it does not stop (the result then says its state was lost).
    */

@@ -12,7 +12,7 @@ import { fromErrorBody } from '../protocol/rest/errors.ts';
 import { SESSION_HEADER } from '../protocol/rest/local-app.ts';
 import { FILE_SIZE_HEADER, NDJSON } from '../protocol/rest/local-schemas.ts';
 import type { ExecOutcome, ForkboxApi, ProgressEvent } from '../service/api.ts';
-import type { ExecOutputChunk } from '../service/ports.ts';
+import type { ExecOutputChunk, ReplResult } from '../service/ports.ts';
 import { createTransport, type DaemonEndpoint, parseDaemonUrl } from './daemon-endpoint.ts';
 import { type ClientSession, openSession } from './daemon-session.ts';
 
@@ -276,7 +276,18 @@ export function createDaemonClient(opts: DaemonClientOptions): DaemonClient {
     cancelExec: (id, execId) => call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/cancel`) }),
     listExecs: (id) => call({ method: 'GET', path: sb(id, '/execs') }),
 
-    runCode: (id, req) => call({ method: 'POST', path: sb(id, '/code'), json: req }),
+    runCode(id, req, opts) {
+      const onOutput = opts?.onOutput;
+      if (!onOutput) return call<ReplResult>({ method: 'POST', path: sb(id, '/code'), json: req });
+      return streamCall<ReplResult>({ method: 'POST', path: sb(id, '/code'), json: req }, (line) => {
+        if (line.type !== 'output') return;
+        onOutput({
+          seq: line.seq as number,
+          stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
+          data: Buffer.from(String(line.data), 'base64'),
+        });
+      });
+    },
     async resetCode(id) {
       await call({ method: 'POST', path: sb(id, '/code/reset') });
     },

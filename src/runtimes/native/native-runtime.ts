@@ -20,6 +20,7 @@ import type {
 import { createKeyedQueue } from '../../util/keyed-queue.ts';
 import type { AgentConnection } from './agent-link/agent-connection.ts';
 import type { InboxHub } from './agent-link/inbox-hub.ts';
+import { queuedUnlessCancelled } from './agent-link/repl-queue.ts';
 import { createSandboxOps } from './agent-link/sandbox-ops.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { UidRange } from './container/oci-spec.ts';
@@ -129,7 +130,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     },
     live,
     ...ops,
-    replEval: (rec, code, opts) => withRepl(rid(rec), () => ops.replEval(rec, code, opts)),
+    replEval: (rec, code, opts) =>
+      queuedUnlessCancelled(withRepl, rid(rec), opts.signal, () => ops.replEval(rec, code, opts)),
     replRestart: (rec) => withRepl(rid(rec), () => ops.replRestart(rec)),
 
     async createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {

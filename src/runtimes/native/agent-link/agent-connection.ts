@@ -7,7 +7,9 @@
 import type { Socket } from 'node:net';
 import { z } from 'zod';
 import { type ErrorCode, ForkboxError } from '../../../domain/errors.ts';
+import type { Logger } from '../../../domain/logger.ts';
 import { encodeFrame, type Frame, FrameDecoder, type FrameHeader, MAX_BODY_BYTES } from './agent-frame.ts';
+import { createAgentLogRelay } from './agent-log.ts';
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -37,6 +39,7 @@ const evSchema = z.object({
   kind: z.string().min(1).max(32),
   seq: z.number().int().nonnegative(),
   pid: z.number().int().positive().optional(),
+  stream: z.enum(['stdout', 'stderr']).optional(),
 });
 
 export interface AgentHello {
@@ -60,6 +63,8 @@ export interface AgentEvent {
   body: Buffer;
   /** Set on exec's `started` event. */
   pid?: number;
+  /** Set on `peek` events: which stream the bytes are from. */
+  stream?: 'stdout' | 'stderr';
 }
 
 export interface RequestOptions {
@@ -169,6 +174,8 @@ interface Pending {
 export interface AgentConnectionOptions {
   /** Send `welcome` at once (default true). */
   welcome?: boolean;
+  /** Where the agent's `log` frames go (re-capped and rate-limited here); dropped when absent. */
+  log?: Pick<Logger, 'info' | 'warn' | 'error'>;
 }
 
 export class AgentConnection {
@@ -179,10 +186,12 @@ export class AgentConnection {
   readonly #closeListeners: ((err: ForkboxError) => void)[] = [];
   #lastId = 0;
   #closedWith: ForkboxError | null = null;
+  readonly #logRelay: ReturnType<typeof createAgentLogRelay>;
 
   constructor(socket: Socket, hello: AgentHello, opts: AgentConnectionOptions = {}) {
     this.hello = hello;
     this.#socket = socket;
+    this.#logRelay = createAgentLogRelay(hello.sandboxId, opts.log);
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('error', () => {}); // 'close' follows and carries the consequence
     socket.on('close', () =>
@@ -323,6 +332,7 @@ export class AgentConnection {
       p.nextSeq += 1;
       const out: AgentEvent = { kind: ev.kind, seq: ev.seq, body };
       if (ev.pid !== undefined) out.pid = ev.pid;
+      if (ev.stream !== undefined) out.stream = ev.stream;
       try {
         p.onEvent?.(out);
       } catch (e) {
@@ -336,6 +346,8 @@ export class AgentConnection {
             : new ForkboxError('internal', `exec event handler failed: ${String(e)}`),
         );
       }
+    } else if (header.t === 'log') {
+      if (!this.#logRelay.take(header)) this.#violation('bad log frame');
     } else {
       this.#violation(`unexpected message kind '${header.t.slice(0, 32)}'`);
     }

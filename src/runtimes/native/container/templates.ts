@@ -162,7 +162,7 @@ export function createTemplates(deps: TemplateDeps) {
       },
       onAgent({ socket, hello }) {
         h.conn?.close();
-        const conn = createAgentConnection(socket, hello);
+        const conn = createAgentConnection(socket, hello, { log });
         h.conn = conn;
         conn.on('close', () => {
           if (h.conn === conn) h.conn = null;

@@ -14,6 +14,7 @@ import type { ForkChildSpec, SandboxHandle } from '../../../service/ports.ts';
 import { type AgentConnection, createAgentConnection } from '../agent-link/agent-connection.ts';
 import type { InboxHub } from '../agent-link/inbox-hub.ts';
 import type { Cgroups } from '../cgroups/index.ts';
+import { devTmpfsBytes } from '../container/dev-tmpfs.ts';
 import type { UidRange } from '../container/oci-spec.ts';
 import { deadline } from '../host/deadline.ts';
 import type { Mounts } from '../host/mounts.ts';
@@ -156,7 +157,7 @@ export function createChildSpawner(deps: {
             sb.conn?.close();
             // welcome and the readiness ping in one write
             socket.cork();
-            const conn = createAgentConnection(socket, hello);
+            const conn = createAgentConnection(socket, hello, { log });
             sb.conn = conn;
             conn.on('close', () => {
               if (sb.conn === conn) sb.conn = null;
@@ -302,6 +303,7 @@ export function createChildSpawner(deps: {
           env: c.env,
           fork_index: c.forkIndex,
           parent_id: sourceId,
+          tmpfs_bytes: devTmpfsBytes(c.limits.memoryBytes),
         })),
       });
       results = Array.isArray(result.children) ? (result.children as typeof results) : [];

@@ -9,6 +9,7 @@
  */
 import { cpus, loadavg, release } from 'node:os';
 import { parseArgs } from 'node:util';
+import { cliStartup } from './cli-startup.ts';
 import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
 import { execRoundTrip } from './exec-roundtrip.ts';
@@ -30,6 +31,7 @@ const BENCHMARKS: Benchmark[] = [
   memoryPerSandbox,
   forkBench,
   mcpOverhead,
+  cliStartup,
   peerRunc,
 ];
 const MIN_RUNS = 20;

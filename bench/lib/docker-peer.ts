@@ -1,7 +1,7 @@
 /**
- * The fork benchmark's outside peer: what a "fork" costs with Docker — `docker commit` of a running
- * container (files only: Docker cannot carry process memory) plus `docker run` of the committed image, once
- * per child. Uses Debian's docker.io when it is installed: a private `dockerd` (its own data root and socket
+ * The Docker peer: what a "fork" costs with Docker — `docker commit` of a running container (files only:
+ * Docker cannot carry process memory) plus `docker run` of the committed image, once per child — and a
+ * plain `docker run --rm` (the CLI start-up benchmark's peer). Uses Debian's docker.io when it is installed: a private `dockerd` (its own data root and socket
  * under the bench temp dir, no bridge, no iptables) started for the measurement and stopped after it, so
  * the host's Docker setup is never touched. The image is the default forkbox image's layers, shifted back
  * from forkbox's subordinate uid range to container uids and `docker import`ed.
@@ -27,6 +27,11 @@ export interface DockerPeer {
   fork(n: number): Promise<{ wallMs: number; commitMs: number; children: string[]; image: string }>;
   /** Remove a fork's children and its committed image. */
   remove(fork: { children: string[]; image: string }): Promise<void>;
+  /**
+   * `docker run --rm --network none IMAGE ...args` as a whole `docker` client process (what a user types),
+   * until it exits; wall time in ms. Fails when the command does not exit 0.
+   */
+  runOnce(args: string[]): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -145,6 +150,11 @@ export async function startDockerPeer(log: Log): Promise<DockerPeer> {
     async remove(fork) {
       if (fork.children.length > 0) await docker(['rm', '-f', ...fork.children]).catch(() => '');
       await docker(['rmi', fork.image]).catch(() => '');
+    },
+    async runOnce(args) {
+      const t0 = nowMs();
+      await docker(['run', '--rm', '--network', 'none', IMAGE, ...args]);
+      return nowMs() - t0;
     },
     async close() {
       if (source !== null) await docker(['rm', '-f', source]).catch(() => '');

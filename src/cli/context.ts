@@ -12,9 +12,10 @@ export interface CliContext {
   out(): Output;
   /**
    * A client of the daemon: the remote one at --url / FORKBOX_URL, else the one owning the state dir
-   * (started when absent and allowed).
+   * (started when absent and allowed). With `signal`, every request it makes is aborted when the signal
+   * fires (see interrupt.ts): the daemon sees its caller leave and stops the work.
    */
-  api(): Promise<ForkboxApi>;
+  api(opts?: { signal?: AbortSignal }): Promise<ForkboxApi>;
   /** The process exit code once the command returns (default 0). */
   setExitCode(code: number): void;
 }

@@ -1,93 +1,124 @@
-/** The `forkbox` CLI: the program, its global options, and the wiring of every command. */
-import { Command } from 'commander';
-import { pino } from 'pino';
+/**
+ * The `forkbox` CLI: the program, its global options, and the wiring of every command.
+ *
+ * Start-up is kept small: commander and the command table (command-table.ts) are loaded, then only the
+ * module of the command being run; the daemon client is imported when a command first asks for the API.
+ * `forkbox --version` loads no command at all, `forkbox run` loads run.ts and the daemon client — never
+ * the engine, the MCP server, the REST app or pino.
+ */
+import { Command, Help } from 'commander';
 import { ForkboxError } from '../domain/errors.ts';
 import type { ForkboxApi } from '../service/api.ts';
-import { createDaemonClient, type DaemonClient } from '../transports/daemon-client.ts';
-import { connectOrStartDaemon } from '../transports/daemon-launcher.ts';
+import type { DaemonClient } from '../transports/daemon-client.ts';
 import { VERSION } from '../version.ts';
-import * as cp from './commands/cp.ts';
-import * as create from './commands/create.ts';
-import * as df from './commands/df.ts';
-import * as diff from './commands/diff.ts';
-import * as doctor from './commands/doctor.ts';
-import * as evalCmd from './commands/eval.ts';
-import * as exec from './commands/exec.ts';
-import * as fork from './commands/fork.ts';
-import * as gc from './commands/gc.ts';
-import * as images from './commands/images.ts';
-import * as inspect from './commands/inspect.ts';
-import * as kill from './commands/kill.ts';
-import * as ls from './commands/ls.ts';
-import * as mcp from './commands/mcp.ts';
-import * as merge from './commands/merge.ts';
-import * as pause from './commands/pause.ts';
-import * as resume from './commands/resume.ts';
-import * as run from './commands/run.ts';
-import * as serve from './commands/serve.ts';
-import * as snapshot from './commands/snapshot.ts';
-import * as templates from './commands/templates.ts';
+import { COMMANDS, type CommandEntry, commandWord, findCommand } from './command-table.ts';
 import { defaultStateDir } from './config.ts';
 import type { CliContext, GlobalOptions } from './context.ts';
 import { createOutput, type Output } from './output.ts';
-import { resolveRemote } from './remote.ts';
 
-const COMMANDS = [
-  serve,
-  mcp,
-  doctor,
-  images,
-  templates,
-  create,
-  fork,
-  merge,
-  snapshot,
-  diff,
-  ls,
-  inspect,
-  exec,
-  evalCmd,
-  cp,
-  kill,
-  pause,
-  resume,
-  run,
-  gc,
-  df,
-];
+interface RemoteFlags {
+  url?: string;
+  tokenFile?: string;
+}
 
-export function buildProgram(ctx: CliContext): Command {
-  const program = new Command('forkbox')
-    .description('Sandboxes for AI agents that fork like processes.')
-    .version(VERSION, '-V, --version')
-    .option('--state-dir <dir>', 'state directory (env FORKBOX_STATE_DIR)', defaultStateDir())
-    .option('--json', 'machine-readable output on stdout')
-    .option('--url <url>', "a remote daemon's listener, e.g. http://host:7777 (env FORKBOX_URL)")
-    // No --token option: an argv value is readable by every local user through ps.
-    .option('--token-file <file>', 'file holding the bearer token for --url (else env FORKBOX_TOKEN)')
-    // Throw instead of process.exit() so main() maps every failure to one exit code in one place.
-    .exitOverride()
-    .showHelpAfterError('(run with --help for usage)');
-  for (const c of COMMANDS) c.register(program, ctx);
-  program.hook('preAction', (_program, action) => {
-    let top = action;
-    while (top.parent && top.parent !== program) top = top.parent;
-    const o = program.opts<{ url?: string; tokenFile?: string }>();
-    // Commander gives a global option precedence even after the subcommand, so `serve --token-file F`
-    // (the daemon's tenants file) lands here: hand it back to serve, which never talks to a daemon.
-    if (top.name() === 'serve' && o.tokenFile !== undefined) {
-      if (top.getOptionValue('tokenFile') === undefined) top.setOptionValue('tokenFile', o.tokenFile);
-      program.setOptionValue('tokenFile', undefined);
-    }
-    // The stdio MCP server holds a daemon session, which only the local socket serves.
-    if (top.name() === 'mcp' && resolveRemote(o) !== undefined) {
+/** The top-level program with its global options; no commands yet. */
+function baseProgram(): Command {
+  return (
+    new Command('forkbox')
+      .description('Sandboxes for AI agents that fork like processes.')
+      .version(VERSION, '-V, --version')
+      .option('--state-dir <dir>', 'state directory (env FORKBOX_STATE_DIR)', defaultStateDir())
+      .option('--json', 'machine-readable output on stdout')
+      .option('--url <url>', "a remote daemon's listener, e.g. http://host:7777 (env FORKBOX_URL)")
+      // No --token option: an argv value is readable by every local user through ps.
+      .option('--token-file <file>', 'file holding the bearer token for --url (else env FORKBOX_TOKEN)')
+      // Throw instead of process.exit() so main() maps every failure to one exit code in one place.
+      .exitOverride()
+      .showHelpAfterError('(run with --help for usage)')
+  );
+}
+
+/**
+ * A command that is listed (in `--help`, and by commander's "unknown command" suggestions) but not
+ * loaded, because another command is running.
+ */
+function addStub(program: Command, entry: CommandEntry, stubs: WeakSet<Command>): void {
+  const cmd = program.command(entry.name).description(entry.description);
+  if (entry.aliases) cmd.aliases(entry.aliases);
+  cmd.action(() => {
+    throw new ForkboxError('internal', `command '${entry.name}' ran without being loaded`);
+  });
+  stubs.add(cmd);
+}
+
+/** Global options that act on a command before it runs (`serve`'s token file, `mcp`'s locality). */
+async function checkGlobals(program: Command, top: Command): Promise<void> {
+  const o = program.opts<RemoteFlags>();
+  // Commander gives a global option precedence even after the subcommand, so `serve --token-file F`
+  // (the daemon's tenants file) lands here: hand it back to serve, which never talks to a daemon.
+  if (top.name() === 'serve' && o.tokenFile !== undefined) {
+    if (top.getOptionValue('tokenFile') === undefined) top.setOptionValue('tokenFile', o.tokenFile);
+    program.setOptionValue('tokenFile', undefined);
+  }
+  // The stdio MCP server holds a daemon session, which only the local socket serves.
+  if (top.name() === 'mcp') {
+    const { resolveRemote } = await import('./remote.ts');
+    if (resolveRemote(o) !== undefined) {
       throw new ForkboxError(
         'invalid_argument',
         "'forkbox mcp' serves the local daemon over stdio and does not go through --url / FORKBOX_URL. Point the MCP client at URL/mcp with the bearer token instead, or unset FORKBOX_URL.",
       );
     }
+  }
+}
+
+/**
+ * The program, with `load` (default: the command argv names) fully defined and every other command
+ * listed by name, description and usage only.
+ */
+export async function buildProgram(
+  ctx: CliContext,
+  load: readonly CommandEntry[] = COMMANDS,
+): Promise<Command> {
+  const program = baseProgram();
+  const stubs = new WeakSet<Command>();
+  const modules = await Promise.all(load.map((e) => e.load()));
+  for (const entry of COMMANDS) {
+    const i = load.indexOf(entry);
+    const mod = i >= 0 ? modules[i] : undefined;
+    if (mod) mod.register(program, ctx);
+    else addStub(program, entry, stubs);
+  }
+  program.configureHelp({
+    subcommandTerm(cmd) {
+      const entry = stubs.has(cmd) ? findCommand(cmd.name()) : undefined;
+      if (!entry) return new Help().subcommandTerm(cmd);
+      const names = [entry.name, ...(entry.aliases ?? []).slice(0, 1)].join('|');
+      return entry.term === '' ? names : `${names} ${entry.term}`;
+    },
+  });
+  program.hook('preAction', async (_program, action) => {
+    let top = action;
+    while (top.parent && top.parent !== program) top = top.parent;
+    await checkGlobals(program, top);
   });
   return program;
+}
+
+/** A client of the daemon named by the global options (remote, or the local one, started if absent). */
+async function connect(program: Command, stateDir: string): Promise<DaemonClient> {
+  const { resolveRemote } = await import('./remote.ts');
+  const remote = resolveRemote(program.opts<RemoteFlags>());
+  if (remote) {
+    // Remote mode: never start a local daemon nor touch the local state dir.
+    const { createDaemonClient } = await import('../transports/daemon-client.ts');
+    return createDaemonClient({ url: remote.url, token: remote.token });
+  }
+  const [{ connectOrStartDaemon }, { createStderrLog }] = await Promise.all([
+    import('../transports/daemon-launcher.ts'),
+    import('./stderr-log.ts'),
+  ]);
+  return connectOrStartDaemon({ stateDir, log: createStderrLog(), allowStart: true });
 }
 
 /** Run the CLI with `argv` (as process.argv: node, script, args...); resolves to the exit code. */
@@ -95,10 +126,10 @@ export async function main(argv: string[] = process.argv): Promise<number> {
   let exitCode = 0;
   let client: DaemonClient | undefined;
   let out: Output | undefined;
-  let program: Command;
+  let program: Command | undefined;
   const globals = (): GlobalOptions => {
-    const o = program.opts<{ stateDir: string; json?: boolean }>();
-    return { stateDir: o.stateDir, json: o.json === true };
+    const o = program?.opts<{ stateDir: string; json?: boolean }>();
+    return { stateDir: o?.stateDir ?? defaultStateDir(), json: o?.json === true };
   };
   const ctx: CliContext = {
     globals,
@@ -106,26 +137,18 @@ export async function main(argv: string[] = process.argv): Promise<number> {
       out ??= createOutput(globals().json);
       return out;
     },
-    async api(): Promise<ForkboxApi> {
-      if (!client) {
-        const remote = resolveRemote(program.opts<{ url?: string; tokenFile?: string }>());
-        if (remote) {
-          // Remote mode: never start a local daemon nor touch the local state dir.
-          client = createDaemonClient({ url: remote.url, token: remote.token });
-          return client;
-        }
-        // Only warnings by default: the CLI's stderr is for the command's own output and notes.
-        const log = pino({ level: process.env.FORKBOX_LOG_LEVEL ?? 'warn' }, pino.destination(2));
-        client = await connectOrStartDaemon({ stateDir: globals().stateDir, log, allowStart: true });
-      }
-      return client;
+    async api(opts = {}): Promise<ForkboxApi> {
+      if (!program) throw new ForkboxError('internal', 'the API was asked for before the CLI was set up');
+      client ??= await connect(program, globals().stateDir);
+      return opts.signal ? client.withSignal(opts.signal) : client;
     },
     setExitCode(code) {
       exitCode = code;
     },
   };
-  program = buildProgram(ctx);
   try {
+    const selected = findCommand(commandWord(argv));
+    program = await buildProgram(ctx, selected ? [selected] : []);
     await program.parseAsync(argv);
     return exitCode;
   } catch (e) {

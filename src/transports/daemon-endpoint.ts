@@ -6,8 +6,11 @@
  */
 import type { ClientRequest, Agent as HttpAgentT, IncomingMessage, RequestOptions } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { createRequire } from 'node:module';
 import { ForkboxError } from '../domain/errors.ts';
+
+/** node:https (and TLS under it) is loaded only for an https:// daemon URL: the local CLI never needs it. */
+const loadHttps = (): typeof import('node:https') => createRequire(import.meta.url)('node:https');
 
 export type DaemonEndpoint =
   | { kind: 'socket'; socketPath: string }
@@ -108,8 +111,19 @@ export function createTransport(endpoint: DaemonEndpoint): EndpointTransport {
     return {
       target: socketPath,
       endpoint,
-      request: (method, path, headers, onResponse) =>
-        httpRequest({ socketPath, agent, method, path, headers }, onResponse),
+      request(method, path, headers, onResponse) {
+        // servername: without one, node's agent works it out with isIP(), whose first call compiles a large
+        // regular expression (~10 ms of a CLI command's start); no TLS runs over the socket anyway.
+        const opts: RequestOptions & { servername: string } = {
+          socketPath,
+          agent,
+          method,
+          path,
+          headers,
+          servername: 'localhost',
+        };
+        return httpRequest(opts, onResponse);
+      },
       unavailable: (e) =>
         new ForkboxError(
           'unavailable',
@@ -124,8 +138,8 @@ export function createTransport(endpoint: DaemonEndpoint): EndpointTransport {
   }
 
   const { url, token } = endpoint;
-  const https = url.protocol === 'https:';
-  const agent: HttpAgentT = https ? new HttpsAgent(agentOpts) : new HttpAgent(agentOpts);
+  const https = url.protocol === 'https:' ? loadHttps() : undefined;
+  const agent: HttpAgentT = https ? new https.Agent(agentOpts) : new HttpAgent(agentOpts);
   const shown = describeUrl(url);
   const prefix = basePath(url);
   const base: RequestOptions = {
@@ -141,7 +155,7 @@ export function createTransport(endpoint: DaemonEndpoint): EndpointTransport {
     request(method, path, headers, onResponse) {
       const h = token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` };
       const opts = { ...base, method, path: `${prefix}${path}`, headers: h };
-      return https ? httpsRequest(opts, onResponse) : httpRequest(opts, onResponse);
+      return https ? https.request(opts, onResponse) : httpRequest(opts, onResponse);
     },
     unavailable(e) {
       const code = e.code ?? e.message;

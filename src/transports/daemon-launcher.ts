@@ -3,12 +3,11 @@
  * server are clients of `forkbox serve`; when none answers and the caller is root, start it in the
  * background and wait for it; otherwise say exactly what to run.
  */
-import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Logger } from 'pino';
 import { ForkboxError } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import { createDaemonClient, type DaemonClient } from './daemon-client.ts';
 
 export const SOCKET_NAME = 'forkbox.sock';
@@ -62,23 +61,40 @@ export async function connectOrStartDaemon(opts: ConnectOptions): Promise<Daemon
       { socketPath, stateDir: opts.stateDir },
     );
   }
+  try {
+    await startDaemon(opts, client);
+    return client;
+  } catch (e) {
+    client.close();
+    throw e;
+  }
+}
 
+interface Exit {
+  code: number | null;
+  signal: string | null;
+}
+
+/** Start `forkbox serve` for the state dir in the background; `exited()` says if it has ended. */
+async function spawnDaemon(opts: ConnectOptions, logPath: string): Promise<() => Exit | undefined> {
   mkdirSync(opts.stateDir, { recursive: true, mode: 0o755 });
-  const logPath = join(opts.stateDir, DAEMON_LOG_NAME);
   const entry = opts.entry ?? defaultEntry();
   if (!existsSync(entry)) {
-    client.close();
     throw new ForkboxError(
       'internal',
       `cannot find the forkbox executable at ${entry} to start the daemon.`,
-      { entry },
+      {
+        entry,
+      },
     );
   }
+  // Loaded here: only the CLI call that starts the daemon needs it.
+  const { spawn } = await import('node:child_process');
   opts.log.info({ stateDir: opts.stateDir, log: logPath }, 'starting the forkbox daemon');
   // The daemon must outlive this process: its own session (detached), no stdin, output to a log file (a
   // pipe to us would die with us, and in stdio MCP mode our stdout is the protocol channel).
   const fd = openSync(logPath, 'a', 0o640);
-  let exited: { code: number | null; signal: string | null } | undefined;
+  let exited: Exit | undefined;
   try {
     const child = spawn(process.execPath, [entry, '--state-dir', opts.stateDir, 'serve'], {
       detached: true,
@@ -95,27 +111,32 @@ export async function connectOrStartDaemon(opts: ConnectOptions): Promise<Daemon
   } finally {
     closeSync(fd);
   }
+  return () => exited;
+}
 
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 15_000);
+/** Start the daemon and wait until `client` reaches it; throws with the daemon log's tail if it does not. */
+async function startDaemon(opts: ConnectOptions, client: DaemonClient): Promise<void> {
+  const logPath = join(opts.stateDir, DAEMON_LOG_NAME);
+  const exited = await spawnDaemon(opts, logPath);
+  const timeoutMs = opts.startTimeoutMs ?? 15_000;
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await client.health(500)) {
-      opts.log.debug({ socketPath }, 'forkbox daemon is up');
-      return client;
+      opts.log.debug({ socketPath: client.target }, 'forkbox daemon is up');
+      return;
     }
-    if (exited) {
+    if (exited()) {
       // Another process may have won the race to start the daemon: ours then exits on the lock.
-      if (await client.health(500)) return client;
+      if (await client.health(500)) return;
       break;
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  client.close();
-  const how = exited
-    ? `it exited (${exited.code ?? exited.signal})`
-    : `it did not answer within ${opts.startTimeoutMs ?? 15_000} ms`;
+  const end = exited();
+  const how = end ? `it exited (${end.code ?? end.signal})` : `it did not answer within ${timeoutMs} ms`;
   throw new ForkboxError(
     'unavailable',
     `started the forkbox daemon but ${how}. Last lines of ${logPath}:\n${logTail(logPath)}\nFix the cause, or run '${startCommand(opts.stateDir)}' in the foreground to see it.`,
-    { socketPath, log: logPath },
+    { socketPath: client.target, log: logPath },
   );
 }

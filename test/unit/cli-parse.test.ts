@@ -130,7 +130,7 @@ async function runCli(args: string[], api: FakeApi = createFakeApi()) {
       code = c;
     },
   };
-  const program = buildProgram(ctx);
+  const program = await buildProgram(ctx);
   // Subcommands copy the output settings when created: configure every one.
   const capture = (c: Command) => {
     c.configureOutput({ writeOut: (s) => stdout.push(s), writeErr: (s) => stderr.push(s) });

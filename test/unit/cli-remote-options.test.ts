@@ -10,7 +10,7 @@ import { buildProgram } from '../../src/cli/main.ts';
 import { isForkboxError } from '../../src/domain/errors.ts';
 import { createFakeApi } from './fake-forkbox-api.ts';
 
-function program() {
+async function program() {
   const ctx: CliContext = {
     globals: () => ({ stateDir: '/nonexistent', json: false }),
     out: () => {
@@ -19,7 +19,7 @@ function program() {
     api: async () => createFakeApi(),
     setExitCode: () => undefined,
   };
-  const p = buildProgram(ctx);
+  const p = await buildProgram(ctx);
   const seen: Record<string, unknown>[] = [];
   const sub = (name: string) => p.commands.find((c) => c.name() === name) as Command;
   // Replace the actions: only the parsed options matter here.
@@ -34,18 +34,18 @@ function program() {
 
 describe('cli remote options', () => {
   it("serve --token-file is serve's tenants file, not the client token", async () => {
-    const { p, seen } = program();
+    const { p, seen } = await program();
     await p.parseAsync(['node', 'forkbox', 'serve', '--token-file', '/etc/forkbox/tokens']);
     assert.equal(seen[0]?.tokenFile, '/etc/forkbox/tokens');
     assert.equal(seen[0]?.global, undefined);
   });
   it('--url and --token-file are global for client commands', async () => {
-    const { p, seen } = program();
+    const { p, seen } = await program();
     await p.parseAsync(['node', 'forkbox', '--url', 'http://h:1', 'ls', '--token-file', '/t']);
     assert.deepEqual(seen[0], { cmd: 'ls', global: '/t', url: 'http://h:1' });
   });
   it('forkbox mcp refuses remote mode with invalid_argument', async () => {
-    const { p } = program();
+    const { p } = await program();
     await assert.rejects(p.parseAsync(['node', 'forkbox', '--url', 'http://h:1', 'mcp']), (e) => {
       assert.ok(isForkboxError(e));
       assert.equal(e.code, 'invalid_argument');

@@ -137,7 +137,7 @@ describe('forkbox templates / create --template', () => {
         code = c;
       },
     };
-    const program = buildProgram(ctx);
+    const program = await buildProgram(ctx);
     try {
       await program.parseAsync(['node', 'forkbox', ...args]);
     } catch (e) {

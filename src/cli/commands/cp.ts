@@ -4,6 +4,7 @@ import { basename, dirname, join, posix } from 'node:path';
 import type { Command } from 'commander';
 import { ForkboxError, isForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { parseCpOperand } from '../parse.ts';
 
@@ -131,9 +132,7 @@ function hostError(e: unknown): unknown {
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('cp')
-    .description('copy files or directories between this host and a sandbox; write sandbox paths as ID:/path')
+  defineCommand(program, 'cp')
     .argument('<src>', 'host path or ID:/path')
     .argument('<dst>', 'host path or ID:/path')
     .action(async (srcArg: string, dstArg: string) => {

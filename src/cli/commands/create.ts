@@ -1,14 +1,13 @@
 /** `forkbox create`: create a sandbox and print its id. */
 import type { Command } from 'commander';
 import type { CreateSandboxRequest } from '../../service/api.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { collectKeyValue, parseDurationSeconds } from '../parse.ts';
 import { addLimitOptions, type LimitOptions, limitsToRequest } from './limit-options.ts';
 
 export function register(program: Command, ctx: CliContext): void {
-  const cmd = program
-    .command('create')
-    .description('create a sandbox and print its id')
+  const cmd = defineCommand(program, 'create')
     .option('--name <name>', 'a unique name (usable wherever an id is)')
     .option('--ttl <duration>', 'kill it after this long, e.g. 30m, 2h, 3600 (seconds)', parseDurationSeconds)
     .option('--label <K=V>', 'a label (repeatable)', collectKeyValue('label'))

@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import type { DiffResult } from '../../service/api.ts';
 import type { DiffSide } from '../../service/ports.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { formatBytes, table } from '../output.ts';
 
@@ -32,9 +33,7 @@ export function renderDiff(d: DiffResult): string {
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('diff')
-    .description('show files added, removed and modified between two sandboxes (from their layers)')
+  defineCommand(program, 'diff')
     .argument('<a>', 'the "before" sandbox (id or name)')
     .argument('<b>', 'the "after" sandbox (id or name)')
     .option('-p, --path <path...>', 'only paths equal to or under these absolute paths')

@@ -1,7 +1,9 @@
 /** `forkbox exec ID [options] -- CMD...`: run a command in a sandbox, streaming its output. */
 import type { Command } from 'commander';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { buildExecRequest, type ExecCliOptions, streamExec } from '../exec-stream.ts';
+import { trapInterrupts } from '../interrupt.ts';
 import { collectKeyValue, parseDuration } from '../parse.ts';
 
 export function addExecOptions(cmd: Command): Command {
@@ -17,14 +19,18 @@ export function addExecOptions(cmd: Command): Command {
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  const cmd = program
-    .command('exec')
-    .description('run a command in a sandbox; exits with its exit code (128+signal when killed)')
+  const cmd = defineCommand(program, 'exec')
     .argument('<id>', 'sandbox id or name')
     .argument('<command...>', 'the command and its arguments (put -- before it)');
   addExecOptions(cmd).action(async (id: string, words: string[], o: ExecCliOptions) => {
-    const api = await ctx.api();
-    const req = await buildExecRequest(words, o);
-    ctx.setExitCode(await streamExec(ctx, api, id, req));
+    // Ctrl-C aborts the exec request: the daemon stops the command's whole process tree.
+    const trap = trapInterrupts();
+    try {
+      const api = await trap.settle(ctx.api({ signal: trap.signal }));
+      const req = await trap.settle(buildExecRequest(words, o));
+      ctx.setExitCode(await trap.settle(streamExec(ctx, api, id, req)));
+    } finally {
+      trap.release();
+    }
   });
 }

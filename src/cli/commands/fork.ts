@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkRequest } from '../../service/api.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { exitCodeFor } from '../output.ts';
 import { parseDurationSeconds, parseSizeMb } from '../parse.ts';
@@ -15,9 +16,7 @@ function count(v: string): number {
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('fork')
-    .description('fork a running sandbox into N children that inherit its files and live Python state')
+  defineCommand(program, 'fork')
     .argument('<id>', 'sandbox id or name')
     .option('-n, --count <n>', 'number of children (1-100)', count, 1)
     .option('--name <name...>', 'names for the children (as many as -n)')

@@ -2,12 +2,13 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { formatBytes, formatRelative, table } from '../output.ts';
 import { createProgressDisplay } from '../progress.ts';
 
 export function register(program: Command, ctx: CliContext): void {
-  const images = program.command('images').description('build, import, list and remove images');
+  const images = defineCommand(program, 'images');
 
   images
     .command('build')

@@ -1,13 +1,12 @@
 /** `forkbox inspect ID`: one sandbox in detail, with resource usage when it is live. */
 import type { Command } from 'commander';
 import type { SandboxInfo } from '../../service/api.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { sandboxDetail } from '../render.ts';
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('inspect')
-    .description('show a sandbox in detail')
+  defineCommand(program, 'inspect')
     .argument('<id>', 'sandbox id or name')
     .action(async (id: string) => {
       const api = await ctx.api();

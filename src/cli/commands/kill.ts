@@ -1,13 +1,12 @@
 /** `forkbox kill ID...`. */
 import type { Command } from 'commander';
 import type { SandboxInfo } from '../../service/api.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { exitCodeFor } from '../output.ts';
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('kill')
-    .description('kill sandboxes and release their resources')
+  defineCommand(program, 'kill')
     .argument('<ids...>', 'sandbox ids or names')
     .option('--cascade', 'also kill their descendants (forks); by default children keep running')
     .action(async (ids: string[], opts: { cascade?: boolean }) => {

@@ -13,6 +13,7 @@ import { createDefaultSandbox, createForkboxMcpServer } from '../../protocol/mcp
 import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { connectOrStartDaemon } from '../../transports/daemon-launcher.ts';
 import { VERSION } from '../../version.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 
 /** After stdin closes, exit even if a stray handle (an in-flight daemon call) would keep us alive. */
@@ -21,9 +22,7 @@ const EXIT_GRACE_MS = 3000;
 const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(',').filter((s) => s !== '')];
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('mcp')
-    .description('serve MCP on stdio (for Claude Code, Cursor, any MCP client); logs go to stderr')
+  defineCommand(program, 'mcp')
     .option('--toolset <name>', `toolset to expose, repeatable (default: ${DEFAULT_TOOLSET})`, collect)
     .action(async (o: { toolset?: string[] }) => {
       const toolsets = o.toolset ?? [DEFAULT_TOOLSET];

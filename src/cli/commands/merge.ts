@@ -1,11 +1,10 @@
 /** `forkbox merge PARENT WINNER`: keep a fork; it takes over the parent's id and name. */
 import type { Command } from 'commander';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('merge')
-    .description("keep a fork: WINNER takes over PARENT's id and name; the parent's old processes end")
+  defineCommand(program, 'merge')
     .argument('<parent>', 'the sandbox to replace')
     .argument('<winner>', 'the fork to keep (a descendant of parent)')
     .action(async (parent: string, winner: string) => {

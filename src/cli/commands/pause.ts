@@ -1,11 +1,10 @@
 /** `forkbox pause ID`: freeze every process of a sandbox. */
 import type { Command } from 'commander';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('pause')
-    .description('freeze a sandbox (its processes stop running; memory and files are kept)')
+  defineCommand(program, 'pause')
     .argument('<id>', 'sandbox id or name')
     .action(async (id: string) => {
       const sb = await (await ctx.api()).pauseSandbox(id);

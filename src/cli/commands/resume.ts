@@ -1,11 +1,10 @@
 /** `forkbox resume ID`: thaw a paused sandbox. */
 import type { Command } from 'commander';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('resume')
-    .description('resume a paused sandbox')
+  defineCommand(program, 'resume')
     .argument('<id>', 'sandbox id or name')
     .action(async (id: string) => {
       const sb = await (await ctx.api()).resumeSandbox(id);

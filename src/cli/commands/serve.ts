@@ -15,6 +15,7 @@ import { checkListenSecurity, type Listener, startListener } from '../../transpo
 import { DEFAULT_LISTEN, parseListen } from '../../transports/http-server.ts';
 import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 
 /** How long SIGTERM waits for in-flight HTTP requests before dropping them. */
@@ -44,11 +45,7 @@ function positiveInt(v: string, flag: string): number {
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  program
-    .command('serve')
-    .description(
-      'run the forkbox daemon: the local API on <state-dir>/forkbox.sock, and MCP (/mcp) + REST (/v1) on a TCP listener',
-    )
+  defineCommand(program, 'serve')
     .option(
       '--listen <host:port>',
       `TCP listener address, or 'off' (env FORKBOX_LISTEN; default ${DEFAULT_LISTEN} when --token-file is given, else off). Non-loopback addresses need --token-file`,

@@ -1,6 +1,7 @@
 /** `forkbox snapshot create|ls|inspect|rm|restore`: named frozen states of sandboxes (files + live REPL). */
 import type { Command } from 'commander';
 import type { ForkRequest, SnapshotInfo } from '../../service/api.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { formatRelative, table } from '../output.ts';
 import { parseDurationSeconds, parseSizeMb } from '../parse.ts';
@@ -19,9 +20,7 @@ function detail(s: SnapshotInfo): string {
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  const snap = program
-    .command('snapshot')
-    .description("save and restore sandboxes' files and live Python state");
+  const snap = defineCommand(program, 'snapshot');
 
   snap
     .command('create')

@@ -1,6 +1,7 @@
 /** `forkbox templates define|ls|rm`: named template configs (an image + Python modules to pre-import). */
 import type { Command } from 'commander';
 import type { DefineTemplateRequest } from '../../service/api.ts';
+import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { formatRelative, table } from '../output.ts';
 
@@ -16,10 +17,7 @@ function collectModules(v: string, prev: string[] = []): string[] {
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  const tpl = program
-    .command('templates')
-    .alias('template')
-    .description('named templates: sandboxes created from one start with its Python modules imported');
+  const tpl = defineCommand(program, 'templates');
 
   tpl
     .command('define')

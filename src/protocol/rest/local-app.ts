@@ -11,6 +11,7 @@ import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { bodyLimits, mountApiRoutes } from './api-routes.ts';
 import { toHttpError } from './errors.ts';
+import { SESSION_HEADER } from './wire.ts';
 
 export interface LocalAppOptions {
   /** Reported by /healthz. */
@@ -22,8 +23,8 @@ export interface LocalAppOptions {
   };
 }
 
-/** Header naming the client session a request belongs to (see `sessions` in LocalAppOptions). */
-export const SESSION_HEADER = 'x-forkbox-session';
+export { SESSION_HEADER };
+
 const SESSION_RE = /^[A-Za-z0-9_-]{8,64}$/;
 
 function sessionOf(c: Context): string | undefined {

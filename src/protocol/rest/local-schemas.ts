@@ -14,9 +14,7 @@ export const JSON_BODY_LIMIT = 1 * MiB;
 export const EXEC_BODY_LIMIT = 16 * MiB;
 /** Raw bodies: file contents and exec stdin chunks. */
 export const RAW_BODY_LIMIT = 64 * MiB;
-export const NDJSON = 'application/x-ndjson';
-/** Response header carrying a file's full size on GET .../files/content. */
-export const FILE_SIZE_HEADER = 'x-forkbox-file-size';
+export { FILE_SIZE_HEADER, NDJSON } from './wire.ts';
 
 const MAX_PATH = 4096;
 const name = z.string().min(1).max(256);

@@ -15,13 +15,14 @@ DEFAULT_MAX_OUTPUT = 1 << 20
 MAX_OUTPUT_LIMIT = 2 << 20  # per stream: what the host keeps inline per call
 MAX_SPOOL_BYTES = 1 << 30  # per stream, in the spool file inside the sandbox
 INTERRUPT_GRACE_S = 2.0
+START_GRACE_S = 10.0  # an interrupt asked for before the code started: restart if it never starts
 
 
 class Item:
     """One queued repl.eval or fork request."""
 
     __slots__ = ("conn", "id", "kind", "args", "wid", "timeout_ms", "timed_out", "interrupted", "cancelled",
-                 "timers", "t0", "out")
+                 "timers", "t0", "out", "started", "sigint_pending", "escalate")
 
     def __init__(self, conn, req_id, kind, args, wid, timeout_ms=0):
         self.conn, self.id, self.kind, self.args, self.wid = conn, req_id, kind, args, wid
@@ -30,6 +31,9 @@ class Item:
         self.timers = []
         self.t0 = time.monotonic()
         self.out = None  # EvalOutput: the eval's stdout/stderr pipes, read by the agent
+        self.started = False  # the worker said the code runs (a SIGINT now raises KeyboardInterrupt in it)
+        self.sigint_pending = False  # an interrupt asked for before that: sent on `started`
+        self.escalate = False  # a restart follows the SIGINT if the code does not stop (timeout, cancel)
 
 
 class WorkerHandle:
@@ -106,7 +110,23 @@ class Repl:
         w = self.worker
         if w is not None and w.current is not None and w.current.kind == "eval":
             w.current.interrupted = True
-            _signal_group(w.pid, signal.SIGINT)
+            self._sigint(w.current, escalate=False)
+
+    def _sigint(self, item, escalate=True):
+        """SIGINT to the worker's group for `item`, then a restart if it has not answered INTERRUPT_GRACE_S
+        later. Before the worker said the code started, a SIGINT would be ignored (or hit the worker's
+        own loop): it is held until then, with a longer deadline in case the code never starts."""
+        w = self.worker
+        if w is None or w.current is not item:
+            return
+        if escalate and not item.escalate:
+            item.escalate = True
+            grace = INTERRUPT_GRACE_S if item.started else START_GRACE_S
+            item.timers.append(self.agent.loop.add_timer(grace, lambda: self._kill_if_stuck(item)))
+        if not item.started:
+            item.sigint_pending = True
+            return
+        _signal_group(w.pid, signal.SIGINT)
 
     def cancel(self, conn, req_id):
         """Cancel of a running eval: SIGINT (KeyboardInterrupt, state kept), then, if the worker has not
@@ -116,8 +136,8 @@ class Repl:
             item = w.current
             if item.kind == "eval" and not item.cancelled:
                 item.cancelled = True
-                self.interrupt()
-                item.timers.append(self.agent.loop.add_timer(INTERRUPT_GRACE_S, lambda: self._kill_if_stuck(item)))
+                item.interrupted = True
+                self._sigint(item)
             return True
         for item in self.queue:
             if item.conn is conn and item.id == req_id:
@@ -237,8 +257,7 @@ class Repl:
         if w is None or w.current is not item:
             return
         item.timed_out = True
-        _signal_group(w.pid, signal.SIGINT)
-        item.timers.append(self.agent.loop.add_timer(INTERRUPT_GRACE_S, lambda: self._kill_if_stuck(item)))
+        self._sigint(item)
 
     def _kill_if_stuck(self, item):
         if self.worker is not None and self.worker.current is item:
@@ -252,6 +271,15 @@ class Repl:
             log("REPL worker: %s" % (str(header.get("msg"))[:2000],), "warn")
             return
         item = w.current
+        if header.get("t") == "started" and item is not None and item.kind == "eval" and header.get("id") == item.wid:
+            if not item.started:
+                item.started = True
+                if item.sigint_pending:
+                    self._sigint(item, escalate=False)
+                    if item.escalate:  # the restart deadline counts from the SIGINT now sent
+                        item.timers.append(self.agent.loop.add_timer(INTERRUPT_GRACE_S,
+                                                                     lambda: self._kill_if_stuck(item)))
+            return
         if header.get("t") != "result" or item is None or header.get("id") != item.wid:
             self.lost("it sent an unexpected message")
             return

@@ -6,6 +6,7 @@ and talks to it over a socketpair with the same framing as the host protocol:
   agent -> worker  {t: "eval", id, code, max_output_bytes}      -> {t: "result", id} + body = JSON result
                    + 2 fds (SCM_RIGHTS): write ends of the eval's stdout and stderr pipes (replout.py)
   agent -> worker  {t: "fork", id, children}                     -> {t: "result", id} + body = JSON result
+  worker -> agent  {t: "started", id}  (the cell's code runs now: SIGINT interrupts it from here on)
   worker -> agent  {t: "log", msg}  (start-up diagnostics; the agent logs them, rate-limited)
 
 This process runs user code: everything here is best effort against a user who can rewrite it at will;
@@ -154,7 +155,7 @@ class Worker:
                 header, _body, fds = frame
                 t = header.get("t")
                 if t == "eval" and len(fds) == 2:
-                    result = self.eval(header.get("code"), header.get("max_output_bytes"), fds)
+                    result = self.eval(header.get("code"), header.get("max_output_bytes"), fds, header.get("id"))
                 elif t == "eval":
                     close_fds(fds)
                     result = {"error": "eval without its two output pipes"}
@@ -215,7 +216,7 @@ class Worker:
 
     # ---- eval ----
 
-    def eval(self, code, max_output_bytes, out_fds):
+    def eval(self, code, max_output_bytes, out_fds, eval_id=None):
         """Run one cell with fds 1 and 2 on `out_fds` (the write ends of the agent's pipes), then put back
         what was there and close them: the agent reads the output as it comes, bounded (replout.py)."""
         t0 = time.monotonic()
@@ -236,7 +237,7 @@ class Worker:
         images = []
         try:
             try:
-                value, error, interrupted = self._execute(code, cap)
+                value, error, interrupted = self._execute(code, cap, eval_id)
             except KeyboardInterrupt as e:  # SIGINT landed just outside the user's code
                 error, interrupted = _error_of(e), True
             images = _collect_figures()
@@ -260,7 +261,7 @@ class Worker:
             "duration_ms": (time.monotonic() - t0) * 1000.0,
         }
 
-    def _execute(self, code, cap):
+    def _execute(self, code, cap, eval_id=None):
         """Run `code` in the globals; returns (repr of trailing expression or None, error or None, interrupted)."""
         self.counter += 1
         filename = "<repl-%d>" % self.counter
@@ -281,6 +282,9 @@ class Worker:
         result = None
         self.running = True
         try:
+            # From here a SIGINT raises KeyboardInterrupt in the cell: the agent holds its interrupts (cancel,
+            # timeout) until it has this, so none is lost in the gap before the code runs.
+            send_frame(self.sock, {"t": "started", "id": eval_id})
             exec(body, g)
             if expr is not None:
                 result = eval(expr, g)

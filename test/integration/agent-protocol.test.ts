@@ -513,16 +513,13 @@ describe('agent protocol (real agent on the host)', {
     assert.equal(r.restarted, false);
     assert.equal(r.error?.type, 'KeyboardInterrupt');
     assert.equal((await repl(conn, 'kept')).value, '7');
+    // Abort once the code is inside its try (it says so): an earlier interrupt would end it.
     const ac2 = new AbortController();
     const stuck = replEvalOver(
       conn,
-      'while True:\n    try:\n        while True: pass\n    except KeyboardInterrupt:\n        pass',
-      {
-        signal: ac2.signal,
-      },
+      "while True:\n    try:\n        print('inside', flush=True)\n        while True: pass\n    except KeyboardInterrupt:\n        pass",
+      { signal: ac2.signal, onOutput: () => ac2.abort() },
     );
-    await waitFor('the eval to run', busy);
-    ac2.abort();
     const s2 = await stuck;
     assert.equal(s2.cancelled, true);
     assert.equal(s2.restarted, true);

@@ -20,6 +20,7 @@ import { createPeer, type Peer } from './lib/peer.ts';
 import { type BenchResult, renderTable } from './lib/report.ts';
 import { mcpOverhead } from './mcp.ts';
 import { memoryPerSandbox } from './memory.ts';
+import { outputFlood } from './output-flood.ts';
 import { peerRunc } from './peer.ts';
 import { replEval } from './repl-eval.ts';
 
@@ -31,6 +32,7 @@ const BENCHMARKS: Benchmark[] = [
   memoryPerSandbox,
   forkBench,
   mcpOverhead,
+  outputFlood,
   cliStartup,
   peerRunc,
 ];
@@ -110,6 +112,7 @@ async function main(): Promise<number> {
       surfaces: [daemon?.surface, inproc?.surface].filter((s) => s !== undefined),
       peer,
       log: stderrLog,
+      ...(daemon ? { daemonPid: daemon.pid } : {}),
     };
     for (const b of selected) {
       if (interrupted) break;

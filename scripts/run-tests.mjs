@@ -27,6 +27,8 @@ const KINDS = {
   },
 };
 const ORDER = ['unit', 'integration', 'abuse', 'clients', 'native-copy'];
+/** Minutes a kind may take in all (the whole suite takes about 12 on a 2-core machine). */
+const KIND_DEADLINE_MIN = 25;
 
 const which = process.argv[2] ?? 'all';
 const extra = process.argv.slice(3);
@@ -73,6 +75,8 @@ for (const kind of kinds) {
     'tsx',
     '--test',
     '--test-concurrency=1',
+    // A test stuck past 10 minutes fails instead of holding CI until its deadline.
+    '--test-timeout=600000',
     '--test-reporter=tap',
     '--test-reporter-destination=stdout',
     `--test-reporter=${new URL('./test-tally.mjs', import.meta.url).pathname}`,
@@ -89,21 +93,23 @@ for (const kind of kinds) {
         : ''
     }`,
   );
+  // A test file that never exits (a timer or socket left open after its tests) would stall the run:
+  // a kind gets KIND_DEADLINE_MIN minutes in all, then fails.
   const r = spawnSync(process.execPath, args, {
     stdio: 'inherit',
     env: { ...process.env, ...(spec.env ?? {}), FORKBOX_TEST_TALLY: tallyFile },
+    timeout: KIND_DEADLINE_MIN * 60_000,
+    killSignal: 'SIGKILL',
   });
   let t;
   try {
     t = JSON.parse(readFileSync(tallyFile, 'utf8'));
   } catch {
-    t = {
-      pass: 0,
-      fail: 0,
-      skipped: [],
-      failed: ['(the test run wrote no tally: it crashed)'],
-      suitesFailed: 1,
-    };
+    const why =
+      r.error?.code === 'ETIMEDOUT'
+        ? `(killed after ${KIND_DEADLINE_MIN} minutes: a test file did not exit; the last one started above hung)`
+        : '(the test run wrote no tally: it crashed)';
+    t = { pass: 0, fail: 0, skipped: [], failed: [why], suitesFailed: 1 };
   }
   rows.push({ kind, files: files.length, ...t });
   if (r.status !== 0) status = 1;

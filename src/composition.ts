@@ -18,6 +18,7 @@ import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { openStorage, type StorageMode } from './runtimes/native/storage/btrfs-storage.ts';
 import type { ForkboxApi } from './service/api.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
+import { MAX_OUTPUT_BYTES, MAX_SPOOL_BYTES } from './service/validate.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
 
@@ -32,6 +33,24 @@ export interface OpenEngineOptions {
   reapIntervalMs?: number;
   /** Storage driver; default FORKBOX_STORAGE, else auto (btrfs when usable, else copy). */
   storage?: StorageMode;
+  /**
+   * Exec output defaults per stream: inline budget and spool file inside the sandbox. Default
+   * FORKBOX_EXEC_OUTPUT_BYTES / FORKBOX_EXEC_SPOOL_BYTES, else 1 MiB and 64 MiB.
+   */
+  execOutput?: { outputBytes?: number; spoolBytes?: number };
+}
+
+/** A positive integer from the environment, else undefined (an invalid value is an error naming it). */
+function envBytes(name: string, max: number): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0 || n > max)
+    throw new ForkboxError(
+      'invalid_argument',
+      `${name}=${v} is not a byte count from 0 to ${max}; fix or unset it.`,
+    );
+  return n;
 }
 
 export interface OpenedEngine {
@@ -60,6 +79,15 @@ function lockStateDir(stateDir: string, sys: ReturnType<typeof createSys>): numb
   }
   writeFileSync(`${lockPath}.pid`, String(process.pid));
   return fd;
+}
+
+function execSettingsFrom(o: OpenEngineOptions['execOutput']): { outputBytes?: number; spoolBytes?: number } {
+  const out: { outputBytes?: number; spoolBytes?: number } = {};
+  const outputBytes = o?.outputBytes ?? envBytes('FORKBOX_EXEC_OUTPUT_BYTES', MAX_OUTPUT_BYTES);
+  const spoolBytes = o?.spoolBytes ?? envBytes('FORKBOX_EXEC_SPOOL_BYTES', MAX_SPOOL_BYTES);
+  if (outputBytes !== undefined) out.outputBytes = outputBytes;
+  if (spoolBytes !== undefined) out.spoolBytes = spoolBytes;
+  return out;
 }
 
 export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
@@ -131,6 +159,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       log,
       diskUsage: host.diskUsage,
       hostGc: host.gc,
+      execSettings: execSettingsFrom(opts.execOutput),
     });
     await engine.recover(opts.recoverDeadlineMs ?? 5000);
     const period = opts.reapIntervalMs ?? 1000;

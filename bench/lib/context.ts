@@ -11,6 +11,8 @@ export interface BenchContext {
   surfaces: Surface[];
   peer: Peer;
   log: Log;
+  /** Pid of the daemon behind the 'daemon' surface, when one runs (its RSS and fds are measured). */
+  daemonPid?: number;
 }
 
 export interface Benchmark {

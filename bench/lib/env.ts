@@ -61,6 +61,8 @@ export interface DaemonHandle {
   surface: Surface;
   client: DaemonClient;
   logPath: string;
+  /** The daemon process (for its RSS and fd count). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -103,6 +105,7 @@ export async function startDaemon(log: Log): Promise<DaemonHandle> {
     surface: { name: 'daemon', api: client, stateDir },
     client,
     logPath,
+    pid: child.pid ?? 0,
     async stop() {
       client.close();
       child.kill('SIGTERM');

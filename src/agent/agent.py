@@ -7,6 +7,7 @@ operations, and never runs user code itself: commands run in forked children, Py
 Standard library only, Python >= 3.8.
 """
 
+import collections
 import gc
 import os
 import signal
@@ -21,6 +22,8 @@ import sysc  # noqa: E402
 from capture import valid_output_id  # noqa: E402
 from channel import AGENT_LOG, Channel, Loop, log  # noqa: E402
 from execs import Exec, OpError  # noqa: E402
+from outstream import SPOOL_DIR  # noqa: E402
+from spawner import Spawner  # noqa: E402
 from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header, recv_frame, send_frame  # noqa: E402
 from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, MAX_SPOOL_BYTES, Repl, WorkerHandle  # noqa: E402
 from worker import Worker  # noqa: E402
@@ -30,9 +33,11 @@ DEFAULT_CTL_SOCKET = "/.forkbox/inbox/ctl.sock"
 BACKOFF_MIN_S, BACKOFF_MAX_S = 0.05, 1.0
 HIGH_WATER, LOW_WATER = 8 << 20, 1 << 20  # bytes queued to the host: pause / resume reading exec output
 SHUTDOWN_GRACE_S = 3.0
+MAX_KEPT_RESULTS = 256  # results of execs that ended while no host was connected (exec.results)
 GREET_TIMEOUT_S = 30.0  # a new sandbox's wait for the host's welcome (the host gives up on it after 10 s)
 # Not for user code: the control socket path is plumbing, and the nonce proves this agent to the host.
-INTERNAL_ENV = ("FORKBOX_CTL_SOCKET", "FORKBOX_NONCE")
+# FORKBOX_OUTPUT_DIR moves the spool files of exec output (tests of the agent on a host).
+INTERNAL_ENV = ("FORKBOX_CTL_SOCKET", "FORKBOX_NONCE", "FORKBOX_OUTPUT_DIR")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -58,6 +63,7 @@ class Agent:
         self.sandbox_id = env.get("FORKBOX_SANDBOX_ID") or env.get("FORKBOX_TEMPLATE_ID") or ""
         self.nonce = env.get("FORKBOX_NONCE", "")
         self.ctl_path = env.get("FORKBOX_CTL_SOCKET") or DEFAULT_CTL_SOCKET
+        self.spool_dir = env.get("FORKBOX_OUTPUT_DIR") or SPOOL_DIR
         for k in INTERNAL_ENV:
             env.pop(k, None)
         self.base_env = dict(env)
@@ -65,10 +71,13 @@ class Agent:
         self.loop = Loop()
         self.sel = self.loop.sel
         self.add_timer = self.loop.add_timer
+        self.spawner = Spawner(self.loop, self._command_exited)
         self.conn = None
         self.ever_connected = False
         self.backoff = BACKOFF_MIN_S
         self.exec_by_pid = {}
+        self.kept_results = collections.OrderedDict()  # exec tag -> result (bounded)
+        self.spool_files = set()  # spool paths in use (outstream.py never prunes them)
         self.doomed = set()  # killed workers not reaped yet: shutdown waits for them
         self.paused = set()  # Execs waiting for the host connection to drain
         self.repl = Repl(self)
@@ -134,7 +143,9 @@ class Agent:
                 break
             ex = self.exec_by_pid.pop(pid, None)
             if ex is not None:
-                ex.on_exit(status)
+                ex.on_exit(status)  # a command whose spawner died before it: reparented to us
+            elif pid == self.spawner.pid:
+                self.spawner.reaped(pid)
             elif self.repl.worker is not None and pid == self.repl.worker.pid:
                 how = ("killed by signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status)
                        else "it exited with code %d" % os.WEXITSTATUS(status))
@@ -193,11 +204,10 @@ class Agent:
         if w is not None:
             w.channel.close_in_child()
         for ex in self.exec_by_pid.values():
-            for fd in list(ex.open_fds) + ([ex.stdin_fd] if ex.stdin_fd is not None else []):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+            ex.close_fds_in_child()
+        for ex in self.starting():
+            ex.close_fds_in_child()
+        self.spawner.close_in_child()
         if sweep:
             # A fresh worker has no user state: close whatever else is open (e.g. files the agent of a forked
             # sandbox inherited from its parent's worker). The objects owning them stay referenced by this
@@ -264,7 +274,7 @@ class Agent:
             AGENT_LOG.detach()
         log("host connection lost (%s); reconnecting" % reason, "warn")
         for ex in conn.execs.values():
-            ex.conn = None  # keeps running; later output is discarded
+            ex.conn = None  # keeps running; later output is discarded, its result kept (exec.results)
         conn.execs = {}
         for ex in list(self.paused):
             ex.resume()
@@ -345,6 +355,61 @@ class Agent:
             del ex.conn.execs[ex.id]
         self.paused.discard(ex)
 
+    def keep_result(self, tag, result):
+        """An exec ended while no host was connected: keep its result for exec.results (bounded)."""
+        if tag is None:
+            return
+        self.kept_results[tag] = result
+        while len(self.kept_results) > MAX_KEPT_RESULTS:
+            self.kept_results.popitem(last=False)
+
+    # ---- commands ----
+
+    def starting(self):
+        """Execs whose command the spawner has not started yet."""
+        return [ex for c in ([self.conn] if self.conn is not None else []) for ex in c.execs.values() if ex.pid is None]
+
+    def exec_started(self, ex):
+        self.exec_by_pid[ex.pid] = ex
+
+    def _command_exited(self, pid, status):
+        """The spawner reaped one of its commands."""
+        ex = self.exec_by_pid.pop(pid, None)
+        if ex is not None:
+            ex.on_exit(status)
+
+    def _start_exec(self, conn, rid, a):
+        if self.restrict_error is not None:
+            raise OpError("permission_denied", self.restrict_error)
+        expected = a.get("spawner")
+        if expected is not None and expected != self.spawner.pid:
+            # The host placed another spawner in this exec's group: it died and was replaced meanwhile.
+            raise OpError("stale", "the process that starts commands changed (pid %r, expected %r); prepare again"
+                          % (self.spawner.pid, expected))
+        conn.execs[rid] = Exec(self, conn, rid, a, self.base_env)
+
+    def _spawner_pid(self):
+        if self.restrict_error is not None:
+            raise OpError("permission_denied", self.restrict_error)
+        try:
+            return self.spawner.ensure()
+        except OSError as e:
+            raise OpError("busy", "cannot start the process that starts commands (%s): the sandbox may be at its "
+                          "process limit; end some of its processes and retry" % e.strerror)
+
+    def _exec_results(self, a):
+        tags = a.get("tags")
+        if not isinstance(tags, list) or len(tags) > 4096 or not all(isinstance(t, str) for t in tags):
+            raise OpError("bad_request", "exec.results needs tags: an array of at most 4096 strings")
+        running = {ex.tag: ex.pid for ex in self.exec_by_pid.values() if ex.tag is not None and not ex.done}
+        out = {"results": {}, "running": {}}
+        for t in tags:
+            if t in self.kept_results:
+                out["results"][t] = self.kept_results.pop(t)
+            elif t in running:
+                out["running"][t] = running[t]
+        return out
+
     # ---- operations ----
 
     def _request(self, conn, rid, op, a, body):
@@ -355,11 +420,11 @@ class Agent:
         elif op == "ping":
             self.send_res(conn, rid, {"pong": True, "pid": os.getpid(), "time_ns": time.time_ns()})
         elif op == "exec":
-            if self.restrict_error is not None:
-                raise OpError("permission_denied", self.restrict_error)
-            ex = Exec(self, conn, rid, a, self.base_env)
-            conn.execs[rid] = ex
-            self.exec_by_pid[ex.pid] = ex
+            self._start_exec(conn, rid, a)
+        elif op == "exec.spawner":
+            self.send_res(conn, rid, {"pid": self._spawner_pid()})
+        elif op == "exec.results":
+            self.send_res(conn, rid, self._exec_results(a))
         elif op == "exec.stdin":
             self._find_exec(conn, a).write_stdin(rid, body, a.get("eof"))
         elif op == "exec.signal":

@@ -34,9 +34,8 @@ def spool_dir():
     return os.environ.get("FORKBOX_OUTPUT_DIR") or SPOOL_DIR
 
 
-def _prune_spool_dir(keep_name):
+def _prune_spool_dir(d, keep_name):
     """Keep the newest SPOOL_KEEP files of the spool directory (best effort)."""
-    d = spool_dir()
     try:
         names = [n for n in os.listdir(d) if n != keep_name]
     except OSError:
@@ -57,10 +56,10 @@ def _prune_spool_dir(keep_name):
             pass
 
 
-def open_spool(name):
+def open_spool(name, d=None):
     """Create <spool dir>/name for writing, never following a symlink nor opening a FIFO or device someone
     planted there (O_EXCL after unlinking what was there). Returns (fd, path) or (None, None)."""
-    d = spool_dir()
+    d = d or spool_dir()
     try:
         os.mkdir(d, 0o700)
     except FileExistsError:
@@ -80,14 +79,15 @@ def open_spool(name):
         fd = os.open(path, flags, 0o600)
     except OSError:
         return None, None
-    _prune_spool_dir(name)
+    _prune_spool_dir(d, name)
     return fd, path
 
 
 class StreamCapture:
     """One stream of one call. `spool_name` None (or spool_bytes 0) = no spool file."""
 
-    def __init__(self, name, max_output_bytes, spool_name=None, spool_bytes=0, clock=time.monotonic):
+    def __init__(self, name, max_output_bytes, spool_name=None, spool_bytes=0, clock=time.monotonic,
+                 spool_dir=None):
         self.name = name
         self.tail_part = tail_budget(max_output_bytes)
         self.head_left = max_output_bytes - self.tail_part
@@ -99,6 +99,7 @@ class StreamCapture:
         self._spool_name = spool_name if spool_bytes > 0 else None
         self._spool_left = spool_bytes if self._spool_name else 0
         self._spool_fd = None
+        self._spool_dir = spool_dir
         self.spool_path = None
         self.spooled = 0
         self._last_peek = None
@@ -132,7 +133,7 @@ class StreamCapture:
         if self._spool_fd is None:
             if self.spool_path is not None:  # opened before, then failed or closed: stop
                 return
-            self._spool_fd, self.spool_path = open_spool(self._spool_name)
+            self._spool_fd, self.spool_path = open_spool(self._spool_name, self._spool_dir)
             if self._spool_fd is None:
                 self._spool_name = None
                 self._held = bytearray()

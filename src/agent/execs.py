@@ -1,21 +1,28 @@
-"""`exec` requests: spawn a command (posix_spawn, no subprocess module: the agent reaps every child itself
-from one SIGCHLD-driven waitpid loop), stream its output, feed its stdin, kill it on timeout.
-Standard library only, Python >= 3.8.
+"""`exec` requests: start a command through the spawner (spawner.py: posix_spawn, in the exec group the host
+placed the spawner in), stream its output within the bounds of outstream.py, feed its stdin, kill it on
+timeout or cancel. Exit statuses come from the spawner (which reaps its children) or, if it died, from the
+agent's own waitpid loop. Standard library only, Python >= 3.8.
 """
 
-import errno
 import os
 import selectors
 import signal
 import time
 
-import sysc
+from outstream import DEFAULT_RATE, STREAMS, OutStream, valid_output_id
+from spawner import ERRNO_CODES
 
-DEFAULT_MAX_OUTPUT = 1 << 20
+DEFAULT_MAX_OUTPUT = 1 << 20  # per stream
+MAX_OUTPUT_LIMIT = 64 << 20
+MAX_SPOOL = 1 << 40
 READ_CHUNK = 64 * 1024
 # After the process exits, how long to wait for its pipes to reach EOF: a background child that inherited
 # stdout (`server &`) would otherwise hold the exec open forever. Its later output is drained and dropped.
 EXIT_GRACE_S = 0.1
+LATEST_FLUSH_S = 0.25
+
+
+_ERRNO_CODES = ERRNO_CODES  # errno -> protocol error code (fileops.py uses it too)
 
 
 class OpError(Exception):
@@ -25,62 +32,17 @@ class OpError(Exception):
         self.message = message
 
 
-_ERRNO_CODES = {
-    errno.ENOENT: "not_found",
-    errno.EACCES: "permission_denied",
-    errno.EPERM: "permission_denied",
-    errno.ENOTDIR: "not_a_directory",
-    errno.EISDIR: "is_a_directory",
-    errno.EEXIST: "exists",
-    errno.ENOEXEC: "bad_request",
-    errno.E2BIG: "too_large",
-}
+def _int(a, key, default, lo=0, hi=None):
+    v = a.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo or (hi is not None and v > hi):
+        raise OpError("bad_request", "exec %s must be an integer from %d to %s" % (key, lo, hi if hi else "any"))
+    return v
 
 
-def _resolve(name, path_var):
-    """PATH lookup with the command's own PATH (posix_spawnp would use the agent's). cwd is already set."""
-    if "/" in name:
-        return name
-    for d in path_var.split(":"):
-        candidate = os.path.join(d or ".", name)
-        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
-            return candidate
-    raise OpError("not_found", "command not found: %s (searched PATH=%s)" % (name, path_var))
-
-
-# Reset to the default in the command: exec keeps SIG_IGN, and Python ignores SIGPIPE (`yes | head` needs it).
-_SIGDEF = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP)
-
-
-def _spawn(argv, env, cwd, stdin_fd, out_w, err_w):
-    """posix_spawn (vfork + exec: ~1 ms, against ~3 ms for Python's fork + exec), in its own session and
-    process group (timeout and cancel kill the whole group; the agent is not in it). no_new_privs and the
-    dropped bounding capabilities are inherited from the agent (sysc.restrict_agent at start-up)."""
-    try:
-        os.chdir(cwd)  # posix_spawn has no chdir action; the agent is single-threaded, so this is safe
-    except OSError as e:
-        raise OpError(_ERRNO_CODES.get(e.errno, "internal"), "cannot use %s as the working directory: %s"
-                      % (cwd, e.strerror))
-    try:
-        path = _resolve(argv[0], env.get("PATH", os.defpath))
-        actions = [(os.POSIX_SPAWN_DUP2, stdin_fd, 0), (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)]
-        try:
-            pid = os.posix_spawn(path, argv, env, file_actions=actions, setsid=True, setsigdef=_SIGDEF,
-                                 setsigmask=())
-        except OSError as e:
-            raise OpError(_ERRNO_CODES.get(e.errno, "internal"), "could not run %s: %s" % (argv[0], e.strerror))
-    finally:
-        os.chdir("/")
-    try:
-        # The agent runs at -1000: user code must be what the OOM killer picks. (Raising it needs no
-        # privilege; the command runs a few microseconds at -1000 before this lands.)
-        sysc.set_oom_score_adj(0, pid)
-    except OSError:
-        pass
-    return pid
-
-
-def _check_args(a):
+def check_args(a):
+    """Validate an exec request; returns a dict of what Exec needs."""
     argv = a.get("argv")
     cmd = a.get("cmd")
     if (argv is None) == (cmd is None):
@@ -96,74 +58,121 @@ def _check_args(a):
     cwd = a.get("cwd") or "/"
     if not isinstance(cwd, str) or "\0" in cwd:
         raise OpError("bad_request", "exec cwd must be a string without NUL bytes")
-    cwd = os.path.join("/", cwd)  # relative to /, like every path of the protocol
     env = a.get("env") or {}
     if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise OpError("bad_request", "exec env must be an object of string to string")
     if any("=" in k or "\0" in k or "\0" in v or not k for k, v in env.items()):
         raise OpError("bad_request", "exec env names must be non-empty without '=' and values without NUL")
-    timeout = a.get("timeout_ms") or 0
-    cap = a.get("max_output_bytes")
-    cap = DEFAULT_MAX_OUTPUT if cap is None else cap
-    for name, v in (("timeout_ms", timeout), ("max_output_bytes", cap)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise OpError("bad_request", "exec %s must be a non-negative integer" % name)
-    return argv, cwd, env, timeout, cap, bool(a.get("stdin"))
+    mode = a.get("mode") or "head"
+    if mode not in ("head", "latest"):
+        raise OpError("bad_request", "exec mode must be 'head' or 'latest'")
+    output_id = a.get("output_id")
+    if output_id is not None and not valid_output_id(output_id):
+        raise OpError("bad_request", "exec output_id must be 1-64 letters, digits, '_', '.' or '-', not starting with '.'")
+    tag = a.get("tag")
+    if tag is not None and (not isinstance(tag, str) or not 0 < len(tag) <= 128):
+        raise OpError("bad_request", "exec tag must be a string of 1 to 128 characters")
+    tree = a.get("tree")
+    if tree is not None and (not isinstance(tree, str) or not 0 < len(tree) <= 128):
+        raise OpError("bad_request", "exec tree must be a string of 1 to 128 characters")
+    return {
+        "argv": argv,
+        "cwd": os.path.join("/", cwd),  # relative to /, like every path of the protocol
+        "env": env,
+        "stdin": bool(a.get("stdin")),
+        "timeout_ms": _int(a, "timeout_ms", 0),
+        "budget": _int(a, "max_output_bytes", DEFAULT_MAX_OUTPUT, 0, MAX_OUTPUT_LIMIT),
+        "spool": _int(a, "spool_bytes", 0, 0, MAX_SPOOL),
+        "output_id": output_id,
+        "mode": mode,
+        "rate": _int(a, "rate", DEFAULT_RATE, 1, 1 << 30),
+        "tag": tag,
+        "tree": tree,
+    }
 
 
 class Exec:
-    """One running command of one request. `agent` provides sel, add_timer, send_event, send_res."""
+    """One running command of one request. `agent` provides sel, add_timer, send_event, send_res,
+    send_error, congested, paused, spool_files, spawner, exec_started, exec_done, keep_result."""
 
     def __init__(self, agent, conn, req_id, args, base_env):
-        argv, cwd, env_over, timeout_ms, cap, want_stdin = _check_args(args)
+        c = check_args(args)
         self.agent = agent
         self.conn = conn  # None once the host connection that asked for it is gone: output is dropped
         self.id = req_id
-        self.cap = cap
-        self.forwarded = 0
+        self.tag = c["tag"]
+        self.tree = c["tree"]  # the host's name for the command's cgroup, echoed in the result
         self.seq = 0
-        self.truncated = self.timed_out = self.cancelled = False
+        self.timed_out = self.cancelled = False
         self.exit_status = None
         self.done = False
-        self.open_fds = {}  # read fd -> "stdout" | "stderr"
+        self.failed = False
+        self.started = False
         self.paused = False
-        self.stdin_fd = None
         self.stdin_queue = []  # [memoryview, eof, req_id, total]
         self.timers = []
-        env = dict(base_env)
-        env.update(env_over)
+        self.flush_timer = None
         self.t0 = time.monotonic()
-
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        in_r, in_w = os.pipe() if want_stdin else (os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC), None)
-        try:
-            pid = _spawn(argv, env, cwd, in_r, out_w, err_w)
-        except BaseException:
-            for fd in (out_r, in_w):
-                if fd is not None:
-                    os.close(fd)
-            os.close(err_r)
-            raise
-        finally:
-            for fd in (out_w, err_w, in_r):
-                os.close(fd)
-        self.pid = pid
-        for fd, kind in ((out_r, "stdout"), (err_r, "stderr")):
+        env = dict(base_env)
+        env.update(c["env"])
+        self.streams = {s: OutStream(s, c["budget"], c["spool"], c["output_id"], c["mode"], c["rate"],
+                                     agent.spool_files, agent.spool_dir) for s in STREAMS}
+        self.pid = None
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        if c["stdin"]:
+            in_r, self.stdin_fd = os.pipe2(os.O_CLOEXEC)
+            os.set_blocking(self.stdin_fd, False)
+        else:
+            in_r, self.stdin_fd = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC), None
+        for fd in (out_r, err_r):
             os.set_blocking(fd, False)
-            self.open_fds[fd] = kind
-            agent.sel.register(fd, selectors.EVENT_READ, self._reader(fd))
-        if in_w is not None:
-            os.set_blocking(in_w, False)
-            self.stdin_fd = in_w
-        agent.send_event(conn, req_id, "started", extra={"pid": pid}, seq=self._next_seq())
-        if timeout_ms:
-            self.timers.append(agent.add_timer(timeout_ms / 1000.0, self._on_timeout))
+        self.open_fds = {out_r: "stdout", err_r: "stderr"}  # read fd -> stream, read once started
+        spec = {"argv": c["argv"], "env": env, "cwd": c["cwd"]}
+        try:
+            agent.spawner.spawn(spec, (in_r, out_w, err_w), self._on_spawned)
+        except OSError as e:
+            for fd in (out_r, err_r, in_r, out_w, err_w) + ((self.stdin_fd,) if self.stdin_fd is not None else ()):
+                os.close(fd)
+            raise OpError("busy", "cannot start the process that starts commands (%s): the sandbox may be at "
+                          "its process limit; end some of its processes and retry" % e.strerror)
+        if c["timeout_ms"]:
+            self.timers.append(agent.add_timer(c["timeout_ms"] / 1000.0, self._on_timeout))
 
     def _next_seq(self):
         s = self.seq
         self.seq += 1
         return s
+
+    def _send(self, kind, body=b"", extra=None):
+        self.agent.send_event(self.conn, self.id, kind, body=body, extra=extra, seq=self._next_seq())
+
+    # ---- start ----
+
+    def _on_spawned(self, pid, error):
+        if self.done:
+            return
+        if error is not None or not isinstance(pid, int):
+            # Could not start: an error answer and no events.
+            self.failed = True
+            self.done = True
+            self._cleanup()
+            self.agent.exec_done(self)
+            err = error or {}
+            self.agent.send_error(self.conn, self.id, str(err.get("code") or "internal"),
+                                  str(err.get("message") or "the command could not be started"))
+            return
+        self.pid = pid
+        self.started = True
+        self.agent.exec_started(self)
+        now = time.monotonic()
+        for s in self.streams.values():
+            s.start_peeks(now)
+        self._send("started", extra={"pid": pid})
+        for fd in self.open_fds:
+            self.agent.sel.register(fd, selectors.EVENT_READ, self._reader(fd))
+        if self.timed_out or self.cancelled:  # the deadline or a cancel came first
+            self.kill_group(signal.SIGKILL)
 
     # ---- output ----
 
@@ -184,21 +193,33 @@ class Exec:
             self._close_fd(fd)
             self._maybe_finish()
             return
-        if self.done or self.conn is None or self.forwarded >= self.cap:
-            if self.forwarded >= self.cap:
-                self.truncated = True
+        if self.done or self.failed:
+            return  # a background child still writes after the result: drained and dropped
+        s = self.streams[self.open_fds[fd]]
+        now = time.monotonic()
+        for body, offset in s.feed(data, now):
+            self._send(s.stream, body, {"offset": offset})
+        p = s.peek(now)
+        if p is not None:
+            self._send("peek", p, {"stream": s.stream, "total": s.total})
+        if s.waiting() and self.flush_timer is None:
+            self.flush_timer = self.agent.add_timer(LATEST_FLUSH_S, self._flush_latest)
+
+    def _flush_latest(self):
+        self.flush_timer = None
+        if self.done:
             return
-        room = self.cap - self.forwarded
-        if len(data) > room:
-            data = data[:room]
-            self.truncated = True
-        self.forwarded += len(data)
-        self.agent.send_event(self.conn, self.id, self.open_fds[fd], body=data, seq=self._next_seq())
+        now = time.monotonic()
+        for s in self.streams.values():
+            for body, offset in s.flush(now):
+                self._send(s.stream, body, {"offset": offset})
+        if any(s.waiting() for s in self.streams.values()):
+            self.flush_timer = self.agent.add_timer(LATEST_FLUSH_S, self._flush_latest)
 
     def _close_fd(self, fd):
         if fd in self.open_fds:
             del self.open_fds[fd]
-            if not self.paused:
+            if not self.paused and self.started:
                 self.agent.sel.unregister(fd)
             os.close(fd)
 
@@ -269,6 +290,10 @@ class Exec:
     # ---- ending ----
 
     def kill_group(self, sig):
+        """Signal the command's process group. Processes that left it (setsid) are reached by the host,
+        which kills the command's cgroup."""
+        if self.pid is None:
+            return
         try:
             os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):
@@ -285,8 +310,10 @@ class Exec:
             self.kill_group(signal.SIGKILL)
 
     def on_exit(self, status):
-        """Called by the agent's reaper with the waitpid status of our pid."""
+        """Called with the waitpid status of our pid (reaped by the spawner, or by the agent)."""
         self.exit_status = status
+        if self.failed:
+            return
         self._fail_stdin("exec %s has ended" % self.id)
         if self.open_fds:
             self.timers.append(self.agent.add_timer(EXIT_GRACE_S, self._grace_over))
@@ -302,6 +329,15 @@ class Exec:
         if self.exit_status is not None and not self.open_fds:
             self._finish()
 
+    def _cleanup(self):
+        for t in self.timers:
+            t.cancel()
+        if self.flush_timer is not None:
+            self.flush_timer.cancel()
+        self._fail_stdin("exec %s has ended" % self.id)
+        for fd in list(self.open_fds):
+            self._close_fd(fd)
+
     def _finish(self):
         if self.done:
             return
@@ -309,16 +345,47 @@ class Exec:
         self.resume()  # keep draining (and dropping) whatever a background child still writes
         for t in self.timers:
             t.cancel()
+        if self.flush_timer is not None:
+            self.flush_timer.cancel()
         self.agent.exec_done(self)
         status = self.exit_status
-        exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-        self.agent.send_res(self.conn, self.id, {
-            "exit_code": exit_code,
-            "signal": sig,
+        result = {
+            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             "timed_out": self.timed_out,
             "cancelled": self.cancelled,
-            "truncated": self.truncated,
             "duration_ms": (time.monotonic() - self.t0) * 1000.0,
             "pid": self.pid,
-        })
+        }
+        omitted = 0
+        for s in self.streams.values():
+            tail, offset = s.finish()
+            if tail:
+                self._send(s.stream + "_tail", tail, {"offset": offset})
+            result.update(s.result_fields())
+            omitted += s.omitted()
+            s.close()
+        result["truncated"] = omitted > 0
+        if self.tag is not None:
+            result["tag"] = self.tag
+        if self.tree is not None:
+            result["tree"] = self.tree
+        if self.conn is None or self.conn.closed:
+            self.agent.keep_result(self.tag, result)
+        else:
+            self.agent.send_res(self.conn, self.id, result)
+
+    def close_fds_in_child(self):
+        """In a forked child of the agent (the REPL worker, the spawner): drop our copies."""
+        fds = list(self.open_fds) + ([self.stdin_fd] if self.stdin_fd is not None else [])
+        for s in self.streams.values():
+            if s.spool_fd is not None:
+                fds.append(s.spool_fd)
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+__all__ = ["Exec", "OpError", "check_args", "DEFAULT_MAX_OUTPUT", "MAX_OUTPUT_LIMIT"]

@@ -29,7 +29,8 @@ class EvalOutput:
         self.agent, self.conn, self.rid = agent, conn, rid
         spool = valid_output_id(output_id) and spool_bytes > 0
         self.caps = {
-            s: StreamCapture(s, max_output_bytes, ("%s.%s" % (output_id, s)) if spool else None, spool_bytes)
+            s: StreamCapture(s, max_output_bytes, ("%s.%s" % (output_id, s)) if spool else None, spool_bytes,
+                             spool_dir=getattr(agent, "spool_dir", None))
             for s in STREAMS
         }
         self.seq = 0
@@ -103,7 +104,7 @@ class EvalOutput:
         if cap.head_left == 0:
             peek = cap.peek()
             if peek is not None:
-                self._event("peek", peek, {"stream": stream})
+                self._event("peek", peek, {"stream": stream, "total": cap.total})
         conn = self.conn
         if conn is not None and not conn.closed and self.agent.congested(conn):
             # Stop reading until the host catches up: the code then blocks in write().

@@ -7,6 +7,7 @@ import os
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_READ = 23
 PR_CAPBSET_DROP = 24
+PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -34,6 +35,12 @@ def _prctl(option, arg2=0, arg3=0, arg4=0, arg5=0):
         e = ctypes.get_errno()
         raise OSError(e, "prctl(%d): %s" % (option, os.strerror(e)))
     return r
+
+
+def set_name(name):
+    """The process's name as ps and /proc/<pid>/comm show it (at most 15 bytes)."""
+    buf = ctypes.create_string_buffer(name.encode("ascii")[:15])
+    _prctl(PR_SET_NAME, ctypes.addressof(buf))
 
 
 def restrict_agent():

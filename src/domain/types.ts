@@ -75,6 +75,33 @@ export interface ExecRecord {
   oomKilled: boolean;
   startedAt: number;
   endedAt: number | null;
+  /**
+   * Processes of the exec still running when it ended (a normal exit that left `server &` behind); they
+   * keep running until they exit or the exec is cancelled. 0 while running and after a kill.
+   */
+  leftovers: number;
+  /** The runtime's name for the exec's process tree, while processes may be left in it; else null. */
+  tree: string | null;
+  /** What became of each output stream, once it ended (null before, and for older records). */
+  streams: { stdout: StreamSummary; stderr: StreamSummary } | null;
+}
+
+/**
+ * What became of one output stream of an exec or a REPL call. Inline, a result carries the stream's
+ * head and tail (bounded by the call's max_output_bytes); when the middle was cut, the whole stream is
+ * kept in a file inside the sandbox (up to a spool cap), readable in pages.
+ */
+export interface StreamSummary {
+  /** Bytes the program wrote to the stream. */
+  totalBytes: number;
+  /** Bytes of it in the inline result (head + tail). */
+  shownBytes: number;
+  /** totalBytes - shownBytes: what the inline result leaves out. */
+  omittedBytes: number;
+  /** Path inside the sandbox holding the whole stream, when something was left out; else null. */
+  file: string | null;
+  /** Bytes kept in `file` (less than totalBytes when the spool reached its cap). */
+  spooledBytes: number;
 }
 
 /** A named, frozen state of a sandbox: its files (a read-only layer chain) and, while its holder lives, its REPL. */

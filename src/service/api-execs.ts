@@ -43,7 +43,7 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
   const find = (idOrName: string) => p.find(ctx, idOrName);
   const running = (idOrName: string) => p.running(ctx, idOrName);
   return {
-    exec: async (idOrName, req, opts?: RunOptions) => execs.run(running(idOrName), req, opts?.onOutput),
+    exec: async (idOrName, req, opts?: RunOptions) => execs.run(running(idOrName), req, opts),
     startExec: async (idOrName, req) => execs.start(running(idOrName), req),
     pollExec: async (idOrName, execId, opts) =>
       execs.poll(find(idOrName), execId, opts?.afterSeq ?? -1, opts?.waitMs ?? 0),
@@ -72,7 +72,7 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
           ...(req.timeoutSeconds === undefined ? {} : { timeoutSeconds: req.timeoutSeconds }),
           ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
         },
-        opts?.onOutput,
+        opts,
       );
       return asReplResult(argv[0] ?? language, o);
     },

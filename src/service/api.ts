@@ -6,6 +6,7 @@
 import type { ExecRecord, ImageRecord, Limits, SandboxRecord } from '../domain/types.ts';
 import type {
   ExecOutputChunk,
+  ExecPeek,
   FileEntry,
   FileStat,
   LayerDiff,
@@ -143,19 +144,31 @@ export interface ExecRequest {
   /** Data written to stdin, then closed (sync exec). */
   stdin?: Buffer;
   timeoutSeconds?: number;
+  /**
+   * Inline output budget per stream (stdout and stderr each): a head and a tail of each stream are
+   * returned, the middle is in a spool file inside the sandbox (see `streams`). Default: the daemon's
+   * (1 MiB); background execs keep up to twice this of their latest output for polling.
+   */
   maxOutputBytes?: number;
+  /** Bytes of each stream kept in the spool file inside the sandbox (default: the daemon's, 64 MiB). */
+  spoolBytes?: number;
   idempotencyKey?: string;
 }
 
 /** Options of calls that run work in a sandbox. */
 export interface RunOptions {
-  /** Output chunks as they arrive. */
+  /**
+   * Output chunks as they arrive: for an exec, the head of each stream, then (at the end) the marker line
+   * and the tail: everything the inline result holds, in order.
+   */
   onOutput?: (c: ExecOutputChunk) => void;
   /**
-   * Python code: the latest bytes of a stream that flows past its inline head (at most every 2 s), for
-   * progress messages; not part of the result.
+   * While a stream's output is past its head (an exec's or Python code's): its latest bytes, at most every
+   * 2 s (for progress; not part of the result).
    */
-  onPeek?: (stream: 'stdout' | 'stderr', data: Buffer) => void;
+  onPeek?: (p: ExecPeek) => void;
+  /** The exec's id, as soon as it is recorded (before the command runs): to cancel or poll it by id. */
+  onStarted?: (execId: string) => void;
   /**
    * Aborting it cancels the work: an exec's whole process tree; Python code by KeyboardInterrupt,
    * escalating to a restart of the REPL when it does not stop (the result then says its state was lost).
@@ -176,13 +189,33 @@ export interface ExecOutcome {
   durationMs: number;
   /** What became of each stream when it was longer than the inline cap. */
   streams?: { stdout: StreamSummary; stderr: StreamSummary };
+  /**
+   * Processes the command left running (`server &`): they keep running; cancelExec on this exec ends
+   * them. 0 after a timeout or cancel, which end the command's whole process tree.
+   */
+  leftovers: number;
+}
+
+/** Output a poller did not receive: dropped from the daemon's bounded copy, or skipped while it flooded. */
+export interface MissedOutput {
+  stream: 'stdout' | 'stderr';
+  /** Stream offsets [from, to) not received; `from` is null when the poller's position is unknown. */
+  from: number | null;
+  to: number;
+  /** to - from, when from is known. */
+  bytes: number | null;
+  /** The spool file inside the sandbox holding them (read it with an offset and length); null if none. */
+  file: string | null;
 }
 
 export interface ExecPollResult {
   exec: ExecRecord;
-  chunks: { seq: number; stream: 'stdout' | 'stderr'; data: string }[];
+  /** `offset`: where the chunk starts in its stream (gaps between a stream's chunks are in `missed`). */
+  chunks: { seq: number; stream: 'stdout' | 'stderr'; data: string; offset?: number }[];
   nextSeq: number;
   done: boolean;
+  /** Output between after_seq and these chunks that this poll cannot return. */
+  missed: MissedOutput[];
 }
 
 export type CodeLanguage = 'python' | 'bash' | 'node';

@@ -12,6 +12,7 @@ import { fileApi } from './api-files.ts';
 import { sandboxApi } from './api-sandboxes.ts';
 import { type CallerContext, createSandboxFinder, DEFAULT_TENANT } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
+import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
 import { createLineage } from './lineage.ts';
 import type { Runtime, Store } from './ports.ts';
@@ -59,6 +60,8 @@ export interface EngineDeps {
   sessionReattachMs?: number;
   /** Host-level garbage collection of what no live sandbox uses. */
   hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
+  /** Daemon defaults for exec output (per stream): inline budget and spool file size. */
+  execSettings?: Partial<ExecSettings>;
 }
 
 export { type CallerContext, DEFAULT_TENANT } from './caller.ts';
@@ -82,7 +85,13 @@ export function createEngine(deps: EngineDeps): Engine {
   const { store, runtime, images, log } = deps;
   const now = deps.now ?? Date.now;
   const defaultImage = deps.defaultImage ?? 'debian';
-  const execs = createExecManager({ store, runtime, now });
+  const execs = createExecManager({
+    store,
+    runtime,
+    now,
+    log,
+    ...(deps.execSettings ? { settings: deps.execSettings } : {}),
+  });
   const templateConfigs = createTemplateConfigs({
     store,
     images,
@@ -189,7 +198,10 @@ export function createEngine(deps: EngineDeps): Engine {
     scoped: makeApi,
     attachSession: (id) => sessions.attach(id),
     async recover(deadlineMs = 5000) {
-      const out = await recoverSandboxes({ store, runtime, log, kill }, deadlineMs);
+      const out = await recoverSandboxes(
+        { store, runtime, log, kill, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
+        deadlineMs,
+      );
       // Sessions do not survive a restart: their clients get a while to re-attach before their
       // sandboxes are killed.
       sessions.expireOrphans(deps.sessionReattachMs ?? 60_000);
@@ -199,6 +211,7 @@ export function createEngine(deps: EngineDeps): Engine {
     async close() {
       sessions.close();
       await lifecycle.drain();
+      execs.flush();
     },
   };
 }

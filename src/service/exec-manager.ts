@@ -1,171 +1,66 @@
 /**
- * Execs: running commands in sandboxes, synchronously or in the background, with output kept (bounded)
- * in the store so `pollExec` can page through it, and idempotency keys so a retried request does not
- * run a command twice.
+ * Execs: running commands in sandboxes, synchronously (bounded inline output, cancellable by an
+ * AbortSignal) or in the background (latest output kept, bounded, in the store for `pollExec`), with
+ * idempotency keys so a retried request does not run a command twice. A cancel ends the command's whole
+ * process tree, also after its main process exited (what it left running).
  */
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { ForkboxError } from '../domain/errors.ts';
 import type { ExecRecord, SandboxRecord } from '../domain/types.ts';
-import type { ExecOutcome, ExecPollResult, ExecRequest } from './api.ts';
-import type { ExecHandle, ExecOutputChunk, ExecResult, Runtime, Store } from './ports.ts';
-import { checkEnv, checkExec, DEFAULT_OUTPUT_BYTES } from './validate.ts';
+import type { ExecOutcome, ExecPollResult, ExecRequest, RunOptions } from './api.ts';
+import { createExecLaunch, type ExecSettings } from './exec-launch.ts';
+import { outcome, storedOutcome } from './exec-outcome.ts';
+import { createExecOutputBuffer } from './exec-output-buffer.ts';
+import { createExecPoller, POLL_PAGE_BYTES } from './exec-poll.ts';
+import { recoverExecs } from './exec-recovery.ts';
+import type { Runtime, Store } from './ports.ts';
+import { DEFAULT_OUTPUT_BYTES, DEFAULT_SPOOL_BYTES } from './validate.ts';
 
-const MAX_POLL_WAIT_MS = 60_000;
+/** The longest a poll waits for news: well under the 60 s request timeout of common MCP clients. */
+export const MAX_POLL_WAIT_MS = 30_000;
 
 export interface ExecManagerDeps {
   store: Store;
   runtime: Runtime;
   now: () => number;
   metrics?: { onExecDone(durationMs: number): void };
+  /** Daemon defaults for output bounds (per stream). */
+  settings?: Partial<ExecSettings>;
+  log?: { info(o: object, m?: string): void; warn(o: object, m?: string): void };
 }
 
 export function createExecManager(deps: ExecManagerDeps) {
   const { store, runtime, now } = deps;
-  const running = new Map<string, ExecHandle>();
-  const done = new EventEmitter();
-  done.setMaxListeners(0);
-
-  function record(rec: SandboxRecord, req: Omit<ExecRequest, 'stdin'>, command: string[]): ExecRecord {
-    const exec: ExecRecord = {
-      id: `ex-${randomBytes(6).toString('hex')}`,
-      sandboxId: rec.id,
-      idempotencyKey: req.idempotencyKey ?? null,
-      command,
-      state: 'running',
-      exitCode: null,
-      signal: null,
-      timedOut: false,
-      truncated: false,
-      oomKilled: false,
-      startedAt: now(),
-      endedAt: null,
-    };
-    store.insertExec(exec);
-    return exec;
-  }
-
-  function finish(execId: string, r: ExecResult): ExecRecord {
-    const state: ExecRecord['state'] = r.timedOut
-      ? 'timed_out'
-      : r.cancelled
-        ? 'cancelled'
-        : r.exitCode === null
-          ? 'killed'
-          : 'exited';
-    deps.metrics?.onExecDone(r.durationMs);
-    return store.updateExec(execId, {
-      state,
-      exitCode: r.exitCode,
-      signal: r.signal,
-      timedOut: r.timedOut,
-      // the store may already have marked it truncated when it dropped output beyond its cap
-      truncated: r.truncated || store.getExec(execId)?.truncated === true,
-      oomKilled: r.oomKilled,
-      endedAt: now(),
-    });
-  }
-
-  function fail(execId: string): void {
-    try {
-      store.updateExec(execId, { state: 'failed', endedAt: now() });
-    } catch {
-      // the exec's sandbox may be gone from the store already
-    }
-  }
-
-  function launch(
-    rec: SandboxRecord,
-    req: Omit<ExecRequest, 'stdin'>,
-    stdin: boolean,
-    onOutput?: (c: ExecOutputChunk) => void,
-  ) {
-    const form = checkExec(req);
-    const env = checkEnv(req.env);
-    const cap = req.maxOutputBytes ?? DEFAULT_OUTPUT_BYTES;
-    const command = form.argv ?? ['/bin/sh', '-c', form.cmd ?? ''];
-    const exec = record(rec, req, command);
-    const handle = runtime.exec(
-      rec,
-      {
-        ...form,
-        ...(req.cwd === undefined ? {} : { cwd: req.cwd }),
-        env,
-        stdin,
-        timeoutMs: Math.round((req.timeoutSeconds ?? 0) * 1000),
-        maxOutputBytes: cap,
-      },
-      {
-        onOutput: (c) => {
-          store.appendExecOutput(exec.id, c, cap);
-          onOutput?.(c);
-          done.emit(`out:${exec.id}`);
-        },
-      },
-    );
-    running.set(exec.id, handle);
-    const settled = handle.result.then(
-      (r) => {
-        running.delete(exec.id);
-        const final = finish(exec.id, r);
-        done.emit(`out:${exec.id}`);
-        return { r, final };
-      },
-      (e: unknown) => {
-        running.delete(exec.id);
-        fail(exec.id);
-        done.emit(`out:${exec.id}`);
-        throw e;
-      },
-    );
-    return { exec, handle, settled };
-  }
-
-  function outcome(execId: string, r: ExecResult): ExecOutcome {
-    return {
-      execId,
-      exitCode: r.exitCode,
-      signal: r.signal,
-      stdout: r.stdout.toString('utf8'),
-      stderr: r.stderr.toString('utf8'),
-      truncated: r.truncated,
-      timedOut: r.timedOut,
-      oomKilled: r.oomKilled,
-      cancelled: r.cancelled,
-      durationMs: r.durationMs,
-      ...(r.streams ? { streams: r.streams } : {}),
-    };
-  }
-
-  function storedOutcome(exec: ExecRecord): ExecOutcome {
-    const chunks = store.readExecOutput(exec.id, -1);
-    const join = (s: 'stdout' | 'stderr') =>
-      Buffer.concat(chunks.filter((c) => c.stream === s).map((c) => c.data)).toString('utf8');
-    return {
-      execId: exec.id,
-      exitCode: exec.exitCode,
-      signal: exec.signal,
-      stdout: join('stdout'),
-      stderr: join('stderr'),
-      truncated: exec.truncated,
-      timedOut: exec.timedOut,
-      oomKilled: exec.oomKilled,
-      cancelled: exec.state === 'cancelled',
-      durationMs: (exec.endedAt ?? now()) - exec.startedAt,
-    };
-  }
+  const settings: ExecSettings = {
+    outputBytes: deps.settings?.outputBytes ?? DEFAULT_OUTPUT_BYTES,
+    spoolBytes: deps.settings?.spoolBytes ?? DEFAULT_SPOOL_BYTES,
+  };
+  const news = new EventEmitter();
+  news.setMaxListeners(0);
+  const buffer = createExecOutputBuffer({ store });
+  const poller = createExecPoller({ store });
+  const launcher = createExecLaunch({
+    store,
+    runtime,
+    now,
+    settings,
+    buffer,
+    changed: (id) => news.emit(`out:${id}`),
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+  });
+  const { running } = launcher;
 
   function waitForChange(execId: string, ms: number): Promise<void> {
     return new Promise((resolve) => {
       const t = setTimeout(() => {
-        done.off(`out:${execId}`, on);
+        news.off(`out:${execId}`, on);
         resolve();
       }, ms);
       const on = () => {
         clearTimeout(t);
         resolve();
       };
-      done.once(`out:${execId}`, on);
+      news.once(`out:${execId}`, on);
     });
   }
 
@@ -183,27 +78,40 @@ export function createExecManager(deps: ExecManagerDeps) {
     return exec;
   }
 
+  async function priorRun(rec: SandboxRecord, key: string): Promise<ExecOutcome | null> {
+    const prior = store.findExecByIdempotencyKey(rec.id, key);
+    if (!prior) return null;
+    while (store.getExec(prior.id)?.state === 'running') await waitForChange(prior.id, 1000);
+    return storedOutcome(store, store.getExec(prior.id) ?? prior, now());
+  }
+
   return {
-    async run(
-      rec: SandboxRecord,
-      req: ExecRequest,
-      onOutput?: (c: ExecOutputChunk) => void,
-    ): Promise<ExecOutcome> {
+    async run(rec: SandboxRecord, req: ExecRequest, opts?: RunOptions): Promise<ExecOutcome> {
       if (req.idempotencyKey) {
-        const prior = store.findExecByIdempotencyKey(rec.id, req.idempotencyKey);
-        if (prior) {
-          while (store.getExec(prior.id)?.state === 'running') await waitForChange(prior.id, 1000);
-          return storedOutcome(store.getExec(prior.id) ?? prior);
+        const prior = await priorRun(rec, req.idempotencyKey);
+        if (prior) return prior;
+      }
+      const { exec, handle, settled } = launcher.launch(rec, req, {
+        stdin: req.stdin !== undefined,
+        background: false,
+        run: opts,
+      });
+      opts?.onStarted?.(exec.id);
+      const signal = opts?.signal;
+      const onAbort = () => handle.cancel();
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        if (req.stdin !== undefined) {
+          handle.writeStdin(req.stdin, true).catch(() => {
+            // the command may exit without reading its stdin; its result tells what happened
+          });
         }
+        const { r } = await settled;
+        return outcome(exec.id, r);
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
       }
-      const { exec, handle, settled } = launch(rec, req, req.stdin !== undefined, onOutput);
-      if (req.stdin !== undefined) {
-        handle.writeStdin(req.stdin, true).catch(() => {
-          // the command may exit without reading its stdin; its result tells what happened
-        });
-      }
-      const { r } = await settled;
-      return outcome(exec.id, r);
     },
 
     async start(
@@ -215,28 +123,30 @@ export function createExecManager(deps: ExecManagerDeps) {
         if (prior) return prior;
       }
       const { stdin, ...rest } = req;
-      const { exec, settled } = launch(rec, rest, stdin === true);
+      const { exec, settled } = launcher.launch(rec, rest, { stdin: stdin === true, background: true });
       settled.catch(() => {
         // recorded as failed; pollExec reports it
       });
       return exec;
     },
 
-    async poll(rec: SandboxRecord, execId: string, afterSeq = -1, waitMs = 0): Promise<ExecPollResult> {
+    async poll(
+      rec: SandboxRecord,
+      execId: string,
+      afterSeq = -1,
+      waitMs = 0,
+      maxBytes = POLL_PAGE_BYTES,
+    ): Promise<ExecPollResult> {
       let exec = mine(rec, execId);
-      let chunks = store.readExecOutput(execId, afterSeq);
-      if (chunks.length === 0 && exec.state === 'running' && waitMs > 0) {
+      buffer.flush(execId);
+      let page = poller.poll(exec, afterSeq, maxBytes);
+      if (page.chunks.length === 0 && exec.state === 'running' && waitMs > 0) {
         await waitForChange(execId, Math.min(waitMs, MAX_POLL_WAIT_MS));
         exec = mine(rec, execId);
-        chunks = store.readExecOutput(execId, afterSeq);
+        buffer.flush(execId);
+        page = poller.poll(exec, afterSeq, maxBytes);
       }
-      const last = chunks[chunks.length - 1];
-      return {
-        exec,
-        chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, data: c.data.toString('utf8') })),
-        nextSeq: last ? last.seq : afterSeq,
-        done: exec.state !== 'running',
-      };
+      return { exec, ...page, done: exec.state !== 'running' };
     },
 
     async writeStdin(rec: SandboxRecord, execId: string, data: Buffer, eof: boolean): Promise<void> {
@@ -249,27 +159,41 @@ export function createExecManager(deps: ExecManagerDeps) {
       await h.writeStdin(data, eof);
     },
 
+    /** Cancel a running exec (its whole process tree), or end what an ended one left running. */
     async cancel(rec: SandboxRecord, execId: string): Promise<ExecRecord> {
       const exec = mine(rec, execId);
       const h = running.get(execId);
-      if (!h) return exec;
-      h.cancel();
-      await h.result.catch(() => undefined);
-      await new Promise((r) => setImmediate(r));
-      return store.getExec(execId) ?? exec;
+      if (h) {
+        h.cancel();
+        await h.result.catch(() => undefined);
+        await new Promise((r) => setImmediate(r));
+        return store.getExec(execId) ?? exec;
+      }
+      if (exec.tree === null) return exec;
+      await runtime.killExecTree(rec, exec.tree);
+      return store.updateExec(execId, { leftovers: 0, tree: null });
     },
 
     list(rec: SandboxRecord): ExecRecord[] {
       return store.listExecs(rec.id, 100);
     },
 
-    /** Cancel every running exec of a sandbox (it is being killed). */
+    /** Cancel every running exec of a sandbox (it is being killed: what execs left running ends too). */
     abandon(sandboxId: string): void {
       for (const [id, h] of running) {
         const e = store.getExec(id);
         if (e?.sandboxId === sandboxId) h.cancel();
       }
+      for (const e of store.listLiveExecs(sandboxId))
+        if (e.state !== 'running') store.updateExec(e.id, { leftovers: 0, tree: null });
     },
+
+    /** After a restart: real results of execs that ended meanwhile; the others' trees are killed. */
+    recover: (sandboxes: SandboxRecord[]) =>
+      recoverExecs({ store, runtime, now, log: deps.log ?? { info() {}, warn() {} } }, sandboxes),
+
+    /** Write buffered output now (daemon shutdown). */
+    flush: () => buffer.flushAll(),
 
     runningCount(): number {
       return running.size;

@@ -9,8 +9,11 @@ import type {
   SandboxRecord,
   SandboxState,
   SnapshotRecord,
+  StreamSummary,
   TemplateRecord,
 } from '../domain/types.ts';
+
+export type { StreamSummary } from '../domain/types.ts';
 
 // ───────────────────────────── store ─────────────────────────────
 
@@ -39,6 +42,24 @@ export interface ExecOutputChunk {
   seq: number;
   stream: 'stdout' | 'stderr';
   data: Buffer;
+  /** Position of the chunk's first byte in its stream (absent from an older agent). */
+  offset?: number;
+}
+
+/** The latest bytes of a stream while its output is past what is forwarded inline (for progress). */
+export interface ExecPeek {
+  stream: 'stdout' | 'stderr';
+  /** The latest ≤ 2 KiB. */
+  data: Buffer;
+  /** Bytes the program wrote to the stream so far. */
+  totalBytes: number;
+}
+
+/** What a daemon restart found of an exec recorded as running (Runtime.recoverExecs). */
+export interface RecoveredExec {
+  id: string;
+  /** It ended while the daemon was down: its real result (output totals, no inline output). */
+  result: ExecResult | null;
 }
 
 export interface Store {
@@ -98,9 +119,17 @@ export interface Store {
   updateExec(id: string, patch: Partial<Omit<ExecRecord, 'id' | 'sandboxId'>>): ExecRecord;
   /** Mark every exec still 'running' as `to` (used on daemon start: their agents' results were lost). */
   markRunningExecs(to: ExecState): number;
+  /**
+   * Execs of a sandbox whose processes may still run: running ones, and ended ones that left processes
+   * behind (`tree` set). Recovery and sandbox kills use it.
+   */
+  listLiveExecs(sandboxId: string): ExecRecord[];
   /** Append output; the store keeps at most `capBytes` per exec (older chunks beyond the cap are dropped). */
   appendExecOutput(execId: string, chunk: ExecOutputChunk, capBytes: number): void;
-  readExecOutput(execId: string, afterSeq: number): ExecOutputChunk[];
+  /** At most `maxBytes` (at least one chunk) of the chunks after `afterSeq`, in order. */
+  readExecOutput(execId: string, afterSeq: number, maxBytes?: number): ExecOutputChunk[];
+  /** Seq of the oldest chunk kept for an exec, or null when none is. */
+  firstExecOutputSeq(execId: string): number | null;
 }
 
 // ───────────────────────────── runtime ─────────────────────────────
@@ -165,30 +194,24 @@ export interface ExecSpec {
   env?: Record<string, string>;
   stdin?: boolean;
   timeoutMs?: number;
+  /** Inline budget per stream (head + tail); the rest goes to the spool file. */
   maxOutputBytes?: number;
+  /** Bytes of each stream kept in the spool file inside the sandbox (0 = none). */
+  spoolBytes?: number;
+  /** The exec's id: names its spool files and lets a restarted daemon ask for its result. */
+  execId?: string;
+  /**
+   * 'head' (default): the head of each stream is forwarded at once, the tail at the end, peeks between.
+   * 'latest' (background execs): everything is forwarded, at a bounded rate per stream; when output is
+   * faster, the newest bytes are (chunk offsets show the gaps; the spool file has everything).
+   */
+  mode?: 'head' | 'latest';
 }
 
 export interface ExecEvents {
   onStarted?: (pid: number) => void;
   onOutput?: (chunk: ExecOutputChunk) => void;
-}
-
-/**
- * What became of one output stream of an exec or a REPL call. Inline, a result carries the stream's
- * head and tail (bounded by the call's max_output_bytes); when the middle was cut, the whole stream is
- * kept in a file inside the sandbox (up to a spool cap), readable in pages.
- */
-export interface StreamSummary {
-  /** Bytes the program wrote to the stream. */
-  totalBytes: number;
-  /** Bytes of it in the inline result (head + tail). */
-  shownBytes: number;
-  /** totalBytes - shownBytes: what the inline result leaves out. */
-  omittedBytes: number;
-  /** Path inside the sandbox holding the whole stream, when something was left out; else null. */
-  file: string | null;
-  /** Bytes kept in `file` (less than totalBytes when the spool reached its cap). */
-  spooledBytes: number;
+  onPeek?: (peek: ExecPeek) => void;
 }
 
 export interface ExecResult {
@@ -202,6 +225,14 @@ export interface ExecResult {
   stdout: Buffer;
   stderr: Buffer;
   streams?: { stdout: StreamSummary; stderr: StreamSummary };
+  /**
+   * Processes of the exec still running when its main process ended (`server &`, daemons): they keep
+   * running; `Runtime.killExecTree(rec, tree)` ends them. 0 after a timeout, cancel or kill (the whole
+   * tree is ended then).
+   */
+  leftovers: number;
+  /** The runtime's name for the exec's process tree (null where the runtime has none). */
+  tree: string | null;
 }
 
 /** A running exec: its result, plus ways to feed stdin and cancel it. */
@@ -209,6 +240,7 @@ export interface ExecHandle {
   readonly result: Promise<ExecResult>;
   writeStdin(data: Buffer, eof?: boolean): Promise<void>;
   signal(sig: number): Promise<void>;
+  /** End the exec's whole process tree; its result then says cancelled. */
   cancel(): void;
 }
 
@@ -221,7 +253,7 @@ export interface ReplEvalOptions {
   /** The head of each stream as it arrives. */
   onOutput?: (chunk: ExecOutputChunk) => void;
   /** The latest bytes of a stream flowing past its head (at most every 2 s; for progress, not kept). */
-  onPeek?: (stream: 'stdout' | 'stderr', data: Buffer) => void;
+  onPeek?: (p: ExecPeek) => void;
   /** Aborting interrupts the code (KeyboardInterrupt), escalating to a restart; a queued call is dropped. */
   signal?: AbortSignal;
 }
@@ -355,6 +387,16 @@ export interface Runtime {
   usage(rec: SandboxRecord): Promise<SandboxUsage>;
 
   exec(rec: SandboxRecord, spec: ExecSpec, events?: ExecEvents): ExecHandle;
+  /** End every process left of an exec's tree (ExecResult.tree); returns how many there were. */
+  killExecTree(rec: SandboxRecord, tree: string): Promise<number>;
+  /** Processes still running in an exec's tree. */
+  execTreeSize(rec: SandboxRecord, tree: string): Promise<number>;
+  /**
+   * After a daemon restart, for a re-adopted sandbox: the results of `running` execs that ended while
+   * the daemon was down; every other exec process tree of the sandbox, except `keep` (ended execs whose
+   * leftovers were reported), is killed — the execs still running among them end for real.
+   */
+  recoverExecs(rec: SandboxRecord, running: string[], keep: string[]): Promise<RecoveredExec[]>;
   replEval(rec: SandboxRecord, code: string, opts: ReplEvalOptions): Promise<ReplResult>;
   replRestart(rec: SandboxRecord): Promise<void>;
 

@@ -11,6 +11,8 @@ export interface RecoveryDeps {
   runtime: Runtime;
   log: Pick<Logger, 'info' | 'warn'>;
   kill(rec: SandboxRecord, reason: string): Promise<unknown>;
+  /** Execs of re-adopted running sandboxes: real results of those that ended meanwhile, the rest killed. */
+  recoverExecs?(sandboxes: SandboxRecord[]): Promise<{ reported: number; interrupted: number }>;
 }
 
 export async function recoverSandboxes(
@@ -39,6 +41,13 @@ export async function recoverSandboxes(
     const rec = store.getSandbox(id);
     if (rec) await deps.kill(rec, 'lost').catch(() => undefined);
   }
+  if (deps.recoverExecs) {
+    const running = store.listSandboxes({ states: ['running'] }).filter((r) => !lost.includes(r.id));
+    const r = await deps.recoverExecs(running);
+    if (r.reported + r.interrupted > 0)
+      log.info(r, 'execs in flight during the restart: results recovered or ended');
+  }
+  // What is left (sandboxes lost, or paused: their agents cannot answer) is marked interrupted.
   const interrupted = store.markRunningExecs('interrupted');
   if (interrupted > 0)
     log.info({ interrupted }, 'execs in flight during the restart were marked interrupted');

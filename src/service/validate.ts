@@ -7,6 +7,9 @@ export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 export const MAX_EXEC_TIMEOUT_SECONDS = 24 * 3600;
 export const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
+/** Spool file per stream of an exec, inside the sandbox: the daemon's default and the most a call may ask. */
+export const DEFAULT_SPOOL_BYTES = 64 * 1024 * 1024;
+export const MAX_SPOOL_BYTES = 4 * 1024 * 1024 * 1024;
 export const MAX_FILE_BYTES = 64 * 1024 * 1024;
 const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 
@@ -61,6 +64,7 @@ export function checkExec(req: Omit<ExecRequest, 'stdin'>): { argv?: string[]; c
   if (req.timeoutSeconds !== undefined)
     intIn('timeout_seconds', req.timeoutSeconds, 0, MAX_EXEC_TIMEOUT_SECONDS);
   if (req.maxOutputBytes !== undefined) intIn('max_output_bytes', req.maxOutputBytes, 0, MAX_OUTPUT_BYTES);
+  if (req.spoolBytes !== undefined) intIn('spool_bytes', req.spoolBytes, 0, MAX_SPOOL_BYTES);
   if (hasArgv) {
     for (const a of req.argv ?? [])
       if (a.includes('\0')) throw errors.invalid('argv entries must not contain NUL bytes.');

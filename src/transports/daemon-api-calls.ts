@@ -87,14 +87,44 @@ export function execCalls(
   'exec' | 'startExec' | 'pollExec' | 'writeExecStdin' | 'cancelExec' | 'listExecs' | 'runCode' | 'resetCode'
 > {
   const { call, streamCall } = rq;
+  const cancelExec = (id: string, execId: string): Promise<ExecRecord> =>
+    call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/cancel`) });
   return {
     exec(id, req, opts) {
       const { stdin, ...rest } = req;
       const json = stdin === undefined ? rest : { ...rest, stdin: stdin.toString('base64') };
-      const onOutput = opts?.onOutput;
-      const r = { method: 'POST' as const, path: sb(id, '/exec'), json, signal: opts?.signal };
-      if (!onOutput) return call<ExecOutcome>(r);
-      return streamCall<ExecOutcome>(r, outputLines(onOutput));
+      const r = { method: 'POST' as const, path: sb(id, '/exec'), json };
+      if (!opts?.onOutput && !opts?.onPeek && !opts?.onStarted && !opts?.signal) return call<ExecOutcome>(r);
+      // Streamed: the first line names the exec, so this call's signal cancels it by id and its result
+      // still comes (cancelled: true), as in-process. (A scope's signal, withSignal, closes the
+      // connection instead; the daemon cancels on that too.)
+      let execId: string | undefined;
+      const signal = opts.signal;
+      const cancel = () => {
+        if (execId !== undefined) cancelExec(id, execId).catch(() => undefined);
+      };
+      signal?.addEventListener('abort', cancel, { once: true });
+      return streamCall<ExecOutcome>(r, (line) => {
+        if (line.type === 'started' && typeof line.execId === 'string') {
+          execId = line.execId;
+          opts.onStarted?.(execId);
+          if (signal?.aborted) cancel();
+        } else if (line.type === 'output') {
+          const chunk: ExecOutputChunk = {
+            seq: line.seq as number,
+            stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
+            data: Buffer.from(String(line.data), 'base64'),
+          };
+          if (typeof line.offset === 'number') chunk.offset = line.offset;
+          opts.onOutput?.(chunk);
+        } else if (line.type === 'peek') {
+          opts.onPeek?.({
+            stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
+            data: Buffer.from(String(line.data), 'base64'),
+            totalBytes: typeof line.totalBytes === 'number' ? line.totalBytes : 0,
+          });
+        }
+      }).finally(() => signal?.removeEventListener('abort', cancel));
     },
     startExec: (id, req) => call<ExecRecord>({ method: 'POST', path: sb(id, '/execs'), json: req }),
     pollExec: (id, execId, o = {}) =>
@@ -106,7 +136,7 @@ export function execCalls(
     async writeExecStdin(id, execId, data, eof) {
       await call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/stdin`), query: { eof }, raw: data });
     },
-    cancelExec: (id, execId) => call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/cancel`) }),
+    cancelExec,
     listExecs: (id) => call({ method: 'GET', path: sb(id, '/execs') }),
     runCode(id, req, opts) {
       // With onOutput the daemon streams the code's output as NDJSON lines before the result.

@@ -103,8 +103,9 @@ export function exitOf(child: ChildProcess, ms = 60_000): Promise<number> {
 }
 
 /**
- * The processes in sandbox `id` other than its agent (pid 1) and the listing itself, as "PID COMM"
- * lines, read through another exec from the sandbox's own /proc.
+ * The processes in sandbox `id` other than its own machinery (the agent, pid 1, and its command
+ * spawner, named `forkbox-spawner`) and the listing itself, as "PID COMM" lines, read through another
+ * exec from the sandbox's own /proc.
  */
 export function sandboxProcesses(cli: Cli, id: string): string[] {
   const script =
@@ -113,7 +114,7 @@ export function sandboxProcesses(cli: Cli, id: string): string[] {
   return cli
     .ok('exec', id, '--', 'sh', '-c', script)
     .split('\n')
-    .filter((l) => l.trim() !== '');
+    .filter((l) => l.trim() !== '' && !l.endsWith(' forkbox-spawner'));
 }
 
 /** Host processes whose cgroup (any hierarchy, v1 or v2) is the sandbox's or under it. */

@@ -53,7 +53,10 @@ export async function stopServeAndClean(
     const exited = new Promise((r) => daemon.once('exit', r));
     daemon.kill('SIGTERM');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000).unref())]);
-    if (daemon.exitCode === null) daemon.kill('SIGKILL');
+    if (daemon.exitCode === null && daemon.signalCode === null) {
+      daemon.kill('SIGKILL');
+      await exited; // it holds the state dir's lock until it is gone
+    }
   }
   if (stateDir) {
     const opened = await openEngine({ stateDir, log: quietLog() });

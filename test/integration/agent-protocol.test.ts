@@ -27,7 +27,7 @@ import {
 } from '../../src/runtimes/native/agent-link/agent-connection.ts';
 import { encodeFrame } from '../../src/runtimes/native/agent-link/agent-frame.ts';
 import { replEvalOver } from '../../src/runtimes/native/agent-link/repl-eval.ts';
-import type { ReplEvalOptions } from '../../src/service/ports.ts';
+import type { ExecPeek, ReplEvalOptions } from '../../src/service/ports.ts';
 
 const AGENT = fileURLToPath(new URL('../../src/agent/agent.py', import.meta.url));
 // FORKBOX_TEST_PYTHON picks another interpreter (the agent supports Python >= 3.8).
@@ -311,10 +311,17 @@ describe('agent protocol (real agent on the host)', {
     assert.deepEqual(processesInGroup(r.result.pid as number), []);
   });
 
-  it('caps output and marks it truncated', async () => {
+  it('keeps a head and a tail of each stream within max_output_bytes, and counts the rest', async () => {
     const r = await runExec(conn, { cmd: 'head -c 200000 /dev/zero; echo done >&2', max_output_bytes: 1000 })
       .done;
-    assert.equal(r.stdout.length + r.stderr.length, 1000);
+    // Per stream: a head of 750 bytes (forwarded at once) and a tail of 250 (sent before the result).
+    assert.equal(r.stdout.length, 750);
+    const tail = Buffer.concat(r.events.filter((e) => e.kind === 'stdout_tail').map((e) => e.body));
+    assert.equal(tail.length, 250);
+    assert.equal(r.stderr.toString(), 'done\n');
+    assert.equal(r.result.stdout_total, 200000);
+    assert.equal(r.result.stderr_total, 5);
+    assert.equal(r.result.stdout_file, null, 'no output_id: nothing spooled');
     assert.equal(r.result.truncated, true);
     assert.equal(r.result.exit_code, 0);
   });
@@ -477,14 +484,14 @@ describe('agent protocol (real agent on the host)', {
     await repl(conn, 'kept = "flood"');
     const before = rssOf(agent.pid ?? 0);
     // 256 MiB in 1 MiB lines; inline budget 64 KiB per stream, a 1 MiB spool file.
-    const peeks: Buffer[] = [];
+    const peeks: ExecPeek[] = [];
     const r = await replEvalOver(
       conn,
       "line = 'f' * ((1 << 20) - 1)\nfor _ in range(256):\n    print(line)\nprint('END')",
       {
         maxOutputBytes: 64 * 1024,
         spoolBytes: 1 << 20,
-        onPeek: (_s, data) => peeks.push(data),
+        onPeek: (p) => peeks.push(p),
       },
     );
     assert.equal(r.ok, true, r.error?.traceback);
@@ -494,6 +501,13 @@ describe('agent protocol (real agent on the host)', {
     assert.equal(r.streams?.stdout.spooledBytes, 1 << 20);
     assert.ok(r.stdout.endsWith('f\nEND\n'), r.stdout.slice(-40));
     assert.match(r.stdout, /bytes of stdout omitted here; the whole stdout is in /);
+    // The first peek goes out as soon as the head is full: the latest bytes and the count so far.
+    assert.ok(peeks.length > 0, 'a peek while the output flowed past the head');
+    for (const p of peeks) {
+      assert.equal(p.stream, 'stdout');
+      assert.ok(p.data.length > 0 && p.data.length <= 2048);
+      assert.ok(p.totalBytes >= 48 * 1024 && p.totalBytes <= 256 * (1 << 20) + 4, String(p.totalBytes));
+    }
     // The agent held at most a head and a tail ring per stream, not the 256 MiB.
     const growth = rssOf(agent.pid ?? 0) - before;
     assert.ok(growth < 32 * 1024 * 1024, `the agent grew by ${growth} bytes`);

@@ -250,13 +250,21 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     assert.equal(bad.stderr, 'no\n');
     const slow = await ok<{ timed_out: boolean }>('exec_run', { command: 'sleep 5', timeout_s: 0.5 });
     assert.equal(slow.timed_out, true);
-    const big = await ok<{ truncated: boolean; stdout: string }>('exec_run', {
-      command: 'head -c 100000 /dev/zero | tr "\\0" x',
+    const big = await ok<{
+      truncated: boolean;
+      stdout: string;
+      streams: { stdout: { total_bytes: number; omitted_bytes: number; file: string | null } };
+    }>('exec_run', {
+      command: 'head -c 100000 /dev/zero | tr "\\0" x; echo END',
       max_output_bytes: 1000,
     });
     assert.equal(big.truncated, true);
-    assert.ok(big.stdout.startsWith('x'.repeat(1000)));
-    assert.match(big.stdout.slice(1000), /^\n\[forkbox: output truncated after 1000 bytes/);
+    // Per stream: a head of 750 bytes, a marker naming the file with the whole stream, a tail of 250.
+    assert.ok(big.stdout.startsWith(`${'x'.repeat(750)}\n[forkbox: 99004 bytes of stdout omitted here;`));
+    assert.ok(big.stdout.endsWith('xxxxEND\n'));
+    assert.equal(big.streams.stdout.total_bytes, 100_004);
+    assert.equal(big.streams.stdout.omitted_bytes, 99_004);
+    assert.match(big.streams.stdout.file ?? '', /^\/tmp\/\.forkbox-output\/ex-[0-9a-f]+\.stdout$/);
   });
 
   it('exec_run streams output as progress notifications before the result', async () => {

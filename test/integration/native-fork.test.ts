@@ -195,10 +195,11 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     assert.equal(indexes.size, 20, 'every child has its own fork index');
     const procs = (id: string) =>
       readFileSync(`/sys/fs/cgroup/pids/forkbox/sandboxes/${id}/cgroup.procs`, 'utf8').trim().split('\n');
-    // Each child is one process (its agent, holding the copied REPL state) until Python is needed.
-    assert.equal(procs(ids[19] ?? '').length, 1);
+    // Each child is one process (its agent, holding the copied REPL state) until Python is needed; the
+    // commands above added one more: the spawner that starts commands (src/agent/spawner.py).
+    assert.equal(procs(ids[19] ?? '').length, 2);
     assert.equal((await py(ids[19] ?? '', 'tag')).value, "'wave'");
-    assert.equal(procs(ids[19] ?? '').length, 2, 'the REPL worker was forked off PID 1 on first use');
+    assert.equal(procs(ids[19] ?? '').length, 3, 'the REPL worker was forked off PID 1 on first use');
     await api.killSandbox(s, { cascade: true });
   });
 

@@ -38,6 +38,9 @@ export function createFakeApi(): FakeApi {
     timedOut: false,
     truncated: false,
     oomKilled: false,
+    leftovers: 0,
+    tree: null,
+    streams: null,
     startedAt: 1,
     endedAt: 2,
   });
@@ -172,6 +175,7 @@ export function createFakeApi(): FakeApi {
         oomKilled: false,
         cancelled: false,
         durationMs: 1,
+        leftovers: 0,
       };
       if (argv[0] === 'fail') throw new ForkboxError('busy', 'sandbox is busy; retry later');
       if (argv[0] === 'die') {
@@ -201,6 +205,7 @@ export function createFakeApi(): FakeApi {
         chunks: [{ seq: (opts.afterSeq ?? -1) + 1, stream: 'stdout', data: 'hi' }],
         nextSeq: (opts.afterSeq ?? -1) + 2,
         done: true,
+        missed: [],
       };
     },
     async writeExecStdin(id, execId, data, eof) {

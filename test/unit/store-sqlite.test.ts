@@ -63,6 +63,9 @@ function ex(id: string, sandboxId: string, over: Partial<ExecRecord> = {}): Exec
     oomKilled: false,
     startedAt: 2000,
     endedAt: null,
+    leftovers: 0,
+    tree: null,
+    streams: null,
     ...over,
   };
 }

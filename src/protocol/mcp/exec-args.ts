@@ -5,7 +5,8 @@ import type { ExecRequest } from '../../service/api.ts';
 import { envArg } from './tool-kit.ts';
 
 export const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
-export const DEFAULT_MCP_OUTPUT_BYTES = 256 * 1024;
+/** Per stream: small enough that a result stays far under MCP clients' message limits (a few MiB). */
+export const DEFAULT_MCP_OUTPUT_BYTES = 128 * 1024;
 
 export const commandArgs = {
   command: z
@@ -29,7 +30,7 @@ export const commandArgs = {
     .max(MAX_OUTPUT_BYTES)
     .optional()
     .describe(
-      `Output kept (stdout and stderr together); beyond it the output is cut, a marker line is appended and truncated=true (default ${DEFAULT_MCP_OUTPUT_BYTES}).`,
+      `Output returned per stream (stdout and stderr each): its start and its end; the middle is replaced by a marker line naming a file in the sandbox that holds the whole stream, and truncated=true (default ${DEFAULT_MCP_OUTPUT_BYTES}).`,
     ),
 };
 

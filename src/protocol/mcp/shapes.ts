@@ -1,6 +1,6 @@
 /** Output shapes shared by several tools (snake_case, like the inputs), and the API → shape mappers. */
 import { z } from 'zod';
-import type { ExecRecord } from '../../domain/types.ts';
+import type { ExecRecord, StreamSummary } from '../../domain/types.ts';
 import type { ForkResult, SandboxInfo } from '../../service/api.ts';
 
 const MiB = 1024 * 1024;
@@ -76,7 +76,30 @@ export const execShape = z.object({
   oom_killed: z.boolean(),
   started_at: z.string(),
   ended_at: z.string().nullable(),
+  leftovers: z
+    .number()
+    .describe('Processes it left running when it ended (e.g. `server &`); exec_cancel ends them.'),
 });
+
+/** What became of one output stream: how much was shown inline, and where the whole of it is. */
+export const streamShape = z.object({
+  total_bytes: z.number(),
+  omitted_bytes: z.number(),
+  file: z
+    .string()
+    .nullable()
+    .describe('The whole stream inside the sandbox (read it with file_read, offset and length), or null.'),
+  spooled_bytes: z.number(),
+});
+
+export function streamOut(s: StreamSummary): z.input<typeof streamShape> {
+  return {
+    total_bytes: s.totalBytes,
+    omitted_bytes: s.omittedBytes,
+    file: s.file,
+    spooled_bytes: s.spooledBytes,
+  };
+}
 
 export function execOut(e: ExecRecord): z.input<typeof execShape> {
   return {
@@ -91,6 +114,7 @@ export function execOut(e: ExecRecord): z.input<typeof execShape> {
     oom_killed: e.oomKilled,
     started_at: new Date(e.startedAt).toISOString(),
     ended_at: e.endedAt === null ? null : new Date(e.endedAt).toISOString(),
+    leftovers: e.leftovers,
   };
 }
 

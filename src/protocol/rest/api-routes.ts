@@ -9,7 +9,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { stream } from 'hono/streaming';
 import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi, ProgressEvent } from '../../service/api.ts';
-import type { ExecOutputChunk } from '../../service/ports.ts';
+import type { ExecOutputChunk, ExecPeek } from '../../service/ports.ts';
 import { toHttpError } from './errors.ts';
 import {
   buildImageBody,
@@ -98,7 +98,8 @@ function ndjson<T>(c: Context, run: (emit: (line: object) => void) => Promise<T>
     // Chain writes so lines keep their order even though producers call emit() synchronously.
     let chain: Promise<unknown> = Promise.resolve();
     const emit = (line: object) => {
-      chain = chain.then(() => s.write(`${JSON.stringify(line)}\n`));
+      // A client gone mid-stream fails the write: later lines are dropped, the work ends on its own signal.
+      chain = chain.then(() => s.write(`${JSON.stringify(line)}\n`)).catch(() => undefined);
     };
     try {
       const result = await run(emit);
@@ -115,6 +116,13 @@ const chunkLine = (ch: ExecOutputChunk) => ({
   seq: ch.seq,
   stream: ch.stream,
   data: ch.data.toString('base64'),
+  ...(ch.offset === undefined ? {} : { offset: ch.offset }),
+});
+const peekLine = (p: ExecPeek) => ({
+  type: 'peek',
+  stream: p.stream,
+  data: p.data.toString('base64'),
+  totalBytes: p.totalBytes,
 });
 
 /** zod leaves absent optional keys as `undefined`; the API types (exactOptionalPropertyTypes) want them absent. */
@@ -195,12 +203,21 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
     },
     exec: async (c) => {
       const { stdin, ...rest } = parseOrThrow(execBody, await jsonBody(c), 'exec request');
-      const req = stripUndefined({
-        ...rest,
-        stdin: stdin === undefined ? undefined : Buffer.from(stdin, 'base64'),
-      });
-      if (!wantsNdjson(c)) return c.json(await A(c).exec(id(c), req));
-      return ndjson(c, (emit) => A(c).exec(id(c), req, { onOutput: (ch) => emit(chunkLine(ch)) }));
+      const req = {
+        ...stripUndefined(rest),
+        ...(stdin === undefined ? {} : { stdin: Buffer.from(stdin, 'base64') }),
+      };
+      // A client that goes away (disconnect, Ctrl-C of the CLI) cancels the command's whole process tree.
+      const signal = c.req.raw.signal;
+      if (!wantsNdjson(c)) return c.json(await A(c).exec(id(c), req, { signal }));
+      return ndjson(c, (emit) =>
+        A(c).exec(id(c), req, {
+          signal,
+          onStarted: (execId) => emit({ type: 'started', execId }),
+          onOutput: (ch) => emit(chunkLine(ch)),
+          onPeek: (p) => emit(peekLine(p)),
+        }),
+      );
     },
     startExec: async (c) => {
       const body = parseOrThrow(startExecBody, await jsonBody(c), 'exec request');

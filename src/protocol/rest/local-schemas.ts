@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ForkboxError } from '../../domain/errors.ts';
 import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
+import { MAX_OUTPUT_BYTES, MAX_SPOOL_BYTES } from '../../service/validate.ts';
 
 export const MiB = 1024 * 1024;
 /** JSON request bodies. */
@@ -115,12 +116,10 @@ const execCommon = {
     .positive()
     .max(7 * 24 * 3600)
     .optional(),
-  maxOutputBytes: z
-    .number()
-    .int()
-    .positive()
-    .max(1024 * MiB)
-    .optional(),
+  /** Inline output per stream (head + tail); the rest is in a spool file inside the sandbox. */
+  maxOutputBytes: z.number().int().nonnegative().max(MAX_OUTPUT_BYTES).optional(),
+  /** Bytes of each stream kept in the spool file inside the sandbox. */
+  spoolBytes: z.number().int().nonnegative().max(MAX_SPOOL_BYTES).optional(),
   idempotencyKey: z.string().min(1).max(256).optional(),
 };
 const oneCommand = (b: { argv?: string[] | undefined; cmd?: string | undefined }) =>
@@ -180,7 +179,12 @@ const uint = (max: number) =>
 export const listSandboxesQuery = z.object({ all: flag.optional() });
 export const usageQuery = z.object({ usage: flag.optional() });
 export const pollQuery = z.object({
-  after_seq: uint(Number.MAX_SAFE_INTEGER).optional(),
+  /** -1 (before the first chunk, as in MCP's exec_poll) or a chunk's seq. */
+  after_seq: z
+    .string()
+    .regex(/^(-1|\d{1,15})$/, '-1 or a non-negative integer')
+    .transform(Number)
+    .optional(),
   wait_ms: uint(60_000).optional(),
 });
 export const stdinQuery = z.object({ eof: flag.optional() });
@@ -221,7 +225,11 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, wha
 
 // ── NDJSON lines (streaming responses) ──
 export type ExecStreamLine =
-  | { type: 'output'; seq: number; stream: 'stdout' | 'stderr'; data: string }
+  /** First: the exec's id (cancel it with POST …/execs/<id>/cancel and still read its result here). */
+  | { type: 'started'; execId: string }
+  | { type: 'output'; seq: number; stream: 'stdout' | 'stderr'; data: string; offset?: number }
+  /** While a stream is past its inline head: its latest bytes (base64), at most every 2 s. */
+  | { type: 'peek'; stream: 'stdout' | 'stderr'; data: string; totalBytes: number }
   | { type: 'result'; result: ExecOutcome }
   | { type: 'error'; error: { code: string; message: string; details?: Record<string, unknown> } };
 

@@ -57,6 +57,13 @@ export const sandboxInfoSchema = z.object({
   persistent: z.boolean(),
   usage: z.record(z.string(), z.unknown()).optional(),
 });
+const streamSummary = z.object({
+  totalBytes: z.number(),
+  shownBytes: z.number(),
+  omittedBytes: z.number(),
+  file: z.string().nullable().describe('the whole stream, inside the sandbox (read it in pages)'),
+  spooledBytes: z.number(),
+});
 export const execOutcomeSchema = z.object({
   execId: z.string(),
   exitCode: z.number().nullable(),
@@ -68,6 +75,8 @@ export const execOutcomeSchema = z.object({
   oomKilled: z.boolean(),
   cancelled: z.boolean(),
   durationMs: z.number(),
+  streams: z.object({ stdout: streamSummary, stderr: streamSummary }).optional(),
+  leftovers: z.number().describe('processes it left running; POST …/execs/{execId}/cancel ends them'),
 });
 const execRecord = z.object({
   id: z.string(),
@@ -81,6 +90,9 @@ const execRecord = z.object({
   oomKilled: z.boolean(),
   startedAt: z.number(),
   endedAt: z.number().nullable(),
+  leftovers: z.number(),
+  tree: z.string().nullable(),
+  streams: z.object({ stdout: streamSummary, stderr: streamSummary }).nullable(),
 });
 const okSchema = z.object({ ok: z.literal(true) });
 const anyObject = z.record(z.string(), z.unknown());

@@ -19,6 +19,8 @@ import type {
 } from '../../service/ports.ts';
 import { createKeyedQueue } from '../../util/keyed-queue.ts';
 import type { AgentConnection } from './agent-link/agent-connection.ts';
+import { createExecOps } from './agent-link/exec-ops.ts';
+import { createExecSpawners } from './agent-link/exec-spawners.ts';
 import type { InboxHub } from './agent-link/inbox-hub.ts';
 import { queuedUnlessCancelled } from './agent-link/repl-queue.ts';
 import { createSandboxOps } from './agent-link/sandbox-ops.ts';
@@ -93,6 +95,17 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
   }
 
   const ops = createSandboxOps({ connOf, cgroups, paths });
+  const spawners = createExecSpawners({ cgroups });
+  const execOps = createExecOps({
+    connOf,
+    hostOf(rec) {
+      const sb = live.get(rid(rec));
+      return { id: rid(rec), cgroup: sb?.cgroup ?? paths.sandboxCgroup(rid(rec)), hostPid: sb?.hostPid ?? 0 };
+    },
+    cgroups,
+    spawners,
+    oomKills: ops.oomKills,
+  });
 
   /** Host pid of the sandbox's REPL worker (the agent reports its pid in the sandbox's own namespace). */
   async function workerHostPid(sb: LiveSandbox, conn: AgentConnection): Promise<number | null> {
@@ -107,17 +120,23 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     return null;
   }
 
-  /** Put the worker in `repl` and every other process but PID 1 in `work`, so `work` can be frozen alone. */
+  /**
+   * Put the worker in `repl` and every other process but PID 1 in `work`, so `work` can be frozen alone
+   * (exec groups are below `work` already). Never while the spawner is being placed in an exec group: this
+   * could move it back to `work`.
+   */
   async function sortProcesses(sb: LiveSandbox, worker: number | null): Promise<void> {
-    if (worker !== null) await cgroups.addProcess(`${sb.cgroup}/repl`, worker);
-    for (let round = 0; round < 5; round++) {
-      const strays = [
-        ...(await cgroups.procs(`${sb.cgroup}/agent`)),
-        ...(await cgroups.procs(`${sb.cgroup}/repl`)),
-      ].filter((p) => p !== sb.hostPid && p !== worker);
-      if (strays.length === 0) return;
-      for (const p of strays) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);
-    }
+    await spawners.exclusive(sb.id, async () => {
+      if (worker !== null) await cgroups.addProcess(`${sb.cgroup}/repl`, worker);
+      for (let round = 0; round < 5; round++) {
+        const strays = [
+          ...(await cgroups.procs(`${sb.cgroup}/agent`)),
+          ...(await cgroups.procs(`${sb.cgroup}/repl`)),
+        ].filter((p) => p !== sb.hostPid && p !== worker);
+        if (strays.length === 0) return;
+        for (const p of strays) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);
+      }
+    });
   }
 
   return {
@@ -130,6 +149,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     },
     live,
     ...ops,
+    ...execOps,
     replEval: (rec, code, opts) =>
       queuedUnlessCancelled(withRepl, rid(rec), opts.signal, () => ops.replEval(rec, code, opts)),
     replRestart: (rec) => withRepl(rid(rec), () => ops.replRestart(rec)),
@@ -252,6 +272,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     diffLayers: diffLayerChains,
 
     async killSandbox(rec: SandboxRecord, opts): Promise<void> {
+      spawners.forget(rid(rec));
       if (!live.has(rid(rec)) && rec.hostPid !== null) live.set(rid(rec), spawner.fromRecord(rec));
       if (opts?.keepInit) {
         await spawner.tombstone(rid(rec));

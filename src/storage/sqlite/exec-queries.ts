@@ -14,14 +14,17 @@ type ExecMethods = Pick<
   | 'listExecs'
   | 'updateExec'
   | 'markRunningExecs'
+  | 'listLiveExecs'
   | 'appendExecOutput'
   | 'readExecOutput'
+  | 'firstExecOutputSeq'
 >;
 
 interface OutputRow {
   seq: number;
   stream: string;
   data: Buffer;
+  offset: number | null;
 }
 
 function execNotFound(id: string): ForkboxError {
@@ -37,9 +40,9 @@ function execNotFound(id: string): ForkboxError {
 export function createExecQueries(db: Database.Database, now: () => number): ExecMethods {
   const insert = db.prepare<ExecRow>(
     `INSERT INTO execs (id, sandbox_id, idempotency_key, command, state, exit_code, signal, timed_out, truncated,
-       oom_killed, started_at, ended_at)
+       oom_killed, started_at, ended_at, leftovers, tree, streams)
      VALUES (@id, @sandbox_id, @idempotency_key, @command, @state, @exit_code, @signal, @timed_out, @truncated,
-       @oom_killed, @started_at, @ended_at)`,
+       @oom_killed, @started_at, @ended_at, @leftovers, @tree, @streams)`,
   );
   const getById = db.prepare<[string], ExecRow>('SELECT * FROM execs WHERE id = ?');
   const byKey = db.prepare<[string, string], ExecRow>(
@@ -52,8 +55,15 @@ export function createExecQueries(db: Database.Database, now: () => number): Exe
   const update = db.prepare<ExecRow>(
     `UPDATE execs SET idempotency_key = @idempotency_key, command = @command, state = @state,
        exit_code = @exit_code, signal = @signal, timed_out = @timed_out, truncated = @truncated,
-       oom_killed = @oom_killed, started_at = @started_at, ended_at = @ended_at
+       oom_killed = @oom_killed, started_at = @started_at, ended_at = @ended_at, leftovers = @leftovers,
+       tree = @tree, streams = @streams
      WHERE id = @id`,
+  );
+  const live = db.prepare<[string], ExecRow>(
+    "SELECT * FROM execs WHERE sandbox_id = ? AND (state = 'running' OR tree IS NOT NULL) ORDER BY started_at, id",
+  );
+  const firstSeq = db.prepare<[string], { seq: number }>(
+    'SELECT seq FROM exec_output WHERE exec_id = ? ORDER BY seq LIMIT 1',
   );
   const markRunning = db.prepare<[string, number]>(
     "UPDATE execs SET state = ?, ended_at = COALESCE(ended_at, ?) WHERE state = 'running'",
@@ -64,15 +74,15 @@ export function createExecQueries(db: Database.Database, now: () => number): Exe
   const setBytes = db.prepare<[number, number, string]>(
     'UPDATE execs SET output_bytes = ?, truncated = MAX(truncated, ?) WHERE id = ?',
   );
-  const insertChunk = db.prepare<[string, number, string, Buffer]>(
-    'INSERT INTO exec_output (exec_id, seq, stream, data) VALUES (?, ?, ?, ?)',
+  const insertChunk = db.prepare<[string, number, string, Buffer, number | null]>(
+    'INSERT INTO exec_output (exec_id, seq, stream, data, offset) VALUES (?, ?, ?, ?, ?)',
   );
   const oldestChunk = db.prepare<[string], { seq: number; len: number }>(
     'SELECT seq, length(data) AS len FROM exec_output WHERE exec_id = ? ORDER BY seq LIMIT 1',
   );
   const deleteChunk = db.prepare<[string, number]>('DELETE FROM exec_output WHERE exec_id = ? AND seq = ?');
   const readAfter = db.prepare<[string, number], OutputRow>(
-    'SELECT seq, stream, data FROM exec_output WHERE exec_id = ? AND seq > ? ORDER BY seq',
+    'SELECT seq, stream, data, offset FROM exec_output WHERE exec_id = ? AND seq > ? ORDER BY seq',
   );
 
   const updateTx = db.transaction((id: string, patch: Partial<Omit<ExecRecord, 'id' | 'sandboxId'>>) => {
@@ -86,15 +96,17 @@ export function createExecQueries(db: Database.Database, now: () => number): Exe
   const appendTx = db.transaction((execId: string, chunk: ExecOutputChunk, capBytes: number) => {
     const cap = Math.max(0, Math.floor(capBytes));
     let data = chunk.data;
+    let offset = chunk.offset ?? null;
     let dropped = false;
     // A single chunk bigger than the cap keeps its tail: the end of the output is what explains a failure.
     if (data.length > cap) {
+      if (offset !== null) offset += data.length - cap;
       data = data.subarray(data.length - cap);
       dropped = true;
     }
     const added = addBytes.get(data.length, execId);
     if (added === undefined) throw execNotFound(execId);
-    insertChunk.run(execId, chunk.seq, chunk.stream, data);
+    insertChunk.run(execId, chunk.seq, chunk.stream, data, offset);
     // Drop oldest chunks until under the cap: O(chunks dropped), thanks to the running total on execs.
     let total = added.output_bytes;
     while (total > cap) {
@@ -140,6 +152,12 @@ export function createExecQueries(db: Database.Database, now: () => number): Exe
     markRunningExecs(to: ExecState) {
       return markRunning.run(to, now()).changes;
     },
+    listLiveExecs(sandboxId) {
+      return live.all(sandboxId).map(rowToExec);
+    },
+    firstExecOutputSeq(execId) {
+      return firstSeq.get(execId)?.seq ?? null;
+    },
     appendExecOutput(execId, chunk, capBytes) {
       try {
         appendTx.immediate(execId, chunk, capBytes);
@@ -150,12 +168,22 @@ export function createExecQueries(db: Database.Database, now: () => number): Exe
         });
       }
     },
-    readExecOutput(execId, afterSeq) {
-      return readAfter.all(execId, afterSeq).map((r) => ({
-        seq: r.seq,
-        stream: r.stream === 'stderr' ? 'stderr' : 'stdout',
-        data: r.data,
-      }));
+    readExecOutput(execId, afterSeq, maxBytes) {
+      const out: ExecOutputChunk[] = [];
+      let bytes = 0;
+      for (const r of readAfter.iterate(execId, afterSeq)) {
+        // Pages: at least one chunk, then stop before going over maxBytes.
+        if (maxBytes !== undefined && out.length > 0 && bytes + r.data.length > maxBytes) break;
+        bytes += r.data.length;
+        const c: ExecOutputChunk = {
+          seq: r.seq,
+          stream: r.stream === 'stderr' ? 'stderr' : 'stdout',
+          data: r.data,
+        };
+        if (r.offset !== null) c.offset = r.offset;
+        out.push(c);
+      }
+      return out;
     },
   };
 }

@@ -155,6 +155,21 @@ CREATE TABLE template_configs (
 CREATE INDEX sandboxes_tombstones ON sandboxes(state) WHERE host_pid IS NOT NULL;
 `,
   },
+  {
+    version: 6,
+    name: 'exec process trees and bounded output',
+    sql: `
+-- Processes an exec left running when it ended, and the runtime's name for its process tree (cgroup).
+ALTER TABLE execs ADD COLUMN leftovers INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE execs ADD COLUMN tree TEXT;
+-- JSON {stdout, stderr} stream summaries (totals, spool file) once the exec ended.
+ALTER TABLE execs ADD COLUMN streams TEXT;
+-- Position of a chunk's first byte in its stream: a poller sees every gap exactly.
+ALTER TABLE exec_output ADD COLUMN offset INTEGER;
+-- Execs whose processes may still run (running, or ended with processes left): recovery and kills ask.
+CREATE INDEX execs_live ON execs(sandbox_id) WHERE state = 'running' OR tree IS NOT NULL;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

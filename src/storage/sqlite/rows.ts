@@ -59,6 +59,9 @@ export interface ExecRow {
   oom_killed: number;
   started_at: number;
   ended_at: number | null;
+  leftovers: number;
+  tree: string | null;
+  streams: string | null;
 }
 
 export interface LayerRow {
@@ -207,7 +210,20 @@ export function execToRow(r: ExecRecord): ExecRow {
     oom_killed: r.oomKilled ? 1 : 0,
     started_at: int(r.startedAt),
     ended_at: intOrNull(r.endedAt),
+    leftovers: int(r.leftovers),
+    tree: r.tree,
+    streams: r.streams === null ? null : JSON.stringify(r.streams),
   };
+}
+
+function parseStreams(text: string | null): ExecRecord['streams'] {
+  if (text === null) return null;
+  try {
+    const v = JSON.parse(text) as ExecRecord['streams'];
+    return v !== null && typeof v === 'object' && 'stdout' in v && 'stderr' in v ? v : null;
+  } catch {
+    return null;
+  }
 }
 
 export function rowToExec(row: ExecRow): ExecRecord {
@@ -224,6 +240,9 @@ export function rowToExec(row: ExecRow): ExecRecord {
     oomKilled: row.oom_killed !== 0,
     startedAt: row.started_at,
     endedAt: row.ended_at,
+    leftovers: row.leftovers ?? 0,
+    tree: row.tree ?? null,
+    streams: parseStreams(row.streams ?? null),
   };
 }
 

@@ -58,7 +58,7 @@ export const codeRun = defineTool({
     const r = await api.runCode(id, req, {
       signal,
       onOutput: (chunk) => progress(progressText(chunk.data)),
-      onPeek: (_stream, data) => progress(progressText(data)),
+      onPeek: (p) => progress(progressText(p.data)),
     });
     const extra: ExtraContent[] = r.images.map((img) => ({
       type: 'image',

@@ -6,7 +6,7 @@ export const execCancel = defineTool({
   name: 'exec_cancel',
   title: 'Cancel a command',
   description:
-    'Kill a running command and its whole process group; returns its final record. Cancelling an ended command changes nothing.',
+    'Kill a running command and every process it started (whatever their process group); returns its final record. On an ended command, kills the processes it left running (`leftovers`).',
   annotations: HINTS.destroy,
   input: z.object({ sandbox: sandboxArg, exec_id: z.string().min(1).max(64) }),
   output: execShape,

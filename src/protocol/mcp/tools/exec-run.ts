@@ -1,36 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { ExecOutcome, ForkboxApi } from '../../../service/api.ts';
 import { commandArgs, toExecRequest } from '../exec-args.ts';
-import { defineTool, HINTS, sandboxArg, type ToolLog } from '../tool-kit.ts';
+import { streamOut, streamShape } from '../shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 const DEFAULT_TIMEOUT_S = 300;
-
-/**
- * Cancel the exec started under `key`. The sync exec call does not return its id until it ends, so the
- * exec is found by the idempotency key it was started with; it may not be recorded yet when the abort
- * comes very early, hence the retries.
- */
-async function cancelByKey(api: ForkboxApi, sandbox: string, key: string, log: ToolLog): Promise<void> {
-  for (let i = 0; i < 50; i++) {
-    try {
-      const found = (await api.listExecs(sandbox)).find((e) => e.idempotencyKey === key);
-      if (found) {
-        if (found.state === 'running') await api.cancelExec(sandbox, found.id);
-        return;
-      }
-    } catch (e) {
-      log.warn({ err: (e as Error).message, sandbox }, 'exec_run: cancelling after abort failed');
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 export const execRun = defineTool({
   name: 'exec_run',
   title: 'Run a command',
-  description: `Run a command in a sandbox and wait for it: returns exit_code, stdout, stderr, duration_ms and flags (truncated, timed_out, oom_killed). Give \`command\` (a /bin/sh -c line) or \`argv\`. Killed after timeout_s (default ${DEFAULT_TIMEOUT_S}); output is kept up to max_output_bytes per stream. With a progressToken, output streams as progress notifications; cancelling the request kills the command and its process group. Files and processes it leaves persist in the sandbox. For longer jobs use exec_start + exec_poll.`,
+  description: `Run a command in a sandbox and wait for it: returns exit_code, stdout, stderr, duration_ms and flags (truncated, timed_out, oom_killed). Give \`command\` (a /bin/sh -c line) or \`argv\`. Killed after timeout_s (default ${DEFAULT_TIMEOUT_S}) with every process it started. Each stream returns its start and end within max_output_bytes; the whole stream is then in a file in the sandbox (\`streams\`). With a progressToken, output streams as progress notifications; cancelling the request kills the command and every process it started. Files persist; processes it left running (\`server &\`) persist and are counted in \`leftovers\` (exec_cancel ends them). For longer jobs use exec_start + exec_poll.`,
   annotations: HINTS.run,
   input: z.object({
     sandbox: sandboxArg,
@@ -58,37 +36,39 @@ export const execRun = defineTool({
     oom_killed: z.boolean(),
     cancelled: z.boolean(),
     duration_ms: z.number(),
+    leftovers: z.number(),
+    streams: z.object({ stdout: streamShape, stderr: streamShape }).optional(),
   }),
-  async run(a, { api, sandbox, signal, progress, log }) {
+  async run(a, { api, sandbox, signal, progress }) {
     const id = await sandbox(a.sandbox);
-    const key = `mcp-${randomUUID()}`;
-    const req = { ...toExecRequest(a, a.timeout_s ?? DEFAULT_TIMEOUT_S), idempotencyKey: key };
-    const running: Promise<ExecOutcome> = api.exec(
+    const req = toExecRequest(a, a.timeout_s ?? DEFAULT_TIMEOUT_S);
+    // Cancelling the request (notifications/cancelled, a client timeout) ends the command's whole tree.
+    const o = await api.exec(
       id,
       a.stdin === undefined ? req : { ...req, stdin: Buffer.from(a.stdin, 'utf8') },
-      { onOutput: (chunk) => progress(chunk.data.toString('utf8')) },
+      {
+        signal,
+        onOutput: (chunk) => progress(chunk.data.toString('utf8')),
+        onPeek: (p) => progress(`[${p.stream}, ${p.totalBytes} bytes so far] …${p.data.toString('utf8')}`),
+      },
     );
-    const onAbort = () => void cancelByKey(api, id, key, log);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      const o = await running;
-      return {
-        structured: {
-          exec_id: o.execId,
-          exit_code: o.exitCode,
-          signal: o.signal,
-          stdout: o.stdout,
-          stderr: o.stderr,
-          truncated: o.truncated,
-          timed_out: o.timedOut,
-          oom_killed: o.oomKilled,
-          cancelled: o.cancelled,
-          duration_ms: o.durationMs,
-        },
-      };
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
+    return {
+      structured: {
+        exec_id: o.execId,
+        exit_code: o.exitCode,
+        signal: o.signal,
+        stdout: o.stdout,
+        stderr: o.stderr,
+        truncated: o.truncated,
+        timed_out: o.timedOut,
+        oom_killed: o.oomKilled,
+        cancelled: o.cancelled,
+        duration_ms: o.durationMs,
+        leftovers: o.leftovers,
+        ...(o.streams
+          ? { streams: { stdout: streamOut(o.streams.stdout), stderr: streamOut(o.streams.stderr) } }
+          : {}),
+      },
+    };
   },
 });

@@ -7,7 +7,7 @@ export const execStart = defineTool({
   name: 'exec_start',
   title: 'Start a background command',
   description:
-    'Start a command in the background and return its exec_id at once. Read its output with exec_poll (long-poll with wait_ms), feed stdin with exec_write_stdin (when `stdin` is true), stop it with exec_cancel. Output is kept up to max_output_bytes. No timeout unless timeout_s is given.',
+    'Start a command in the background and return its exec_id at once. Read its latest output with exec_poll (long-poll with wait_ms), feed stdin with exec_write_stdin (when `stdin` is true), stop it and every process it started with exec_cancel. The latest 2×max_output_bytes of output are kept for polling; the whole output is in files in the sandbox. No timeout unless timeout_s is given.',
   annotations: HINTS.run,
   input: z.object({
     sandbox: sandboxArg,
@@ -19,11 +19,23 @@ export const execStart = defineTool({
       .max(24 * 3600)
       .optional()
       .describe('Kill the command after this many seconds.'),
+    idempotency_key: z
+      .string()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe(
+        'Any unique string: a retried call with the same key returns the first exec instead of starting another.',
+      ),
   }),
   output: execShape,
   async run(a, { api, sandbox }) {
     const id = await sandbox(a.sandbox);
-    const req = { ...toExecRequest(a, a.timeout_s), stdin: a.stdin === true };
+    const req = {
+      ...toExecRequest(a, a.timeout_s),
+      stdin: a.stdin === true,
+      ...(a.idempotency_key === undefined ? {} : { idempotencyKey: a.idempotency_key }),
+    };
     return { structured: execOut(await api.startExec(id, req)) };
   },
 });

@@ -25,6 +25,8 @@ export const waitForText = defineTool({
   }),
   async run(a, { api, sandbox, signal }) {
     const id = await sandbox(a.sandbox);
+    // An unknown sandbox (or another tenant's) is not_found at once, not a file that is "not there yet".
+    await api.getSandbox(id);
     const start = Date.now();
     const deadline = start + (a.timeout_s ?? DEFAULT_TIMEOUT_S) * 1000;
     let size: number | null = null;

@@ -39,7 +39,11 @@ const evSchema = z.object({
   kind: z.string().min(1).max(32),
   seq: z.number().int().nonnegative(),
   pid: z.number().int().positive().optional(),
+  /** Output events: the position of the body's first byte in its stream. */
+  offset: z.number().int().nonnegative().optional(),
+  /** `peek` events: which stream, and how many bytes it has had so far. */
   stream: z.enum(['stdout', 'stderr']).optional(),
+  total: z.number().int().nonnegative().optional(),
 });
 
 export interface AgentHello {
@@ -63,8 +67,9 @@ export interface AgentEvent {
   body: Buffer;
   /** Set on exec's `started` event. */
   pid?: number;
-  /** Set on `peek` events: which stream the bytes are from. */
+  offset?: number;
   stream?: 'stdout' | 'stderr';
+  total?: number;
 }
 
 export interface RequestOptions {
@@ -85,6 +90,7 @@ const AGENT_ERRORS: Record<string, ErrorCode> = {
   too_large: 'too_large',
   busy: 'busy',
   unknown_op: 'unavailable',
+  stale: 'unavailable',
   internal: 'internal',
 };
 
@@ -332,7 +338,9 @@ export class AgentConnection {
       p.nextSeq += 1;
       const out: AgentEvent = { kind: ev.kind, seq: ev.seq, body };
       if (ev.pid !== undefined) out.pid = ev.pid;
+      if (ev.offset !== undefined) out.offset = ev.offset;
       if (ev.stream !== undefined) out.stream = ev.stream;
+      if (ev.total !== undefined) out.total = ev.total;
       try {
         p.onEvent?.(out);
       } catch (e) {

@@ -21,23 +21,51 @@ export function omissionMarker(stream: StreamName, omitted: number, file: string
   return `\n[forkbox: ${omitted} bytes of ${stream} omitted here; ${where}]\n`;
 }
 
-/** Collects one stream's head and tail bytes as the events arrive. */
+/**
+ * Collects one stream's head and tail bytes as the events arrive. With a budget (the call's
+ * max_output_bytes), it keeps at most the head part and the tail part of it whatever the agent sends: the
+ * agent is untrusted, and every buffer on the way stays bounded.
+ */
 export class StreamCollector {
   readonly #head: Buffer[] = [];
   readonly #tail: Buffer[] = [];
+  readonly #headMax: number;
+  readonly #tailMax: number;
   #headBytes = 0;
   #tailBytes = 0;
+  #forwarded = 0;
 
-  constructor(readonly stream: StreamName) {}
-
-  addHead(data: Buffer): void {
-    this.#head.push(data);
-    this.#headBytes += data.length;
+  constructor(
+    readonly stream: StreamName,
+    budget = Number.POSITIVE_INFINITY,
+  ) {
+    this.#tailMax = Number.isFinite(budget) ? tailBudget(budget) : Number.POSITIVE_INFINITY;
+    this.#headMax = Number.isFinite(budget) ? budget - this.#tailMax : Number.POSITIVE_INFINITY;
   }
 
-  addTail(data: Buffer): void {
-    this.#tail.push(data);
-    this.#tailBytes += data.length;
+  /** Head bytes (forwarded as they came); returns what was kept of them (empty past the budget). */
+  addHead(data: Buffer): Buffer {
+    const kept = data.subarray(0, Math.max(0, this.#headMax - this.#headBytes));
+    if (kept.length > 0) {
+      this.#head.push(kept);
+      this.#headBytes += kept.length;
+    }
+    return kept;
+  }
+
+  /** Tail bytes (sent just before the result); returns what was kept of them. */
+  addTail(data: Buffer): Buffer {
+    const kept = data.subarray(0, Math.max(0, this.#tailMax - this.#tailBytes));
+    if (kept.length > 0) {
+      this.#tail.push(kept);
+      this.#tailBytes += kept.length;
+    }
+    return kept;
+  }
+
+  /** Bytes forwarded in mode 'latest' (they go to their reader, not into the inline result). */
+  addForwarded(n: number): void {
+    this.#forwarded += n;
   }
 
   get shownBytes(): number {
@@ -48,28 +76,36 @@ export class StreamCollector {
    * The inline bytes and the summary, from the result's `<stream>_total`, `_file` and `_spooled` fields
    * (absent from an older agent: the shown bytes are then the whole stream).
    */
-  finish(result: Record<string, unknown>): { data: Buffer; summary: StreamSummary } {
+  finish(result: Record<string, unknown>): {
+    /** The inline stream: head, the marker line when the middle was left out, tail. */
+    data: Buffer;
+    marker: Buffer | null;
+    tail: Buffer;
+    summary: StreamSummary;
+  } {
     const num = (k: string): number | null => {
       const v = result[`${this.stream}_${k}`];
       return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : null;
     };
-    const shown = this.shownBytes;
+    const shown = this.shownBytes + this.#forwarded;
     // The agent is untrusted: a total below what it sent is treated as the sent amount.
     const total = Math.max(num('total') ?? shown, shown);
     const fileField = result[`${this.stream}_file`];
     const file = typeof fileField === 'string' && fileField.startsWith('/') ? fileField.slice(0, 4096) : null;
     const omitted = total - shown;
-    const parts = [...this.#head];
-    if (omitted > 0) parts.push(Buffer.from(omissionMarker(this.stream, omitted, file)));
-    parts.push(...this.#tail);
+    const named = omitted > 0 || this.#forwarded > 0 ? file : null;
+    const marker =
+      omitted > 0 && this.#forwarded === 0 ? Buffer.from(omissionMarker(this.stream, omitted, named)) : null;
     return {
-      data: Buffer.concat(parts),
+      data: Buffer.concat([...this.#head, ...(marker ? [marker] : []), ...this.#tail]),
+      marker,
+      tail: Buffer.concat(this.#tail),
       summary: {
         totalBytes: total,
         shownBytes: shown,
         omittedBytes: omitted,
-        file: omitted > 0 ? file : null,
-        spooledBytes: file === null ? 0 : Math.min(num('spooled') ?? 0, total),
+        file: named,
+        spooledBytes: named === null ? 0 : Math.min(num('spooled') ?? 0, total),
       },
     };
   }

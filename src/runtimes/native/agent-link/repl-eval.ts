@@ -55,7 +55,8 @@ function eventHandler(streams: Record<StreamName, BudgetedStream>, opts: ReplEva
     } else if (ev.kind === 'stdout_tail' || ev.kind === 'stderr_tail') {
       streams[ev.kind === 'stdout_tail' ? 'stdout' : 'stderr'].tail(ev.body);
     } else if (ev.kind === 'peek' && ev.stream !== undefined) {
-      opts.onPeek?.(ev.stream, ev.body.subarray(Math.max(0, ev.body.length - PEEK_MAX_BYTES)));
+      const data = ev.body.subarray(Math.max(0, ev.body.length - PEEK_MAX_BYTES));
+      opts.onPeek?.({ stream: ev.stream, data, totalBytes: ev.total ?? 0 });
     }
   };
 }

@@ -1,29 +1,15 @@
-/** Exec, REPL and file operations of native sandboxes, carried over the agent connection. */
+/** REPL and file operations of native sandboxes, carried over the agent connection (execs: exec-ops.ts). */
 import { randomBytes } from 'node:crypto';
 import { runtimeId } from '../../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
-import type {
-  ExecEvents,
-  ExecHandle,
-  ExecResult,
-  ExecSpec,
-  FileEntry,
-  FileStat,
-  ReplEvalOptions,
-  ReplResult,
-} from '../../../service/ports.ts';
+import type { FileEntry, FileStat, ReplEvalOptions, ReplResult } from '../../../service/ports.ts';
 import type { Cgroups } from '../cgroups/index.ts';
 import type { NativePaths } from '../host/paths.ts';
 import type { AgentConnection } from './agent-connection.ts';
 import { replEvalOver } from './repl-eval.ts';
 
-const DEFAULT_CAP = 1024 * 1024;
 /** File transfers are split into frames of this size (the protocol's body limit is 16 MiB). */
 const CHUNK = 8 * 1024 * 1024;
-
-export function truncationMarker(cap: number): string {
-  return `\n[forkbox: output truncated after ${cap} bytes; raise max_output_bytes or write the output to a file]\n`;
-}
 
 interface Deps {
   connOf(rec: SandboxRecord): Promise<AgentConnection>;
@@ -42,83 +28,6 @@ export function createSandboxOps(deps: Deps) {
       return 0;
     }
   };
-
-  function exec(rec: SandboxRecord, spec: ExecSpec, events?: ExecEvents): ExecHandle {
-    const cap = spec.maxOutputBytes ?? DEFAULT_CAP;
-    let streamId: number | null = null;
-    let conn: AgentConnection | null = null;
-    let cancelled = false;
-    let stdinQueue: Promise<unknown> = Promise.resolve();
-    const started = (async () => {
-      conn = await deps.connOf(rec);
-      const before = await oomKills(rec);
-      return { conn, before };
-    })();
-    const result = (async (): Promise<ExecResult> => {
-      const { conn: c, before } = await started;
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      const s = c.stream(
-        'exec',
-        {
-          ...(spec.argv ? { argv: spec.argv } : { cmd: spec.cmd }),
-          cwd: spec.cwd ?? '/',
-          env: spec.env ?? {},
-          stdin: spec.stdin === true,
-          timeout_ms: spec.timeoutMs ?? 0,
-          max_output_bytes: cap,
-        },
-        {
-          onEvent: (ev) => {
-            if (ev.kind === 'started') events?.onStarted?.(num(ev.pid));
-            else if (ev.kind === 'stdout' || ev.kind === 'stderr') {
-              (ev.kind === 'stdout' ? out : err).push(ev.body);
-              events?.onOutput?.({ seq: ev.seq, stream: ev.kind, data: ev.body });
-            }
-          },
-        },
-      );
-      streamId = s.id;
-      if (cancelled) c.cancel(s.id);
-      const { result: r } = await s.done;
-      const signal = r.signal === null || r.signal === undefined ? null : num(r.signal);
-      const after = signal === 9 ? await oomKills(rec) : before;
-      const truncated = r.truncated === true;
-      let stdout = Buffer.concat(out);
-      if (truncated) stdout = Buffer.concat([stdout, Buffer.from(truncationMarker(cap))]);
-      return {
-        exitCode: r.exit_code === null || r.exit_code === undefined ? null : num(r.exit_code),
-        signal,
-        timedOut: r.timed_out === true,
-        cancelled: r.cancelled === true,
-        truncated,
-        oomKilled: after > before,
-        durationMs: num(r.duration_ms),
-        stdout,
-        stderr: Buffer.concat(err),
-      };
-    })();
-    return {
-      result,
-      async writeStdin(data, eof = false) {
-        const { conn: c } = await started;
-        while (streamId === null) await new Promise((r) => setImmediate(r));
-        const id = streamId;
-        // Keep stdin writes in order even when callers do not await each one.
-        const next = stdinQueue.then(() => c.request('exec.stdin', { exec_id: id, eof }, { body: data }));
-        stdinQueue = next.catch(() => undefined);
-        await next;
-      },
-      async signal(sig) {
-        const { conn: c } = await started;
-        if (streamId !== null) await c.request('exec.signal', { exec_id: streamId, signal: sig });
-      },
-      cancel() {
-        cancelled = true;
-        if (conn && streamId !== null) conn.cancel(streamId);
-      },
-    };
-  }
 
   async function replEval(rec: SandboxRecord, code: string, opts: ReplEvalOptions): Promise<ReplResult> {
     const c = await deps.connOf(rec);
@@ -145,7 +54,7 @@ export function createSandboxOps(deps: Deps) {
   };
 
   return {
-    exec,
+    oomKills,
     replEval,
     async replRestart(rec: SandboxRecord) {
       await (await deps.connOf(rec)).request('repl.restart', {});

@@ -41,6 +41,18 @@ export interface Cgroups {
    * where a leaf of `createGroup` does not exist the process joins the leaf's parent group.
    */
   addProcess(rel: string, pid: number): Promise<void>;
+  /**
+   * A group below a leaf of a `createGroup` group (an exec's own group, `<sandbox>/work/<name>`), for
+   * freezing and killing one part of a sandbox as a whole. It carries no limits (the sandbox's hold). On v1
+   * it exists only in the hierarchy of that leaf (freezer); on v2 it is an ordinary child group. Idempotent.
+   */
+  createSubgroup(rel: string): Promise<void>;
+  /**
+   * Move a process that is already in the sandbox's group into a sub-group of it (`createSubgroup` or a
+   * leaf). Only the hierarchies where that sub-group exists change: on v1 a single move (freezer), whose
+   * RCU grace period (~8 ms) the caller should keep off critical paths.
+   */
+  moveWithin(rel: string, pid: number): Promise<void>;
   /** Host pids in the group, recursive over sub-groups, sorted ascending. */
   procs(rel: string): Promise<number[]>;
   /** Waits for FROZEN; a freeze that does not settle within the timeout is undone and throws 'timeout'. */

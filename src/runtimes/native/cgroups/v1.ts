@@ -246,6 +246,24 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
       await Promise.all(rest.map((f) => moveToCgroup(f, pid)));
     },
 
+    async createSubgroup(rel) {
+      const parts = checkRel(rel);
+      // Below a freezer-only leaf: its parent must exist (the sandbox's group and leaf are made first).
+      if (!fileExists(path.join(ctl('freezer'), ...parts.slice(0, -1)))) {
+        throw new ForkboxError(
+          'not_found',
+          `cgroup v1: '${parts.slice(0, -1).join('/')}' does not exist in the freezer hierarchy; create the sandbox's group first`,
+          { cgroup: rel },
+        );
+      }
+      await mkdirGroup(path.join(ctl('freezer'), ...parts));
+    },
+
+    async moveWithin(rel, pid) {
+      // Every other hierarchy holds the sandbox's group only: the process is already where it belongs there.
+      await moveToCgroup(path.join(g('freezer', rel), 'cgroup.procs'), pid);
+    },
+
     procs,
     freeze,
     thaw,

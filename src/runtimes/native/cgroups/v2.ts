@@ -147,6 +147,24 @@ export function createCgroupsV2(opts: { root: string }): Cgroups {
       await moveToCgroup(file(rel, 'cgroup.procs'), pid);
     },
 
+    async createSubgroup(rel) {
+      const parts = checkRel(rel);
+      const parent = path.join(root, ...parts.slice(0, -1));
+      if (!fileExists(parent)) {
+        throw new ForkboxError(
+          'not_found',
+          `cgroup v2: '${parts.slice(0, -1).join('/')}' does not exist; create the sandbox's group first`,
+          { cgroup: rel },
+        );
+      }
+      // No controllers are enabled below a leaf, so processes may live both in the leaf and in this group.
+      await mkdirGroup(g(rel));
+    },
+
+    async moveWithin(rel, pid) {
+      await moveToCgroup(file(rel, 'cgroup.procs'), pid);
+    },
+
     procs,
     freeze,
     thaw,

@@ -1,0 +1,74 @@
+/**
+ * Attack (a fault, not a hostile act): the daemon is SIGKILLed while ten commands run, one ends while it
+ * is down, and it restarts. Precedent: issue #11 items 12 and 15 — after a crash an exec that was running
+ * was only marked "interrupted" while its processes went on, and one that finished while the daemon was
+ * down was reported `failed` instead of its exit status.
+ * Contained when, after the restart, every exec that was running is ended for real (no process of it is
+ * left) and recorded `interrupted` (killed), the one that ended meanwhile reports its real exit status, no
+ * exec group holds a process, and the sandbox runs commands again.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { processesIn, until } from '../helpers/exec-probe.ts';
+import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+
+const skip = nativeUnavailable();
+const FREEZER = '/sys/fs/cgroup/freezer/forkbox/sandboxes';
+
+describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: skip ?? false }, () => {
+  let stateDir = '';
+  let daemon: ServedDaemon | undefined;
+  let api: DaemonClient;
+
+  before(async () => {
+    stateDir = makeStateDir();
+    daemon = await startServe(stateDir);
+    api = createDaemonClient({ url: daemon.url });
+  });
+  after(async () => {
+    api?.close();
+    await stopServeAndClean(daemon?.child, stateDir);
+  });
+
+  it('ends the running execs for real and reports the one that ended meanwhile honestly', async () => {
+    const { id } = await api.createSandbox({});
+    const running: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const rec = await api.startExec(id, { cmd: `setsid sleep 96${i} & sleep 97${i}` });
+      running.push(rec.id);
+    }
+    const meanwhile = await api.startExec(id, { cmd: 'sleep 3; exit 7' });
+    await until('all of them to run', async () => (await processesIn(api, id, 'sleep 9')).length === 20);
+    const old = daemon?.child;
+    old?.kill('SIGKILL');
+    await new Promise((r) => old?.once('exit', r));
+    api.close();
+    // The short one ends while no daemon runs; the others keep running until the restart.
+    await new Promise((r) => setTimeout(r, 5000));
+    daemon = await startServe(stateDir);
+    api = createDaemonClient({ url: daemon.url });
+    for (const execId of running) {
+      const p = await api.pollExec(id, execId);
+      assert.equal(p.exec.state, 'interrupted', JSON.stringify(p.exec));
+      assert.equal(p.exec.signal, 9);
+    }
+    const m = (await api.pollExec(id, meanwhile.id)).exec;
+    assert.equal(m.state, 'exited', JSON.stringify(m));
+    assert.equal(m.exitCode, 7);
+    assert.deepEqual(await processesIn(api, id, 'sleep 9'), [], 'nothing of them runs');
+    // No exec group holds a process but the spawner waiting in the next one.
+    const work = `${FREEZER}/${id}/work`;
+    const busy = readdirSync(work, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map(
+        (d) =>
+          readFileSync(`${work}/${d.name}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean).length,
+      )
+      .filter((n) => n > 1);
+    assert.deepEqual(busy, []);
+    assert.equal((await api.exec(id, { argv: ['echo', 'after'] })).stdout, 'after\n');
+  });
+});

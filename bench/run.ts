@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { cliStartup } from './cli-startup.ts';
 import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
+import { diskQuota } from './disk-quota.ts';
 import { execRoundTrip } from './exec-roundtrip.ts';
 import { forkBench } from './fork.ts';
 import type { BenchContext, Benchmark } from './lib/context.ts';
@@ -23,6 +24,7 @@ import { memoryPerSandbox } from './memory.ts';
 import { outputFlood } from './output-flood.ts';
 import { peerRunc } from './peer.ts';
 import { replEval } from './repl-eval.ts';
+import { retentionBench } from './retention.ts';
 
 const BENCHMARKS: Benchmark[] = [
   createFirstExec,
@@ -31,6 +33,8 @@ const BENCHMARKS: Benchmark[] = [
   createMany,
   memoryPerSandbox,
   forkBench,
+  diskQuota,
+  retentionBench,
   mcpOverhead,
   outputFlood,
   cliStartup,

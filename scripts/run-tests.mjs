@@ -112,7 +112,8 @@ for (const kind of kinds) {
     t = { pass: 0, fail: 0, skipped: [], failed: [why], suitesFailed: 1 };
   }
   rows.push({ kind, files: files.length, ...t });
-  if (r.status !== 0) status = 1;
+  // Nothing counted is a failure even when node exited 0.
+  if (r.status !== 0 || t.failed.length > 0 || t.pass === 0) status = 1;
 }
 rmSync(scratch, { recursive: true, force: true });
 

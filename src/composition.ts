@@ -4,7 +4,9 @@
  */
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseDuration } from './domain/durations.ts';
 import { ForkboxError } from './domain/errors.ts';
+import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
 import { detectCgroups } from './runtimes/native/cgroups/index.ts';
@@ -17,7 +19,9 @@ import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { openStorage, type StorageMode } from './runtimes/native/storage/btrfs-storage.ts';
 import type { ForkboxApi } from './service/api.ts';
+import { diskPolicy } from './service/disk-limits.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
+import { createRetention } from './service/retention.ts';
 import { MAX_OUTPUT_BYTES, MAX_SPOOL_BYTES } from './service/validate.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
@@ -33,11 +37,36 @@ export interface OpenEngineOptions {
   reapIntervalMs?: number;
   /** Storage driver; default FORKBOX_STORAGE, else auto (btrfs when usable, else copy). */
   storage?: StorageMode;
+  /** Disk limit of sandboxes created without one; default FORKBOX_DISK_DEFAULT, else 10 GiB, 1,000,000 inodes. */
+  diskDefault?: DiskSpec;
+  /** Largest disk limit a sandbox may ask for; default FORKBOX_DISK_MAX, else 1 TiB, 100,000,000 inodes. */
+  diskMax?: DiskSpec;
+  /** How long ended sandboxes (and their execs) stay listed; default FORKBOX_RETENTION, else 24 h. 0 = not kept. */
+  retentionSeconds?: number;
+  /** Period of the retention sweep (output of ended sandboxes, pruning, vacuum); 0 disables it. Default 1 s. */
+  retentionSweepMs?: number;
   /**
    * Exec output defaults per stream: inline budget and spool file inside the sandbox. Default
    * FORKBOX_EXEC_OUTPUT_BYTES / FORKBOX_EXEC_SPOOL_BYTES, else 1 MiB and 64 MiB.
    */
   execOutput?: { outputBytes?: number; spoolBytes?: number };
+}
+
+/** `0`, or a duration (`24h`, `30m`), in seconds. */
+export function parseRetention(text: string): number {
+  return text.trim() === '0' ? 0 : parseDuration(text);
+}
+
+/** A disk setting from the options, else from its environment variable. */
+function diskSetting(given: DiskSpec | undefined, env: string): DiskSpec | undefined {
+  if (given) return given;
+  const text = process.env[env];
+  if (text === undefined || text.trim() === '') return undefined;
+  try {
+    return parseDiskSpec(text);
+  } catch (e) {
+    throw new ForkboxError('invalid_argument', `${env}: ${(e as Error).message}`);
+  }
 }
 
 /** A positive integer from the environment, else undefined (an invalid value is an error naming it). */
@@ -149,8 +178,14 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       uidRange,
       overcommitRatio: Number(process.env.FORKBOX_OVERCOMMIT_RATIO ?? 2),
     });
-    const host = createHostMaintenance({ paths, mounts, cgroups, images });
+    const host = createHostMaintenance({ paths, mounts, cgroups, images, snapshots });
+    const disk = diskPolicy({
+      enforced: snapshots.diskLimits.enforced,
+      defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
+      max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
+    });
     const engine = createEngine({
+      disk,
       store,
       runtime,
       images,
@@ -170,6 +205,27 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
           }, period)
         : null;
     timer?.unref();
+    const retentionEnv = process.env.FORKBOX_RETENTION;
+    const retentionSeconds =
+      opts.retentionSeconds ??
+      (retentionEnv === undefined || retentionEnv.trim() === '' ? undefined : parseRetention(retentionEnv));
+    const retention = createRetention({
+      store,
+      log,
+      ...(retentionSeconds === undefined ? {} : { retentionMs: retentionSeconds * 1000 }),
+    });
+    const sweepMs = opts.retentionSweepMs ?? 1000;
+    const sweeper =
+      sweepMs > 0
+        ? setInterval(() => {
+            try {
+              retention.sweep();
+            } catch (e) {
+              log.warn({ err: String(e) }, 'retention sweep failed');
+            }
+          }, sweepMs)
+        : null;
+    sweeper?.unref();
     let closed = false;
     return {
       api: engine,
@@ -179,6 +235,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         if (closed) return;
         closed = true;
         if (timer) clearInterval(timer);
+        if (sweeper) clearInterval(sweeper);
         if (closeOpts?.killSandboxes) {
           // Every tenant's, snapshot holders included; deepest first so no PID 1 is left as a tombstone.
           const live = store

@@ -1,71 +1,17 @@
 /** Parsing of CLI argument values: sizes, durations, K=V pairs and `ID:/path` operands. Pure functions. */
+
+import { parseDuration } from '../domain/durations.ts';
 import { ForkboxError } from '../domain/errors.ts';
+import { parseSize } from '../domain/sizes.ts';
 
-const SIZE_UNITS: Record<string, number> = {
-  '': 1024 * 1024, // a bare number is MiB: `--memory 512` means 512 MiB, not 512 bytes
-  b: 1,
-  k: 1024,
-  kb: 1024,
-  kib: 1024,
-  m: 1024 ** 2,
-  mb: 1024 ** 2,
-  mib: 1024 ** 2,
-  g: 1024 ** 3,
-  gb: 1024 ** 3,
-  gib: 1024 ** 3,
-  t: 1024 ** 4,
-  tb: 1024 ** 4,
-  tib: 1024 ** 4,
-};
-
-/** `512m`, `2g`, `1.5G`, `256` (MiB) → bytes. */
-export function parseSize(text: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
-  const unit = m ? SIZE_UNITS[(m[2] ?? '').toLowerCase()] : undefined;
-  if (!m || unit === undefined) {
-    throw new ForkboxError(
-      'invalid_argument',
-      `'${text}' is not a size. Write e.g. 512m, 2g or 1.5g (a bare number is MiB).`,
-    );
-  }
-  const bytes = Math.round(Number(m[1]) * unit);
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
-    throw new ForkboxError('invalid_argument', `size '${text}' must be greater than zero.`);
-  }
-  return bytes;
-}
+export { parseSize } from '../domain/sizes.ts';
 
 /** A size as whole MiB (rounded up), for CreateSandboxRequest.memoryMb. */
 export function parseSizeMb(text: string): number {
   return Math.ceil(parseSize(text) / (1024 * 1024));
 }
 
-const DURATION_UNITS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
-
-/** `30m`, `2h`, `1h30m`, `90s`, `3600` (seconds), `1.5h` → seconds (may be fractional below 1 s). */
-export function parseDuration(text: string): number {
-  const t = text.trim().toLowerCase();
-  const bad = () =>
-    new ForkboxError(
-      'invalid_argument',
-      `'${text}' is not a duration. Write e.g. 30s, 30m, 2h, 1h30m or 3600 (seconds).`,
-    );
-  if (/^\d+(\.\d+)?$/.test(t)) {
-    const s = Number(t);
-    if (s <= 0) throw bad();
-    return s;
-  }
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/g;
-  let total = 0;
-  let consumed = 0;
-  for (const m of t.matchAll(re)) {
-    if (m.index !== consumed) throw bad();
-    total += Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? Number.NaN);
-    consumed += m[0].length;
-  }
-  if (consumed === 0 || consumed !== t.length || !(total > 0) || !Number.isFinite(total)) throw bad();
-  return total;
-}
+export { parseDuration } from '../domain/durations.ts';
 
 /** A duration as whole seconds (rounded up), for TTLs. */
 export function parseDurationSeconds(text: string): number {

@@ -18,6 +18,20 @@ export function sandboxTable(list: SandboxInfo[]): string {
   );
 }
 
+function diskLimit(s: SandboxInfo): string {
+  if (s.limits.diskBytes <= 0) return 'not limited';
+  return `${formatBytes(s.limits.diskBytes)}, ${s.limits.diskInodes} inodes`;
+}
+
+function diskUsed(s: SandboxInfo): string {
+  const u = s.usage;
+  if (!u) return '-';
+  const of = (used: string, limit: string) => (s.limits.diskBytes > 0 ? `${used} of ${limit}` : used);
+  const bytes = of(formatBytes(u.diskBytes), formatBytes(s.limits.diskBytes));
+  if (u.diskInodes === null) return bytes;
+  return `${bytes}; ${of(String(u.diskInodes), String(s.limits.diskInodes))} inodes`;
+}
+
 export function sandboxDetail(s: SandboxInfo): string {
   const rows: [string, string][] = [
     ['id', s.id],
@@ -29,6 +43,7 @@ export function sandboxDetail(s: SandboxInfo): string {
     ['memory', formatBytes(s.limits.memoryBytes)],
     ['cpus', String(s.limits.cpus)],
     ['pids', String(s.limits.pids)],
+    ['disk', diskLimit(s)],
     ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
     ['expires', s.expiresAt === null ? 'never' : `${s.expiresAt} (${formatRelative(s.expiresAt)})`],
   ];
@@ -39,7 +54,7 @@ export function sandboxDetail(s: SandboxInfo): string {
     rows.push(['mem used', formatBytes(s.usage.memoryBytes)]);
     rows.push(['cpu time', `${(s.usage.cpuUsageNs / 1e9).toFixed(2)}s`]);
     rows.push(['processes', String(s.usage.pids)]);
-    rows.push(['disk', formatBytes(s.usage.diskBytes)]);
+    rows.push(['disk used', diskUsed(s)]);
     if (s.usage.oomKills > 0) rows.push(['oom kills', String(s.usage.oomKills)]);
   }
   const w = Math.max(...rows.map(([k]) => k.length));

@@ -9,9 +9,25 @@ export interface Limits {
   pids: number;
   /** CPU quota in CPUs (e.g. 1.5 = 150% of one core). */
   cpus: number;
+  /**
+   * Bytes the sandbox may store of its own writes (its files' data and metadata); 0 = not limited (a
+   * sandbox made before disk limits existed, or storage that cannot limit: docs/STORAGE.md).
+   */
+  diskBytes: number;
+  /**
+   * Files, directories and other inodes it may create; 0 = not limited. Exact on the copy driver; on
+   * btrfs inodes are bounded through diskBytes, each one's metadata counting against it (docs/STORAGE.md).
+   */
+  diskInodes: number;
 }
 
-export const DEFAULT_LIMITS: Limits = { memoryBytes: 1024 * 1024 * 1024, pids: 512, cpus: 1 };
+export const DEFAULT_LIMITS: Limits = {
+  memoryBytes: 1024 * 1024 * 1024,
+  pids: 512,
+  cpus: 1,
+  diskBytes: 10 * 1024 ** 3,
+  diskInodes: 1_000_000,
+};
 
 export interface SandboxRecord {
   id: string;

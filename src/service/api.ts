@@ -22,6 +22,10 @@ export interface CreateSandboxRequest {
   memoryMb?: number;
   cpus?: number;
   pids?: number;
+  /** Disk limit in MiB (default: the daemon's FORKBOX_DISK_DEFAULT). */
+  diskMb?: number;
+  /** Inode limit (files, directories, …; default: the daemon's). */
+  diskInodes?: number;
   ttlSeconds?: number;
   env?: Record<string, string>;
   labels?: Record<string, string>;
@@ -83,6 +87,9 @@ export interface ForkRequest {
   memoryMb?: number;
   cpus?: number;
   pids?: number;
+  /** A child's limit covers only its own writes (what it inherits is in the source's frozen layer). */
+  diskMb?: number;
+  diskInodes?: number;
   ttlSeconds?: number;
   /** Added to the source's environment in each child. */
   env?: Record<string, string>;

@@ -11,6 +11,7 @@ import { execApi } from './api-execs.ts';
 import { fileApi } from './api-files.ts';
 import { sandboxApi } from './api-sandboxes.ts';
 import { type CallerContext, createSandboxFinder, DEFAULT_TENANT } from './caller.ts';
+import type { DiskPolicy } from './disk-limits.ts';
 import type { EngineParts } from './engine-parts.ts';
 import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
@@ -58,6 +59,8 @@ export interface EngineDeps {
   sessionGraceMs?: number;
   /** After a restart, how long clients have to re-attach their sessions (default 60 s). */
   sessionReattachMs?: number;
+  /** Disk limits: the daemon's default and maximum, and whether the storage enforces them. */
+  disk?: DiskPolicy;
   /** Host-level garbage collection of what no live sandbox uses. */
   hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
   /** Daemon defaults for exec output (per stream): inline budget and spool file size. */
@@ -112,7 +115,13 @@ export function createEngine(deps: EngineDeps): Engine {
     return info(rec, kids);
   }
 
-  const create = createSandboxMaker({ store, runtime, templateConfigs, now });
+  const create = createSandboxMaker({
+    store,
+    runtime,
+    templateConfigs,
+    now,
+    ...(deps.disk ? { disk: deps.disk } : {}),
+  });
   const { kill, killTree, fork, merge } = createLineage({
     store,
     runtime,
@@ -121,6 +130,7 @@ export function createEngine(deps: EngineDeps): Engine {
     serial: lifecycle.run,
     abandonExecs: (id) => execs.abandon(id),
     withKids,
+    ...(deps.disk ? { disk: deps.disk } : {}),
   });
   const snapshots = createSnapshots({
     store,

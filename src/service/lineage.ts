@@ -10,6 +10,7 @@ import { runtimeId } from '../domain/runtime-id.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { ForkChildResult, ForkRequest, ForkResult, MergeResult, SandboxInfo } from './api.ts';
+import type { DiskPolicy } from './disk-limits.ts';
 import type { Runtime, Store } from './ports.ts';
 import { info } from './sandbox-info.ts';
 import { checkEnv, checkName, checkTtl, limitsFrom } from './validate.ts';
@@ -33,6 +34,7 @@ export interface LineageDeps {
   serial<T>(id: string, fn: () => Promise<T>): Promise<T>;
   abandonExecs(sandboxId: string): void;
   withKids(rec: SandboxRecord): SandboxInfo;
+  disk?: DiskPolicy;
 }
 
 export function createLineage(deps: LineageDeps) {
@@ -121,11 +123,19 @@ export function createLineage(deps: LineageDeps) {
         );
       }
     }
-    const limits = limitsFrom({
-      memoryMb: req.memoryMb ?? source.limits.memoryBytes / 2 ** 20,
-      cpus: req.cpus ?? source.limits.cpus,
-      pids: req.pids ?? source.limits.pids,
-    });
+    // Children keep the source's disk limit unless given one (any value up to the daemon's maximum:
+    // a child's limit covers its own writes only). A source made before disk limits gets the default.
+    const inherit = (v: number, scale = 1) => (v > 0 ? Math.ceil(v / scale) : undefined);
+    const limits = limitsFrom(
+      {
+        memoryMb: req.memoryMb ?? source.limits.memoryBytes / 2 ** 20,
+        cpus: req.cpus ?? source.limits.cpus,
+        pids: req.pids ?? source.limits.pids,
+        diskMb: req.diskMb ?? inherit(source.limits.diskBytes, 2 ** 20),
+        diskInodes: req.diskInodes ?? inherit(source.limits.diskInodes),
+      },
+      deps.disk,
+    );
     const ttl = checkTtl(req.ttlSeconds);
     const env = { ...source.env, ...checkEnv(req.env) };
     const t = now();

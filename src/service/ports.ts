@@ -130,6 +130,19 @@ export interface Store {
   readExecOutput(execId: string, afterSeq: number, maxBytes?: number): ExecOutputChunk[];
   /** Seq of the oldest chunk kept for an exec, or null when none is. */
   firstExecOutputSeq(execId: string): number | null;
+
+  // retention (see service/retention.ts)
+  /** Sandboxes per state (one GROUP BY over an index), of one tenant or of all. */
+  countSandboxesByState(tenant?: string): Record<string, number>;
+  /** Delete up to `maxRows` chunks of exec output of sandboxes that ended; returns how many went. */
+  dropEndedOutput(maxRows: number): number;
+  /**
+   * Delete up to `max` sandboxes that ended at or before `before` (epoch ms), with their execs; never a
+   * tombstone, a parent of a live sandbox, or the alias of a live one. Returns their ids.
+   */
+  pruneEnded(before: number, max: number): string[];
+  /** Give up to `pages` free database pages back to the filesystem; returns how many were. */
+  vacuumIncrementally(pages: number): number;
 }
 
 // ───────────────────────────── runtime ─────────────────────────────
@@ -140,7 +153,7 @@ export interface RuntimeCapabilities {
   /** The runtime can freeze and thaw a sandbox. */
   pause: boolean;
   /** Limits the runtime enforces. */
-  limits: { memory: boolean; pids: boolean; cpu: boolean };
+  limits: { memory: boolean; pids: boolean; cpu: boolean; disk: boolean };
   /** Network egress is available. */
   network: boolean;
 }
@@ -302,7 +315,10 @@ export interface SandboxUsage {
   memoryBytes: number;
   cpuUsageNs: number;
   pids: number;
+  /** Bytes the sandbox stores of its own writes (what counts against its disk limit). */
   diskBytes: number;
+  /** Inodes it uses; null where the storage does not count them (btrfs). */
+  diskInodes: number | null;
   oomKills: number;
 }
 

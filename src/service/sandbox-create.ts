@@ -5,6 +5,7 @@ import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest } from './api.ts';
 import type { CallerContext } from './caller.ts';
+import type { DiskPolicy } from './disk-limits.ts';
 import type { Runtime, Store } from './ports.ts';
 import type { TemplateConfigs } from './template-configs.ts';
 import { checkEnv, checkName, checkTtl, limitsFrom } from './validate.ts';
@@ -20,6 +21,8 @@ export function createSandboxMaker(deps: {
   runtime: Runtime;
   templateConfigs: Pick<TemplateConfigs, 'resolve'>;
   now: () => number;
+  /** The daemon's disk default and maximum (none: no disk limit is checked or applied by default). */
+  disk?: DiskPolicy;
 }): CreateSandbox {
   const { store, runtime, now } = deps;
 
@@ -29,7 +32,7 @@ export function createSandboxMaker(deps: {
   ): { rec: SandboxRecord; prewarm: string[] } {
     // The named template config (or 'default') picks the image and the modules it starts with.
     const tpl = deps.templateConfigs.resolve(req);
-    const limits = limitsFrom(req);
+    const limits = limitsFrom(req, deps.disk);
     const ttl = checkTtl(req.ttlSeconds);
     const env = checkEnv(req.env);
     const id = `sb-${randomBytes(5).toString('hex')}`;

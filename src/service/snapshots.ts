@@ -7,11 +7,21 @@
 import { randomBytes } from 'node:crypto';
 import { ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
-import type { SandboxRecord, SnapshotRecord } from '../domain/types.ts';
+import type { Limits, SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, ForkRequest, ForkResult, SnapshotInfo } from './api.ts';
 import type { Runtime, Store } from './ports.ts';
 import { info as sandboxInfo } from './sandbox-info.ts';
 import { checkName } from './validate.ts';
+
+/** A restore's disk limit: given, else the snapshot's (a snapshot from before disk limits: the default). */
+function diskOf(req: ForkRequest, limits: Limits): Pick<CreateSandboxRequest, 'diskMb' | 'diskInodes'> {
+  const mb = req.diskMb ?? (limits.diskBytes > 0 ? Math.ceil(limits.diskBytes / 2 ** 20) : undefined);
+  const inodes = req.diskInodes ?? (limits.diskInodes > 0 ? limits.diskInodes : undefined);
+  return {
+    ...(mb === undefined ? {} : { diskMb: mb }),
+    ...(inodes === undefined ? {} : { diskInodes: inodes }),
+  };
+}
 
 /** Label on a snapshot's hidden holder sandbox; such sandboxes are left out of listings. */
 export const SNAPSHOT_LABEL = 'forkbox.snapshot';
@@ -221,6 +231,7 @@ export function createSnapshots(deps: SnapshotDeps) {
           memoryMb: req.memoryMb ?? snap.limits.memoryBytes / 2 ** 20,
           cpus: req.cpus ?? snap.limits.cpus,
           pids: req.pids ?? snap.limits.pids,
+          ...diskOf(req, snap.limits),
           env: { ...snap.env, ...(req.env ?? {}) },
           ...(name === undefined ? {} : { name }),
           ...(req.ttlSeconds === undefined ? {} : { ttlSeconds: req.ttlSeconds }),

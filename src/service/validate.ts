@@ -2,6 +2,7 @@
 import { errors } from '../domain/errors.ts';
 import { DEFAULT_LIMITS, type Limits } from '../domain/types.ts';
 import type { CreateSandboxRequest, ExecRequest } from './api.ts';
+import { type DiskPolicy, diskLimitsFrom } from './disk-limits.ts';
 
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 export const MAX_EXEC_TIMEOUT_SECONDS = 24 * 3600;
@@ -20,8 +21,14 @@ function intIn(name: string, v: number, min: number, max: number): number {
   return v;
 }
 
-export function limitsFrom(req: CreateSandboxRequest): Limits {
+/** The limit fields of a create or fork request (absent or undefined: the default). */
+export type LimitRequest = {
+  [K in 'memoryMb' | 'cpus' | 'pids' | 'diskMb' | 'diskInodes']?: CreateSandboxRequest[K] | undefined;
+};
+
+export function limitsFrom(req: LimitRequest, disk?: DiskPolicy): Limits {
   return {
+    ...diskLimitsFrom(req, disk),
     memoryBytes:
       req.memoryMb === undefined
         ? DEFAULT_LIMITS.memoryBytes

@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { type OpenedEngine, openEngine } from '../../src/composition.ts';
+import { type OpenEngineOptions, type OpenedEngine, openEngine } from '../../src/composition.ts';
 import type { ImageRecord } from '../../src/domain/types.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 
@@ -54,10 +54,16 @@ export interface NativeFixture {
 }
 
 /** Open an engine on a fresh state dir; `close` kills everything and checks nothing is left mounted. */
-export async function openNative(opts: { stateDir?: string } = {}): Promise<NativeFixture> {
+export async function openNative(
+  opts: { stateDir?: string } & Pick<
+    OpenEngineOptions,
+    'storage' | 'diskDefault' | 'diskMax' | 'retentionSeconds' | 'retentionSweepMs'
+  > = {},
+): Promise<NativeFixture> {
   const stateDir = opts.stateDir ?? makeStateDir();
   const log = quietLog();
-  const opened = await openEngine({ stateDir, log, reapIntervalMs: 200 });
+  const { stateDir: _, ...rest } = opts;
+  const opened = await openEngine({ stateDir, log, reapIntervalMs: 200, ...rest });
   return {
     opened,
     stateDir,

@@ -55,7 +55,7 @@ export function createFakeApi(): FakeApi {
         capabilities: {
           forkProcessState: false,
           pause: true,
-          limits: { memory: true, pids: true, cpu: true },
+          limits: { memory: true, pids: true, cpu: true, disk: true },
           network: false,
         },
         stateDir: '/fake',
@@ -78,6 +78,8 @@ export function createFakeApi(): FakeApi {
           memoryBytes: (req.memoryMb ?? 1024) * 1024 * 1024,
           pids: req.pids ?? 512,
           cpus: req.cpus ?? 1,
+          diskBytes: (req.diskMb ?? 10240) * 1024 * 1024,
+          diskInodes: req.diskInodes ?? 1_000_000,
         },
         labels: req.labels ?? {},
         persistent: req.persistent === true,
@@ -96,7 +98,10 @@ export function createFakeApi(): FakeApi {
     async getSandbox(id, opts = {}) {
       const s = find(id);
       return opts.usage
-        ? { ...s, usage: { memoryBytes: 1, cpuUsageNs: 2, pids: 3, diskBytes: 4, oomKills: 0 } }
+        ? {
+            ...s,
+            usage: { memoryBytes: 1, cpuUsageNs: 2, pids: 3, diskBytes: 4, diskInodes: 5, oomKills: 0 },
+          }
         : s;
     },
     async createSnapshot() {

@@ -36,7 +36,7 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
     templateId: 'tpl-1',
     parentId: null,
     depth: 0,
-    limits: { memoryBytes: 512 * 1024 * 1024, pids: 128, cpus: 1.5 },
+    limits: { memoryBytes: 512 * 1024 * 1024, pids: 128, cpus: 1.5, diskBytes: 1 << 30, diskInodes: 10_000 },
     env: { FOO: 'bar' },
     labels: {},
     expiresAt: null,
@@ -201,7 +201,14 @@ describe('sqlite store: sandboxes', () => {
         .run();
       raw.close();
       const got = store.getSandbox('a');
-      assert.deepEqual(got?.limits, { memoryBytes: 1024 * 1024 * 1024, pids: 512, cpus: 1 });
+      // Corrupt or pre-disk-limit limits: the defaults, and no disk limit (such storage has no quota).
+      assert.deepEqual(got?.limits, {
+        memoryBytes: 1024 * 1024 * 1024,
+        pids: 512,
+        cpus: 1,
+        diskBytes: 0,
+        diskInodes: 0,
+      });
       assert.deepEqual(got?.env, {});
       assert.deepEqual(got?.labels, { b: 'ok' });
     } finally {

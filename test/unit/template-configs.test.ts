@@ -185,7 +185,7 @@ describe('template configs over the SQLite store', () => {
       templateId: 'tpl-1',
       parentId: null,
       depth: 0,
-      limits: { memoryBytes: 1 << 28, pids: 64, cpus: 1 },
+      limits: { memoryBytes: 1 << 28, pids: 64, cpus: 1, diskBytes: 1 << 30, diskInodes: 10_000 },
       env: {},
       labels: { [TEMPLATE_LABEL]: 'warm' },
       expiresAt: null,

@@ -1,11 +1,13 @@
 /** `forkbox fork ID [-n N]`: branch a running sandbox, its files and live Python REPL, into N children. */
 import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
+import { parseDiskSpec } from '../../domain/sizes.ts';
 import type { ForkRequest } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { exitCodeFor } from '../output.ts';
 import { parseDurationSeconds, parseSizeMb } from '../parse.ts';
+import { diskRequest } from './limit-options.ts';
 
 function count(v: string): number {
   const n = Number(v);
@@ -22,6 +24,11 @@ export function register(program: Command, ctx: CliContext): void {
     .option('--name <name...>', 'names for the children (as many as -n)')
     .option('--memory <size>', "children's memory limit (default: the source's)", parseSizeMb)
     .option(
+      '--disk <size[,inodes]>',
+      "children's disk limit, e.g. 2g or 2g,100k (default: the source's; it covers a child's own writes)",
+      parseDiskSpec,
+    )
+    .option(
       '--ttl <duration>',
       "children's TTL, e.g. 30m (default: what is left of the source's)",
       parseDurationSeconds,
@@ -30,12 +37,20 @@ export function register(program: Command, ctx: CliContext): void {
     .action(
       async (
         id: string,
-        o: { count: number; name?: string[]; memory?: number; ttl?: number; wait: boolean },
+        o: {
+          count: number;
+          name?: string[];
+          memory?: number;
+          disk?: { bytes: number; inodes?: number };
+          ttl?: number;
+          wait: boolean;
+        },
       ) => {
         const api = await ctx.api();
         const req: ForkRequest = { n: o.count, wait: o.wait };
         if (o.name !== undefined) req.names = o.name;
         if (o.memory !== undefined) req.memoryMb = o.memory;
+        Object.assign(req, diskRequest(o.disk));
         if (o.ttl !== undefined) req.ttlSeconds = o.ttl;
         const r = await api.forkSandbox(id, req);
         const out = ctx.out();

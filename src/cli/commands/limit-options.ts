@@ -1,6 +1,7 @@
 /** Options shared by `create` and `run`: image, limits, environment. */
 import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
+import { parseDiskSpec } from '../../domain/sizes.ts';
 import type { CreateSandboxRequest } from '../../service/api.ts';
 import { collectKeyValue, parseSizeMb } from '../parse.ts';
 
@@ -9,6 +10,7 @@ export interface LimitOptions {
   memory?: number;
   cpus?: number;
   pids?: number;
+  disk?: { bytes: number; inodes?: number };
   env?: Record<string, string>;
 }
 
@@ -31,7 +33,20 @@ export function addLimitOptions(cmd: Command): Command {
     .option('--memory <size>', 'memory limit, e.g. 512m, 2g (a bare number is MiB)', parseSizeMb)
     .option('--cpus <n>', 'CPU quota in CPUs, e.g. 0.5, 2', positive('cpus', false))
     .option('--pids <n>', 'maximum number of processes', positive('pids', true))
+    .option(
+      '--disk <size[,inodes]>',
+      "disk limit on what the sandbox writes, e.g. 2g, or 2g,100k to bound files too (default: the daemon's)",
+      parseDiskSpec,
+    )
     .option('--env <K=V>', 'environment variable (repeatable)', collectKeyValue('--env'));
+}
+
+/** `--disk 2g,100k` → the request's diskMb / diskInodes. */
+export function diskRequest(d: LimitOptions['disk']): Pick<CreateSandboxRequest, 'diskMb' | 'diskInodes'> {
+  if (d === undefined) return {};
+  const out: Pick<CreateSandboxRequest, 'diskMb' | 'diskInodes'> = { diskMb: Math.ceil(d.bytes / 2 ** 20) };
+  if (d.inodes !== undefined) out.diskInodes = d.inodes;
+  return out;
 }
 
 export function limitsToRequest(o: LimitOptions): CreateSandboxRequest {
@@ -40,6 +55,7 @@ export function limitsToRequest(o: LimitOptions): CreateSandboxRequest {
   if (o.memory !== undefined) req.memoryMb = o.memory;
   if (o.cpus !== undefined) req.cpus = o.cpus;
   if (o.pids !== undefined) req.pids = o.pids;
+  Object.assign(req, diskRequest(o.disk));
   if (o.env !== undefined) req.env = o.env;
   return req;
 }

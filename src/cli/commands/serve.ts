@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { ForkboxError } from '../../domain/errors.ts';
+import { type DiskSpec, parseDiskSpec } from '../../domain/sizes.ts';
 import { DEFAULT_MAX_CONCURRENCY } from '../../protocol/http/limits.ts';
 import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
@@ -31,6 +32,9 @@ interface ServeFlags {
   allowOrigin?: string[];
   toolset?: string[];
   conformanceFixtures?: boolean;
+  diskDefault?: DiskSpec;
+  diskMax?: DiskSpec;
+  retention?: string;
 }
 
 function positiveInt(v: string, flag: string): number {
@@ -59,6 +63,20 @@ export function register(program: Command, ctx: CliContext): void {
       collect,
     )
     .option('--toolset <name>', `MCP toolset to expose, repeatable (default: ${DEFAULT_TOOLSET})`, collect)
+    .option(
+      '--disk-default <size[,inodes]>',
+      'disk limit of sandboxes created without one, e.g. 10g,1m (env FORKBOX_DISK_DEFAULT; default 10g,1m)',
+      parseDiskSpec,
+    )
+    .option(
+      '--disk-max <size[,inodes]>',
+      'largest disk limit a sandbox may ask for (env FORKBOX_DISK_MAX; default 1t,100m)',
+      parseDiskSpec,
+    )
+    .option(
+      '--retention <duration>',
+      'how long ended sandboxes and their execs stay listed, e.g. 24h, 30m, 0 = not kept (env FORKBOX_RETENTION; default 24h); their exec output goes when they end',
+    )
     .option(
       '--conformance-fixtures',
       "also serve the MCP conformance suite's test tools, resources and prompts on /mcp (for running the suite; never in production)",
@@ -97,8 +115,14 @@ export function register(program: Command, ctx: CliContext): void {
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });
       // Loaded here, not at the top: the engine (SQLite, FFI, runtimes) is only needed by the daemon, and
       // every other command should start fast.
-      const { openEngine } = await import('../../composition.ts');
-      const engine = await openEngine({ stateDir, log });
+      const { openEngine, parseRetention } = await import('../../composition.ts');
+      const engine = await openEngine({
+        stateDir,
+        log,
+        ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
+        ...(o.diskMax ? { diskMax: o.diskMax } : {}),
+        ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
+      });
       let server: Awaited<ReturnType<typeof serveUnix>> | undefined;
       let listener: Listener | undefined;
       try {

@@ -9,7 +9,8 @@ export const usageShape = z.object({
   memory_bytes: z.number(),
   cpu_usage_ns: z.number(),
   pids: z.number(),
-  disk_bytes: z.number(),
+  disk_bytes: z.number().describe('What the sandbox stores of its own writes (counts against disk_mb).'),
+  disk_inodes: z.number().nullable().describe('Inodes it uses (null where the storage does not count them).'),
   oom_kills: z.number(),
 });
 
@@ -23,6 +24,8 @@ export const sandboxShape = z.object({
   memory_mb: z.number(),
   cpus: z.number(),
   pids: z.number(),
+  disk_mb: z.number().describe('Disk limit, MiB (0: not limited).'),
+  disk_inodes: z.number().describe('Inode limit (0: not limited).'),
   labels: z.record(z.string(), z.string()),
   created_at: z.string(),
   expires_at: z.string().nullable(),
@@ -45,6 +48,8 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
     memory_mb: Math.round(s.limits.memoryBytes / MiB),
     cpus: s.limits.cpus,
     pids: s.limits.pids,
+    disk_mb: Math.round(s.limits.diskBytes / MiB),
+    disk_inodes: s.limits.diskInodes,
     labels: s.labels,
     created_at: s.createdAt,
     expires_at: s.expiresAt,
@@ -58,6 +63,7 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
       cpu_usage_ns: s.usage.cpuUsageNs,
       pids: s.usage.pids,
       disk_bytes: s.usage.diskBytes,
+      disk_inodes: s.usage.diskInodes,
       oom_kills: s.usage.oomKills,
     };
   }

@@ -71,6 +71,16 @@ export const envArg = z
   .refine((r) => Object.keys(r).length <= 256, 'at most 256 variables')
   .optional();
 
+export const diskMbArg = z.number().int().min(16).max(1_073_741_824).optional();
+
+export const diskInodesArg = z
+  .number()
+  .int()
+  .min(1000)
+  .max(4_000_000_000)
+  .optional()
+  .describe('Limit on files, directories and other inodes it may create (default 1000000).');
+
 export const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   /** Changes state inside a sandbox; repeating it gives the same result. */

@@ -43,6 +43,20 @@ export const createSandboxBody = z.strictObject({
     .optional(),
   cpus: z.number().positive().max(1024).optional(),
   pids: z.number().int().positive().max(1_000_000).optional(),
+  diskMb: z
+    .number()
+    .int()
+    .positive()
+    .max(1024 * 1024 * 1024)
+    .optional()
+    .describe("disk limit in MiB on what the sandbox writes (default and maximum: the daemon's)"),
+  diskInodes: z
+    .number()
+    .int()
+    .positive()
+    .max(4_000_000_000)
+    .optional()
+    .describe('limit on files, directories and other inodes it creates'),
   ttlSeconds: z
     .number()
     .int()
@@ -82,6 +96,8 @@ export const forkBody = z.strictObject({
   memoryMb: createSandboxBody.shape.memoryMb,
   cpus: createSandboxBody.shape.cpus,
   pids: createSandboxBody.shape.pids,
+  diskMb: createSandboxBody.shape.diskMb,
+  diskInodes: createSandboxBody.shape.diskInodes,
   ttlSeconds: createSandboxBody.shape.ttlSeconds,
   env: envRecord.optional(),
   labels: envRecord.optional(),

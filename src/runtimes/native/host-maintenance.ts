@@ -7,6 +7,7 @@ import type { Cgroups } from './cgroups/index.ts';
 import type { Mounts } from './host/mounts.ts';
 import type { NativePaths } from './host/paths.ts';
 import { dirSize } from './storage/disk.ts';
+import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
 function entries(dir: string): string[] {
   try {
@@ -21,6 +22,7 @@ export function createHostMaintenance(deps: {
   mounts: Mounts;
   cgroups: Cgroups;
   images: { list(): ImageRecord[] };
+  snapshots: Pick<SnapshotDriver, 'removeSandboxDir'>;
 }) {
   const { paths, mounts, cgroups } = deps;
   return {
@@ -62,9 +64,14 @@ export function createHostMaintenance(deps: {
         rmSync(paths.inbox(id), { recursive: true, force: true });
         removedDirs.push(paths.inbox(id));
       }
-      for (const id of entries(join(paths.stateDir, 'sandboxes'))) {
+      // Sandbox dirs, and the copy driver's per-sandbox disk images (<state>/disks/<id>.img), whose
+      // dir may be gone already: the driver unmounts and deletes both.
+      const images = entries(join(paths.stateDir, 'disks'))
+        .filter((n) => n.endsWith('.img'))
+        .map((n) => n.slice(0, -4));
+      for (const id of new Set([...entries(join(paths.stateDir, 'sandboxes')), ...images])) {
         if (live.has(id)) continue;
-        rmSync(paths.sandbox(id), { recursive: true, force: true });
+        await deps.snapshots.removeSandboxDir(paths.sandbox(id));
         removedDirs.push(paths.sandbox(id));
       }
       if (await cgroups.exists('forkbox/sandboxes')) {

@@ -107,6 +107,14 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     oomKills: ops.oomKills,
   });
 
+  /** What a sandbox stores against its disk limit: from the driver's accounting, else a walk of its upper. */
+  async function diskUsage(rec: SandboxRecord): Promise<{ diskBytes: number; diskInodes: number | null }> {
+    const dir = paths.sandbox(rid(rec));
+    const u = deps.snapshots.usage(dir);
+    if (u) return { diskBytes: u.bytes, diskInodes: u.inodes };
+    return { diskBytes: await dirSize(join(dir, 'upper')), diskInodes: null };
+  }
+
   /** Host pid of the sandbox's REPL worker (the agent reports its pid in the sandbox's own namespace). */
   async function workerHostPid(sb: LiveSandbox, conn: AgentConnection): Promise<number | null> {
     const { result } = await conn.request('stats', {});
@@ -144,7 +152,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     capabilities: {
       forkProcessState: true,
       pause: true,
-      limits: { memory: true, pids: true, cpu: true },
+      limits: { memory: true, pids: true, cpu: true, disk: deps.snapshots.diskLimits.enforced },
       network: false,
     },
     live,
@@ -156,6 +164,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
 
     async createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
       await admission.check(spec.limits.memoryBytes, committed());
+      admission.checkDiskLimit(spec.limits.diskBytes, deps.snapshots.free());
       const image = deps.images.require(spec.image);
       const tpl = await templates.ensure(image, spec.prewarm);
       if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
@@ -202,6 +211,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       }
       const total = children.reduce((a, c) => a + c.limits.memoryBytes, 0);
       await admission.check(total, committed());
+      const free = deps.snapshots.free();
+      for (const c of children) admission.checkDiskLimit(c.limits.diskBytes, free);
       const deep = sb.depth + 1 >= MAX_FORK_DEPTH;
       return withRepl(rid(source), async () => {
         const conn = await connOf(source);
@@ -305,7 +316,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         cpuUsageNs: s.cpuUsageNs,
         pids: s.pids,
         oomKills: s.oomKills,
-        diskBytes: await dirSize(join(paths.sandbox(rid(rec)), 'upper')),
+        ...(await diskUsage(rec)),
       };
     },
 

@@ -10,7 +10,16 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * Run before the transaction that applies `sql`, for statements SQLite refuses inside one (VACUUM).
+   * Must be safe to run again: a crash between it and the version row re-runs it at the next open.
+   */
+  outsideTransaction?: (db: Database.Database) => void;
 }
+
+/** States of an ended sandbox, frozen into migration 7's trigger and indexes (as literals, like migration 1's). */
+export const MIGRATION_7_ENDED_STATES = ['killed', 'failed', 'lost'] as const;
+const endedList = MIGRATION_7_ENDED_STATES.map((s) => `'${s}'`).join(', ');
 
 /**
  * Live states frozen into migration 1's partial unique index. Deliberately a literal, not LIVE_STATES:
@@ -170,6 +179,40 @@ ALTER TABLE exec_output ADD COLUMN offset INTEGER;
 CREATE INDEX execs_live ON execs(sandbox_id) WHERE state = 'running' OR tree IS NOT NULL;
 `,
   },
+  {
+    version: 7,
+    name: 'retention',
+    sql: `
+-- Status counts per state come from this index alone (GROUP BY state), whatever the history's size.
+CREATE INDEX sandboxes_tenant_state ON sandboxes(tenant, state);
+-- A name resolves among all of a tenant's sandboxes (the live-name index covers live ones only).
+CREATE INDEX sandboxes_tenant_name ON sandboxes(tenant, name, created_at);
+-- Retention: ended sandboxes by when they ended (updated_at is set by the transition that ended them).
+CREATE INDEX sandboxes_ended ON sandboxes(updated_at) WHERE state IN (${endedList});
+-- Sandboxes that ended with exec output still stored: the retention sweep empties them in small batches,
+-- so a kill never holds the database for the time it takes to delete a gigabyte of output.
+CREATE TABLE output_drops (sandbox_id TEXT PRIMARY KEY) STRICT, WITHOUT ROWID;
+CREATE TRIGGER sandboxes_ended_drop_output AFTER UPDATE OF state ON sandboxes
+  WHEN NEW.state IN (${endedList}) AND OLD.state NOT IN (${endedList})
+  BEGIN INSERT OR IGNORE INTO output_drops (sandbox_id) VALUES (NEW.id); END;
+INSERT OR IGNORE INTO output_drops (sandbox_id)
+  SELECT DISTINCT e.sandbox_id FROM execs AS e JOIN sandboxes AS s ON s.id = e.sandbox_id
+  WHERE s.state IN (${endedList}) AND e.output_bytes > 0;
+`,
+  },
+  {
+    version: 8,
+    name: 'incremental vacuum',
+    sql: '',
+    // Pages freed by prunes go back to the filesystem (PRAGMA incremental_vacuum after each sweep). The
+    // mode of an existing database only changes with a VACUUM (once, at this upgrade); new databases get
+    // it before their first table (configure() in open-sqlite-store.ts).
+    outsideTransaction(db) {
+      if (db.pragma('auto_vacuum', { simple: true }) === 2) return;
+      db.pragma('auto_vacuum = INCREMENTAL');
+      db.exec('VACUUM');
+    },
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
@@ -212,6 +255,7 @@ export function applyMigrations(
   for (const m of sorted) {
     // IMMEDIATE takes the write lock before re-reading the version, so two processes opening the same
     // fresh file cannot both apply a migration (the loser sees the new version and skips it).
+    if (m.outsideTransaction && currentSchemaVersion(db) < m.version) m.outsideTransaction(db);
     db.transaction(() => {
       if (currentSchemaVersion(db) >= m.version) return;
       db.exec(m.sql);

@@ -5,6 +5,7 @@ import { ForkboxError } from '../../domain/errors.ts';
 import { createExecQueries } from './exec-queries.ts';
 import { createLayerQueries } from './layer-queries.ts';
 import { applyMigrations } from './migrations.ts';
+import { createRetentionQueries } from './retention-queries.ts';
 import { createSandboxQueries, createTemplateQueries } from './sandbox-queries.ts';
 import { createSnapshotQueries } from './snapshot-queries.ts';
 import { mapSqliteError } from './sqlite-errors.ts';
@@ -26,6 +27,8 @@ function prepareFile(path: string): void {
 function configure(db: Database.Database, path: string): void {
   // Set first, so that switching the journal mode below also waits for another process's lock.
   db.pragma('busy_timeout = 5000');
+  // Only takes effect on a database with no table yet (a new one); migration 8 converts older ones.
+  db.pragma('auto_vacuum = INCREMENTAL');
   // WAL: readers (the CLI, a second connection) never block the daemon's writes, and vice versa.
   const mode = db.pragma('journal_mode = WAL', { simple: true });
   if (mode !== 'wal' && path !== ':memory:') {
@@ -74,6 +77,7 @@ export function openSqliteStore(opts: OpenSqliteStoreOptions): SqliteStore {
     ...createLayerQueries(db),
     ...createSnapshotQueries(db),
     ...createTemplateConfigQueries(db),
+    ...createRetentionQueries(db),
     atomically<T>(fn: () => T): T {
       try {
         return db.transaction(fn).immediate();

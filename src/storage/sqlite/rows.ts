@@ -105,11 +105,22 @@ export function parseStringArray(text: string): string[] {
 
 export function parseLimits(text: string): Limits {
   const o = parseObject(text);
-  const num = (k: keyof Limits): number => {
+  const num = (k: 'memoryBytes' | 'pids' | 'cpus'): number => {
     const v = o[k];
     return typeof v === 'number' && Number.isFinite(v) ? v : DEFAULT_LIMITS[k];
   };
-  return { memoryBytes: num('memoryBytes'), pids: num('pids'), cpus: num('cpus') };
+  // Disk limits came later: a record without them has none (its storage was made without a quota).
+  const disk = (k: 'diskBytes' | 'diskInodes'): number => {
+    const v = o[k];
+    return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0;
+  };
+  return {
+    memoryBytes: num('memoryBytes'),
+    pids: num('pids'),
+    cpus: num('cpus'),
+    diskBytes: disk('diskBytes'),
+    diskInodes: disk('diskInodes'),
+  };
 }
 
 /** STRICT INTEGER columns reject REAL values; stamps computed with fractions (ttl 0.5 s) are rounded. */

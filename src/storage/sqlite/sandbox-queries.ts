@@ -51,28 +51,36 @@ const LABELS_MATCH = `(@labels IS NULL OR NOT EXISTS (
   SELECT 1 FROM json_each(@labels) AS want
   WHERE NOT EXISTS (SELECT 1 FROM json_each(s.labels) AS have WHERE have.key = want.key AND have.value = want.value)))`;
 
+const TENANT_MATCH = '(@tenant IS NULL OR s.tenant = @tenant)';
+
+/** Statements whose query plans test/unit/store-retention.test.ts checks (no scan of the history). */
+export const SANDBOX_SQL = {
+  // INDEXED BY: the planner cannot tell how many rows a json_each list of states selects, and with the
+  // statistics of a long history it would rather scan every ended sandbox than look the states up.
+  listByStates: `SELECT * FROM sandboxes AS s INDEXED BY sandboxes_state WHERE state IN (SELECT value FROM json_each(@states))
+     AND ${LABELS_MATCH} AND ${TENANT_MATCH} ORDER BY created_at, id`,
+  getByName: `SELECT * FROM sandboxes WHERE name = ? AND tenant = ?
+     ORDER BY state IN ('creating', 'running', 'paused', 'killing') DESC, created_at DESC LIMIT 1`,
+  listHolders: `SELECT * FROM sandboxes WHERE state IN (${LIVE_LIST})
+     UNION ALL SELECT * FROM sandboxes WHERE state = 'killed' AND host_pid IS NOT NULL
+     ORDER BY created_at, id`,
+} as const;
+
 export function createSandboxQueries(db: Database.Database, now: () => number): SandboxMethods {
   const insert = db.prepare<SandboxRow>(`INSERT INTO sandboxes (${SANDBOX_COLS}) VALUES (${SANDBOX_VALUES})`);
   const getById = db.prepare<[string], SandboxRow>('SELECT * FROM sandboxes WHERE id = ?');
   // A name can be reused once its sandbox has ended: prefer the live one, then the newest.
-  const getByName = db.prepare<[string, string], SandboxRow>(
-    `SELECT * FROM sandboxes WHERE name = ? AND tenant = ?
-     ORDER BY state IN ('creating', 'running', 'paused', 'killing') DESC, created_at DESC LIMIT 1`,
+  const getByName = db.prepare<[string, string], SandboxRow>(SANDBOX_SQL.getByName);
+  const listAll = db.prepare<{ labels: string | null; tenant: string | null }, SandboxRow>(
+    `SELECT * FROM sandboxes AS s WHERE ${LABELS_MATCH} AND ${TENANT_MATCH} ORDER BY created_at, id`,
   );
-  const listAll = db.prepare<{ labels: string | null }, SandboxRow>(
-    `SELECT * FROM sandboxes AS s WHERE ${LABELS_MATCH} ORDER BY created_at, id`,
-  );
-  const listByStates = db.prepare<{ states: string; labels: string | null }, SandboxRow>(
-    `SELECT * FROM sandboxes AS s WHERE state IN (SELECT value FROM json_each(@states)) AND ${LABELS_MATCH}
-     ORDER BY created_at, id`,
-  );
+  const listByStates = db.prepare<
+    { states: string; labels: string | null; tenant: string | null },
+    SandboxRow
+  >(SANDBOX_SQL.listByStates);
   // Live (the state index), or killed with a host pid (a tombstone: the partial index of migration 5);
   // neither part scans the ended history.
-  const listHolders = db.prepare<[], SandboxRow>(
-    `SELECT * FROM sandboxes WHERE state IN (${LIVE_LIST})
-     UNION ALL SELECT * FROM sandboxes WHERE state = 'killed' AND host_pid IS NOT NULL
-     ORDER BY created_at, id`,
-  );
+  const listHolders = db.prepare<[], SandboxRow>(SANDBOX_SQL.listHolders);
   const update = db.prepare<SandboxRow>(
     `UPDATE sandboxes SET name = @name, state = @state, image = @image, template_id = @template_id,
        parent_id = @parent_id, depth = @depth, limits = @limits, env = @env, labels = @labels,
@@ -145,17 +153,14 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
         filter?.labels !== undefined && Object.keys(filter.labels).length > 0
           ? JSON.stringify(filter.labels)
           : null;
+      const tenant = filter?.tenant ?? null;
       const rows =
         filter?.states === undefined
-          ? listAll.all({ labels })
-          : listByStates.all({ states: JSON.stringify(filter.states), labels });
+          ? listAll.all({ labels, tenant })
+          : listByStates.all({ states: JSON.stringify(filter.states), labels, tenant });
       return rows
         .map(rowToSandbox)
-        .filter(
-          (r) =>
-            (filter?.tenant === undefined || r.tenant === filter.tenant) &&
-            (filter?.session === undefined || r.session === filter.session),
-        );
+        .filter((r) => filter?.session === undefined || r.session === filter.session);
     },
     listPidNamespaceHolders() {
       return listHolders.all().map(rowToSandbox);

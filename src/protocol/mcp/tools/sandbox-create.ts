@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
 import { sandboxOut, sandboxShape } from '../shapes.ts';
-import { defineTool, envArg, HINTS } from '../tool-kit.ts';
+import { defineTool, diskInodesArg, diskMbArg, envArg, HINTS } from '../tool-kit.ts';
 
 export const sandboxCreate = defineTool({
   name: 'sandbox_create',
@@ -25,6 +25,10 @@ export const sandboxCreate = defineTool({
       .describe('Hard memory limit, MiB (default 1024).'),
     cpus: z.number().min(0.01).max(1024).optional().describe('CPU quota in CPUs (default 1).'),
     pids: z.number().int().min(8).max(65_536).optional().describe('Max processes/threads (default 512).'),
+    disk_mb: diskMbArg.describe(
+      'Disk limit, MiB, on what the sandbox writes; past it writes fail with ENOSPC/EDQUOT (default 10240).',
+    ),
+    disk_inodes: diskInodesArg,
     ttl_s: z
       .number()
       .int()
@@ -57,6 +61,8 @@ export const sandboxCreate = defineTool({
     if (a.memory_mb !== undefined) req.memoryMb = a.memory_mb;
     if (a.cpus !== undefined) req.cpus = a.cpus;
     if (a.pids !== undefined) req.pids = a.pids;
+    if (a.disk_mb !== undefined) req.diskMb = a.disk_mb;
+    if (a.disk_inodes !== undefined) req.diskInodes = a.disk_inodes;
     if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
     if (a.env !== undefined) req.env = a.env;
     if (a.labels !== undefined) req.labels = a.labels;

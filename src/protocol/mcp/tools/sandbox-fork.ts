@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ForkRequest } from '../../../service/api.ts';
 import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
-import { defineTool, envArg, HINTS, sandboxArg } from '../tool-kit.ts';
+import { defineTool, diskInodesArg, diskMbArg, envArg, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const sandboxFork = defineTool({
   name: 'sandbox_fork',
@@ -24,6 +24,10 @@ export const sandboxFork = defineTool({
       .max(1_048_576)
       .optional()
       .describe("Children's memory limit, MiB (default: the source's)."),
+    disk_mb: diskMbArg.describe(
+      "Children's disk limit, MiB (default: the source's); it counts only what a child writes itself.",
+    ),
+    disk_inodes: diskInodesArg,
     ttl_s: z
       .number()
       .int()
@@ -52,6 +56,8 @@ export const sandboxFork = defineTool({
     if (a.n !== undefined) req.n = a.n;
     if (a.names !== undefined) req.names = a.names;
     if (a.memory_mb !== undefined) req.memoryMb = a.memory_mb;
+    if (a.disk_mb !== undefined) req.diskMb = a.disk_mb;
+    if (a.disk_inodes !== undefined) req.diskInodes = a.disk_inodes;
     if (a.ttl_s !== undefined) req.ttlSeconds = a.ttl_s;
     if (a.env !== undefined) req.env = a.env;
     if (a.wait !== undefined) req.wait = a.wait;

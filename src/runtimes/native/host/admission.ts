@@ -26,6 +26,12 @@ export interface Admission {
   checkMemory(requestMemoryBytes: number, committedMemoryBytes: number): void;
   /** Throws `resource_exhausted` if the state directory's filesystem has less than the minimum free. */
   checkDisk(): Promise<void>;
+  /**
+   * Throws `resource_exhausted` when one sandbox's disk limit is more than its storage has free: it could
+   * not get what it was promised. Limits are not reserved (thin provisioning): a full storage still fails
+   * writes with its own error.
+   */
+  checkDiskLimit(limitBytes: number, free: { bytes: number; where: string }): void;
   /** Both checks: memory first (cheap), then disk. */
   check(requestMemoryBytes: number, committedMemoryBytes: number): Promise<void>;
 }
@@ -101,10 +107,20 @@ export function createAdmission(opts: AdmissionOptions): Admission {
     );
   }
 
+  function checkDiskLimit(limit: number, free: { bytes: number; where: string }): void {
+    if (limit <= 0 || limit <= free.bytes) return;
+    throw new ForkboxError(
+      'resource_exhausted',
+      `not enough disk for this sandbox's disk limit: it asks for ${formatBytes(limit)} but only ${formatBytes(free.bytes)} is free on ${free.where}. Ask for less (--disk, disk_mb), kill sandboxes and delete snapshots you no longer need, or free space there.`,
+      { limit: 'disk', requestedBytes: limit, freeBytes: free.bytes, where: free.where },
+    );
+  }
+
   return {
     memoryCapacityBytes: capacity,
     checkMemory,
     checkDisk,
+    checkDiskLimit,
     async check(request, committed) {
       checkMemory(request, committed);
       await checkDisk();

@@ -243,7 +243,11 @@ export function createChildSpawner(deps: {
     sourceId: string | null,
   ): Promise<{ sb: LiveSandbox; nonce: string; ready: Promise<void> }> {
     // upper and work come from the storage driver (on btrfs: one fresh subvolume holding both).
-    const { upper, work } = await deps.snapshots.createSandboxDir(paths.sandbox(c.id));
+    // Bounded by the child's disk limit where the driver enforces one (docs/STORAGE.md).
+    const { upper, work } = await deps.snapshots.createSandboxDir(paths.sandbox(c.id), {
+      bytes: c.limits.diskBytes,
+      inodes: c.limits.diskInodes,
+    });
     // The sandbox's `/` is owned by its upper dir's owner: container root.
     chownSync(upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
     const pInbox = paths.inbox(parent.id);

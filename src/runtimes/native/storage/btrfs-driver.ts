@@ -2,7 +2,8 @@
  * The btrfs storage driver (DESIGN.md 2.2): every sandbox dir is a subvolume holding its overlay `upper`
  * and `work` (overlay renames between the two, and a rename across subvolumes fails with EXDEV), and
  * freezing an upper is a read-only snapshot of that subvolume: O(1) in the upper's size. A layer is
- * `<layers>/s-<id>/upper`. No qgroups: they make snapshots and deletes much slower.
+ * `<layers>/s-<id>/upper`. Disk limits are btrfs simple quotas on each sandbox subvolume
+ * (btrfs-qgroups.ts): full qgroups would make snapshots and deletes slower.
  *
  * A btrfs snapshot writes out the source's dirty data itself (btrfs starts and waits for delalloc of the
  * subvolume before taking it), so the layer holds every write made before the freeze without a syncfs.
@@ -12,16 +13,19 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { type BtrfsIoctl, createBtrfsIoctl, isSubvolume } from './btrfs-ioctl.ts';
+import type { BtrfsQuotas } from './btrfs-qgroups.ts';
 import type { BtrfsVolume } from './btrfs-volume.ts';
-import { createPlainDirs, run, SNAPSHOT_PREFIX, type SnapshotDriver } from './snapshot-driver.ts';
+import { createPlainDirs, freeBytes, run, SNAPSHOT_PREFIX, type SnapshotDriver } from './snapshot-driver.ts';
 
 const GiB = 1024 ** 3;
 
 export function createBtrfsDriver(
   volume: BtrfsVolume,
   ioctl: BtrfsIoctl = createBtrfsIoctl(),
+  quotas: BtrfsQuotas | { missing: string } = { missing: 'quotas were not opened' },
 ): SnapshotDriver {
   const { layersDir } = volume;
+  const q = 'missing' in quotas ? null : quotas;
 
   /** ENOSPC becomes an error that says which setting to change. */
   function full(e: unknown, doing: string): unknown {
@@ -60,11 +64,19 @@ export function createBtrfsDriver(
 
   return {
     name: 'btrfs',
+    diskLimits: q
+      ? {
+          enforced: true,
+          inodes: 'bytes',
+          how: `btrfs ${q.mode === 'squota' ? 'simple quotas' : 'qgroups'}: a limit on each sandbox's subvolume, counting its data and its metadata`,
+        }
+      : { enforced: false, why: 'missing' in quotas ? quotas.missing : '' },
 
-    async createSandboxDir(dir) {
+    async createSandboxDir(dir, quota) {
       mkdirSync(dirname(dir), { recursive: true, mode: 0o711 });
       wrap(`creating the subvolume for ${basename(dir)}`, () => ioctl.createSubvolume(dir));
       try {
+        if (q && quota && quota.bytes > 0) q.limit(dir, quota.bytes);
         return createPlainDirs(dir);
       } catch (e) {
         removeTree(dir);
@@ -74,6 +86,21 @@ export function createBtrfsDriver(
 
     async removeSandboxDir(dir) {
       removeTree(dir);
+    },
+
+    usage(dir) {
+      if (!q || !isSubvolume(dir)) return null;
+      return { bytes: q.usage(dir), inodes: null };
+    },
+
+    free() {
+      // A loopback image is sparse: its free space is only usable while the host has it too.
+      const inVolume = freeBytes(volume.sandboxesDir);
+      if (!volume.loop) return { bytes: inVolume, where: `the btrfs filesystem of ${volume.sandboxesDir}` };
+      return {
+        bytes: Math.min(inVolume, freeBytes(dirname(volume.loop.image))),
+        where: `the btrfs image ${volume.loop.image} (${(volume.loop.sizeBytes / GiB).toFixed(0)} GiB, sparse) and the host filesystem holding it`,
+      };
     },
 
     async prepareFreeze(upperDir) {

@@ -13,7 +13,9 @@ import type { Sys } from '../host/sys.ts';
 import { which } from '../host/which.ts';
 import { createBtrfsDriver } from './btrfs-driver.ts';
 import { isOnBtrfs } from './btrfs-ioctl.ts';
+import { type BtrfsQuotas, openBtrfsQuotas } from './btrfs-qgroups.ts';
 import { openBtrfsVolume } from './btrfs-volume.ts';
+import { createExt4Disks, ext4DisksMissing } from './ext4-disks.ts';
 import { createCopyDriver, type SnapshotDriver } from './snapshot-driver.ts';
 
 export type StorageMode = 'auto' | 'btrfs' | 'copy';
@@ -117,7 +119,17 @@ export function openStorage(opts: {
 }): OpenedStorage {
   const env = opts.env ?? process.env;
   const plan = planStorage(opts.stateDir, env);
-  const copy = () => createCopyDriver(join(opts.stateDir, 'layers'));
+  const copy = () => {
+    const missing = env.FORKBOX_DISK_LIMITS === 'off' ? 'FORKBOX_DISK_LIMITS=off' : ext4DisksMissing();
+    const driver = createCopyDriver(
+      join(opts.stateDir, 'layers'),
+      missing
+        ? { missing: `disk limits need per-sandbox ext4 volumes, but ${missing}` }
+        : createExt4Disks({ disksDir: join(opts.stateDir, 'disks'), sys: opts.sys, mounts: opts.mounts }),
+    );
+    if (missing) opts.log.warn({ storage: 'copy', missing }, 'disk limits are not enforced');
+    return driver;
+  };
   if (plan.driver === 'copy') {
     opts.log.info({ storage: 'copy', reason: plan.reason }, 'storage driver: copy');
     return { driver: copy(), reason: plan.reason };
@@ -130,8 +142,18 @@ export function openStorage(opts: {
   }
   try {
     const volume = openBtrfsVolume({ ...opts, sizeText: env.FORKBOX_BTRFS_SIZE });
+    let quotas: BtrfsQuotas | { missing: string } = { missing: 'FORKBOX_DISK_LIMITS=off' };
+    try {
+      if (env.FORKBOX_DISK_LIMITS !== 'off') quotas = openBtrfsQuotas(volume.sandboxesDir);
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      quotas = {
+        missing: `btrfs quotas could not be enabled (${why}; simple quotas need Linux 6.7 or later)`,
+      };
+      opts.log.warn({ storage: 'btrfs', why }, 'disk limits are not enforced');
+    }
     opts.log.info({ storage: 'btrfs', reason: plan.reason }, 'storage driver: btrfs');
-    return { driver: createBtrfsDriver(volume), reason: plan.reason };
+    return { driver: createBtrfsDriver(volume, undefined, quotas), reason: plan.reason };
   } catch (e) {
     if (plan.mode === 'btrfs') throw e;
     const reason = `btrfs could not be set up (${e instanceof Error ? e.message : String(e)})`;

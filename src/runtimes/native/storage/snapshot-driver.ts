@@ -8,9 +8,12 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readdirSync, renameSync, rmSync, statfsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
+import type { DiskQuota, Ext4Disks } from './ext4-disks.ts';
+
+export type { DiskQuota } from './ext4-disks.ts';
 
 /** A sandbox's overlay upper and work dirs (always in one filesystem: overlay renames between them). */
 export interface SandboxDirs {
@@ -18,10 +21,28 @@ export interface SandboxDirs {
   work: string;
 }
 
+/** How a driver bounds a sandbox's disk, or why it cannot. */
+export type DiskLimitSupport =
+  | {
+      enforced: true;
+      /** 'exact': the inode count is a limit of its own; 'bytes': inodes are bounded through the bytes. */
+      inodes: 'exact' | 'bytes';
+      how: string;
+    }
+  | { enforced: false; why: string };
+
 export interface SnapshotDriver {
   readonly name: string;
-  /** Create a sandbox's dir `dir` holding an empty `upper` (0755) and `work` (0700). */
-  createSandboxDir(dir: string): Promise<SandboxDirs>;
+  readonly diskLimits: DiskLimitSupport;
+  /**
+   * Create a sandbox's dir `dir` holding an empty `upper` (0755) and `work` (0700), bounded by `quota`
+   * (bytes and inodes; 0 = not bounded) when the driver enforces disk limits.
+   */
+  createSandboxDir(dir: string, quota?: DiskQuota): Promise<SandboxDirs>;
+  /** What a sandbox's dir stores against its limit; null when the driver does not track it. */
+  usage(dir: string): { bytes: number; inodes: number | null } | null;
+  /** Bytes a new sandbox's writes can still take (admission), and where. */
+  free(): { bytes: number; where: string };
   /** Remove a sandbox's dir and everything in it; a missing dir is not an error. */
   removeSandboxDir(dir: string): Promise<void>;
   /**
@@ -69,13 +90,53 @@ export function run(cmd: string, args: string[]): Promise<void> {
   });
 }
 
-export function createCopyDriver(layersDir: string): SnapshotDriver {
+/** Free bytes for an unprivileged writer on the filesystem holding `path`. */
+export function freeBytes(path: string): number {
+  const s = statfsSync(path);
+  return s.bavail * s.bsize;
+}
+
+/**
+ * The copy driver. With `disks` (per-sandbox ext4 volumes, ext4-disks.ts), a sandbox with a disk limit
+ * gets its own filesystem of that size; without, sandbox dirs are plain directories and limits are refused.
+ */
+export function createCopyDriver(
+  layersDir: string,
+  disks: Ext4Disks | { missing: string } = { missing: 'no disk volumes configured' },
+): SnapshotDriver {
+  const vols = 'missing' in disks ? null : disks;
   return {
     name: 'copy',
-    async createSandboxDir(dir) {
+    diskLimits: vols
+      ? {
+          enforced: true,
+          inodes: 'exact',
+          how: 'a sparse ext4 image per sandbox, of the limit in size and inodes',
+        }
+      : { enforced: false, why: 'missing' in disks ? disks.missing : '' },
+    async createSandboxDir(dir, quota) {
+      if (vols && quota && quota.bytes > 0) {
+        mkdirSync(dir, { recursive: true, mode: 0o711 });
+        await vols.make(dir, quota);
+        try {
+          return createPlainDirs(dir);
+        } catch (e) {
+          vols.remove(dir);
+          throw e;
+        }
+      }
       return createPlainDirs(dir);
     },
+    usage(dir) {
+      return vols?.has(dir) ? vols.usage(dir) : null;
+    },
+    free() {
+      return vols
+        ? { bytes: vols.free(), where: 'the filesystem holding the disk images' }
+        : { bytes: freeBytes(dirname(layersDir)), where: 'the state dir' };
+    },
     async removeSandboxDir(dir) {
+      vols?.remove(dir);
       rmSync(dir, { recursive: true, force: true });
     },
     async close() {},

@@ -13,7 +13,7 @@ import type { ForkboxApi } from '../src/service/api.ts';
 import { type BenchContext, type Benchmark, killAll } from './lib/context.ts';
 import { type DockerPeer, dockerPeerUnavailable, startDockerPeer } from './lib/docker-peer.ts';
 import { makeStateDir } from './lib/env.ts';
-import { cgroupPids, processesMemory } from './lib/procmem.ts';
+import { cgroupPids, processesMemory, sandboxCgroup } from './lib/procmem.ts';
 import { emptyResult, ratio, row } from './lib/report.ts';
 import { nowMs, sleep } from './lib/stats.ts';
 
@@ -74,7 +74,7 @@ async function runDriver(ctx: BenchContext, storage: 'btrfs' | 'copy', out: Retu
         if (n === 100 && i === 0) {
           // Memory per idle child: each child's PID 1 and REPL worker, copy-on-write with the source.
           await sleep(SETTLE_MS);
-          const figs = f.ids.map((id) => processesMemory(cgroupPids(`forkbox/sandboxes/${id}`)));
+          const figs = f.ids.map((id) => processesMemory(cgroupPids(sandboxCgroup(id))));
           out.rows.push(
             row(
               NAME,

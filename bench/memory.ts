@@ -1,6 +1,6 @@
 /**
  * (5) Memory per idle sandbox: with N idle sandboxes live, USS / PSS / RSS summed over every process in
- * each sandbox's cgroup (forkbox/sandboxes/<id>). Sandboxes are forks of the template's warm worker, so
+ * each sandbox's cgroup (forkbox/<state-id>/sandboxes/<id>). Sandboxes are forks of the template's warm worker, so
  * most of their pages are shared copy-on-write with it: USS is what one more sandbox really costs.
  * Measured on the first surface only (memory does not depend on how the API is reached).
  */
@@ -12,6 +12,7 @@ import {
   parentPid,
   pidsCgroupOf,
   processesMemory,
+  sandboxCgroup,
 } from './lib/procmem.ts';
 import { emptyResult, row } from './lib/report.ts';
 
@@ -22,7 +23,7 @@ const SETTLE_MS = 1000;
 const MIB_KB = 1024;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const cgroupOf = (id: string) => `forkbox/sandboxes/${id}`;
+const cgroupOf = sandboxCgroup;
 
 export const memoryPerSandbox: Benchmark = {
   name: NAME,

@@ -2,27 +2,36 @@
  * The composition root: wires store, images, runtime and engine for one state dir. The CLI's `serve`
  * and in-process users (tests, benchmarks) open the engine here; nothing else constructs these parts.
  */
+
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseDuration } from './domain/durations.ts';
 import { ForkboxError } from './domain/errors.ts';
+import { LIMITS } from './domain/limits.ts';
 import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
+import { agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
-import { detectCgroups } from './runtimes/native/cgroups/index.ts';
+import { type Cgroups, detectCgroups } from './runtimes/native/cgroups/index.ts';
 import { createTemplates } from './runtimes/native/container/templates.ts';
+import { createAdmission } from './runtimes/native/host/admission.ts';
+import { createFdBudget } from './runtimes/native/host/fd-budget.ts';
 import { type InboxFs, openInboxFs } from './runtimes/native/host/inbox-fs.ts';
 import { createMounts } from './runtimes/native/host/mounts.ts';
-import { nativePaths } from './runtimes/native/host/paths.ts';
-import { createSys } from './runtimes/native/host/sys.ts';
+import { type NativePaths, nativePaths } from './runtimes/native/host/paths.ts';
+import { stateIdOf } from './runtimes/native/host/state-id.ts';
+import { createSys, type Sys } from './runtimes/native/host/sys.ts';
 import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
+import { createOomOrder } from './runtimes/native/spawn/oom-order.ts';
 import { openStorage, type StorageMode } from './runtimes/native/storage/btrfs-storage.ts';
 import type { ForkboxApi } from './service/api.ts';
 import { diskPolicy } from './service/disk-limits.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
+import { createHostMetrics, type HostMetrics } from './service/host-metrics.ts';
+import type { Runtime } from './service/ports.ts';
 import { createRetention } from './service/retention.ts';
-import { MAX_OUTPUT_BYTES, MAX_SPOOL_BYTES } from './service/validate.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
 
@@ -85,7 +94,11 @@ function envBytes(name: string, max: number): number | undefined {
 export interface OpenedEngine {
   api: ForkboxApi;
   engine: Engine;
+  /** The runtime under the engine (tests run the Runtime contract on it directly). */
+  runtime: Runtime;
   stateDir: string;
+  /** What the runtime refused and the daemon's file descriptors (served on /metrics). */
+  metrics: HostMetrics;
   close(opts?: { killSandboxes?: boolean }): Promise<void>;
 }
 
@@ -110,10 +123,62 @@ function lockStateDir(stateDir: string, sys: ReturnType<typeof createSys>): numb
   return fd;
 }
 
+/**
+ * What the daemon process itself needs before it makes sandboxes: all the file descriptors it may have
+ * (RLIMIT_NOFILE soft = hard) with a reserve kept (host/fd-budget.ts), its own anonymous session keyring
+ * (templates are started without one of their own: container/template-start.ts), its OOM rank.
+ */
+function prepareProcess(sys: Sys, log: Logger) {
+  let limit = Number.POSITIVE_INFINITY;
+  try {
+    limit = sys.raiseNofileLimit().soft;
+  } catch (e) {
+    log.warn({ err: String(e) }, 'could not raise the open-files limit');
+  }
+  const fds = createFdBudget({ limit });
+  try {
+    sys.joinAnonymousSessionKeyring();
+  } catch (e) {
+    log.warn({ err: String(e) }, 'could not give the daemon its own session keyring');
+  }
+  const oom = createOomOrder({ log });
+  oom.exemptDaemon(process.pid);
+  const metrics = createHostMetrics({ fds: () => fds.usage() });
+  return { fds, oom, metrics };
+}
+
+function envNumber(name: string): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0)
+    throw new ForkboxError('invalid_argument', `${name} must be a non-negative number, not '${v}'.`);
+  return n;
+}
+
+/** Admission by real use (host/admission.ts), its knobs from the environment. */
+function admissionFromEnv(paths: NativePaths, cgroups: Cgroups, metrics: HostMetrics) {
+  const perSandboxMb = envNumber('FORKBOX_ADMIT_SANDBOX_MB');
+  const minAvailableMb = envNumber('FORKBOX_MIN_AVAILABLE_MB');
+  const maxPressure = envNumber('FORKBOX_MAX_MEMORY_PRESSURE');
+  const ratio = envNumber('FORKBOX_OVERCOMMIT_RATIO');
+  return createAdmission({
+    hostMemoryBytes: totalmem(),
+    minFreeDiskBytes: 256 * 1024 * 1024,
+    stateDir: paths.stateDir,
+    ...(ratio === undefined ? {} : { overcommitRatio: ratio }),
+    ...(perSandboxMb === undefined ? {} : { perSandboxBytes: perSandboxMb * 2 ** 20 }),
+    ...(minAvailableMb === undefined ? {} : { minAvailableBytes: minAvailableMb * 2 ** 20 }),
+    ...(maxPressure === undefined ? {} : { maxPressure }),
+    sandboxesUseBytes: async () => (await cgroups.stats(paths.sandboxCgroups)).memoryBytes,
+    onRefused: (reason) => metrics.admissionRefused(reason),
+  });
+}
+
 function execSettingsFrom(o: OpenEngineOptions['execOutput']): { outputBytes?: number; spoolBytes?: number } {
   const out: { outputBytes?: number; spoolBytes?: number } = {};
-  const outputBytes = o?.outputBytes ?? envBytes('FORKBOX_EXEC_OUTPUT_BYTES', MAX_OUTPUT_BYTES);
-  const spoolBytes = o?.spoolBytes ?? envBytes('FORKBOX_EXEC_SPOOL_BYTES', MAX_SPOOL_BYTES);
+  const outputBytes = o?.outputBytes ?? envBytes('FORKBOX_EXEC_OUTPUT_BYTES', LIMITS.maxOutputBytes.max);
+  const spoolBytes = o?.spoolBytes ?? envBytes('FORKBOX_EXEC_SPOOL_BYTES', LIMITS.spoolBytes.max);
   if (outputBytes !== undefined) out.outputBytes = outputBytes;
   if (spoolBytes !== undefined) out.spoolBytes = spoolBytes;
   return out;
@@ -127,25 +192,33 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     );
   }
   const { stateDir, log } = opts;
+  // Every mode forkbox sets is meant as written: a daemon started under `umask 077` made inbox and agent
+  // directories the sandboxes' root could not enter, and every create timed out. Modes that matter are
+  // also set with chmod where they are made.
+  process.umask(0o022);
   // 0711: the mapped sandbox root (an unprivileged host uid) must traverse the state dir to reach the
   // template bundles runc starts, but may not list it.
   mkdirSync(stateDir, { recursive: true, mode: 0o711 });
   chmodSync(stateDir, 0o711);
   const sys = createSys();
   const lockFd = lockStateDir(stateDir, sys);
+  const host = prepareProcess(sys, log);
   const store = openSqliteStore({ path: join(stateDir, 'forkbox.db') });
   let storage: ReturnType<typeof openStorage> | null = null;
   let inboxFs: InboxFs | null = null;
   try {
     const uidRange = { hostStart: 100000, size: 65536 };
-    const paths = nativePaths(stateDir);
-    for (const d of ['templates', 'sandboxes', 'inbox', 'agent'])
+    const paths = nativePaths(stateDir, stateIdOf(stateDir));
+    for (const d of ['templates', 'sandboxes', 'inbox', 'agent']) {
       mkdirSync(join(stateDir, d), { recursive: true, mode: 0o711 });
+      chmodSync(join(stateDir, d), 0o711);
+    }
     const images = createImageStore({ stateDir, uidShift: uidRange, log: (m) => log.info(m) });
     const cgroups = detectCgroups();
     const mounts = createMounts(sys);
     inboxFs = openInboxFs({ dir: join(stateDir, 'inbox'), sys, mounts, log });
-    const hub = createInboxHub({ sys, log });
+    const hub = createInboxHub({ sys, log, counters: host.metrics });
+    const timeouts = agentTimeoutsFromEnv(process.env);
     const templates = createTemplates({
       paths,
       mounts,
@@ -155,6 +228,11 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       uidRange,
       runc: process.env.FORKBOX_RUNC ?? 'runc',
       prewarm: opts.prewarm ?? [],
+      timeouts,
+      exemptFromOom: (pid) => host.oom.exemptTemplate(pid),
+      ...(process.env.FORKBOX_TEMPLATE_START_TIMEOUT_MS
+        ? { startTimeoutMs: Number(process.env.FORKBOX_TEMPLATE_START_TIMEOUT_MS) }
+        : {}),
     });
     // FORKBOX_STORAGE=btrfs|copy|auto; the choice and its reason are logged (and shown by `forkbox doctor`).
     storage = openStorage({
@@ -176,9 +254,13 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       images,
       log,
       uidRange,
-      overcommitRatio: Number(process.env.FORKBOX_OVERCOMMIT_RATIO ?? 2),
+      timeouts,
+      oom: host.oom,
+      fds: host.fds,
+      counters: host.metrics,
+      admission: admissionFromEnv(paths, cgroups, host.metrics),
     });
-    const host = createHostMaintenance({ paths, mounts, cgroups, images, snapshots });
+    const maintenance = createHostMaintenance({ paths, mounts, cgroups, images, snapshots });
     const disk = diskPolicy({
       enforced: snapshots.diskLimits.enforced,
       defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
@@ -192,8 +274,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       stateDir,
       version: VERSION,
       log,
-      diskUsage: host.diskUsage,
-      hostGc: host.gc,
+      diskUsage: maintenance.diskUsage,
+      hostGc: maintenance.gc,
       execSettings: execSettingsFrom(opts.execOutput),
     });
     await engine.recover(opts.recoverDeadlineMs ?? 5000);
@@ -230,7 +312,9 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     return {
       api: engine,
       engine,
+      runtime,
       stateDir,
+      metrics: host.metrics,
       async close(closeOpts) {
         if (closed) return;
         closed = true;

@@ -18,6 +18,24 @@ const CGROUP_ROOT = process.env.FORKBOX_CGROUP_ROOT ?? '/sys/fs/cgroup';
  * Pids in a cgroup and all its descendants (v1 pids hierarchy, or the unified one when that is all there
  * is): a sandbox's processes may sit in leaves under its group (agent / repl / work).
  */
+/**
+ * A sandbox's cgroup (relative to the controllers' roots): `forkbox/<state-id>/sandboxes/<id>`, found by
+ * its id (ids are unique across state dirs), or the pre-state-id `forkbox/sandboxes/<id>`.
+ */
+export function sandboxCgroup(id: string): string {
+  for (const base of [`${CGROUP_ROOT}/pids`, CGROUP_ROOT]) {
+    let scopes: string[] = [];
+    try {
+      scopes = readdirSync(`${base}/forkbox`);
+    } catch {
+      continue;
+    }
+    for (const s of scopes)
+      if (existsSync(`${base}/forkbox/${s}/sandboxes/${id}`)) return `forkbox/${s}/sandboxes/${id}`;
+  }
+  return `forkbox/sandboxes/${id}`;
+}
+
 export function cgroupPids(rel: string): number[] {
   for (const base of [`${CGROUP_ROOT}/pids`, CGROUP_ROOT]) {
     const dir = `${base}/${rel}`;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""forkbox agent: PID 1 of every native sandbox and template (docs/AGENT-PROTOCOL.md, DESIGN.md section 3).
+"""forkbox agent: PID 1 of every native sandbox and template (docs/AGENT-PROTOCOL.md).
 
 One thread, one selectors loop: it reaps zombies (SIGCHLD through a wakeup pipe, then waitpid(-1) until
 empty), connects to the host's control socket (reconnecting with backoff forever), serves the protocol's
@@ -96,7 +96,7 @@ class Agent:
             # Not dumpable: nothing the user runs (the worker forked off us keeps the flag, commands do not)
             # can ptrace this process or read its /proc/<pid>/mem, environ or fd links without
             # CAP_SYS_PTRACE, which no sandbox has (docs/SECURITY.md).
-            sysc.set_dumpable(False)
+            sysc.set_not_dumpable()  # again: a forked sandbox's agent never ran main()
         except OSError as e:
             log("cannot make the agent non-dumpable: %s" % e, "warn")
 

@@ -1,4 +1,4 @@
-"""Forking a REPL worker into new sandboxes (DESIGN.md 2.3, the steps inside the source).
+"""Forking a REPL worker into new sandboxes (docs/ARCHITECTURE.md, "Fork": the steps inside the source).
 
 Runs in the REPL worker of a template or a sandbox. For each child the host has already mounted the
 child's root filesystem at ``spec["root"]`` and its inbox at ``spec["inbox"]`` (both seen here through

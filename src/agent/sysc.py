@@ -50,6 +50,15 @@ def restrict_agent():
     Raises OSError when the capabilities cannot be dropped (PR_CAPBSET_DROP needs CAP_SETPCAP)."""
     set_no_new_privs()
     drop_bounding_caps()
+    set_not_dumpable()
+
+
+def set_not_dumpable():
+    # Nothing the user runs may ptrace the agent (stop it, read or write its memory, steal its host link):
+    # a process that is not dumpable can be traced only with CAP_SYS_PTRACE, which no sandbox process has.
+    # Kept across fork (the REPL worker and forked sandboxes' agents inherit it), reset by execve (commands
+    # the user runs stay ordinary, debuggable processes).
+    _prctl(PR_SET_DUMPABLE, 0)
 
 
 def set_no_new_privs():
@@ -75,10 +84,6 @@ def set_child_subreaper():
     # When the agent is not PID 1 (tests on the host, or a runtime that wraps it), orphaned grandchildren
     # would be reparented away and escape our reaping and process-group accounting.
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
-
-
-def set_dumpable(on):
-    _prctl(PR_SET_DUMPABLE, 1 if on else 0)
 
 
 def set_oom_score_adj(value, pid="self"):

@@ -49,10 +49,45 @@ export function isForkboxError(e: unknown): e is ForkboxError {
   return e instanceof ForkboxError;
 }
 
-/** Wrap anything thrown into a ForkboxError, keeping the original as the cause. */
+/**
+ * Operational failures the host reports through an errno: not forkbox bugs but conditions the caller or
+ * the host's operator can act on. Each maps to a catalog code and says what to do next.
+ */
+const HOST_ERRNOS: Record<string, { code: ErrorCode; advice: string }> = {
+  ENOSPC: {
+    code: 'resource_exhausted',
+    advice: 'the host is out of disk space: free space in the state dir',
+  },
+  EDQUOT: { code: 'resource_exhausted', advice: 'a disk quota is exhausted: free space or raise the quota' },
+  ENOMEM: { code: 'resource_exhausted', advice: 'the host is out of memory: kill idle sandboxes and retry' },
+  EAGAIN: {
+    code: 'resource_exhausted',
+    advice: 'a host limit was hit (processes, threads or locked memory): kill idle sandboxes and retry',
+  },
+  EMFILE: {
+    code: 'resource_exhausted',
+    advice: "forkbox's open-file limit was hit: raise 'ulimit -n' and retry",
+  },
+  ENFILE: {
+    code: 'resource_exhausted',
+    advice: "the host's open-file limit was hit: raise fs.file-max and retry",
+  },
+  EBUSY: { code: 'busy', advice: 'something on the host still uses it (a mount or a process): retry later' },
+  EACCES: { code: 'permission_denied', advice: "check the path's owner and mode, or run the daemon as root" },
+  EPERM: { code: 'permission_denied', advice: 'the operation needs privileges: run the daemon as root' },
+};
+
+/**
+ * Wrap anything thrown into a ForkboxError, keeping the original as the cause. A host errno from the
+ * table above becomes its catalog code with advice; anything else is an invariant violation, reported
+ * as a forkbox bug.
+ */
 export function toForkboxError(e: unknown): ForkboxError {
   if (e instanceof ForkboxError) return e;
   const message = e instanceof Error ? e.message : String(e);
+  const errno = (e as { code?: unknown } | null)?.code;
+  const host = typeof errno === 'string' ? HOST_ERRNOS[errno] : undefined;
+  if (host) return new ForkboxError(host.code, `${message}: ${host.advice}.`, { errno }, { cause: e });
   return new ForkboxError(
     'internal',
     `internal error: ${message}. This is a forkbox bug; please report it.`,

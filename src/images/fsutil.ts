@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
 import { lstat, readdir, readlink, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, posix, resolve, sep } from 'node:path';
+import { ForkboxError } from '../domain/errors.ts';
 import { run } from './run.ts';
 
 /** Decode /proc/self/mountinfo's octal escapes (\040 for a space, …). */
@@ -37,7 +38,11 @@ export function mountsUnder(dir: string): string[] {
 export async function removeTree(dir: string): Promise<void> {
   for (const mp of mountsUnder(dir)) await run('umount', ['-l', mp]);
   if (mountsUnder(dir).length > 0)
-    throw new Error(`cannot remove ${dir}: something is still mounted inside it`);
+    throw new ForkboxError(
+      'busy',
+      `cannot remove ${dir}: something is still mounted inside it. List it with 'findmnt -R ${dir}', unmount it, then retry.`,
+      { path: dir },
+    );
   await rm(dir, { recursive: true, force: true });
 }
 

@@ -3,6 +3,7 @@ import type { CodeRunRequest, ExecOutcome, ForkboxApi, RunOptions } from './api.
 import type { CallerContext } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
 import type { ReplEvalOptions, ReplResult } from './ports.ts';
+import { checkRunBounds } from './validate.ts';
 
 type ExecApi = Pick<
   ForkboxApi,
@@ -53,6 +54,7 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
     listExecs: async (idOrName) => execs.list(find(idOrName)),
 
     async runCode(idOrName, req: CodeRunRequest, opts?: RunOptions): Promise<ReplResult> {
+      checkRunBounds(req);
       const rec = running(idOrName);
       const language = req.language ?? 'python';
       const timeoutMs = Math.round((req.timeoutSeconds ?? 0) * 1000);

@@ -1,9 +1,10 @@
 /** The file part of the API for one caller. */
 import { ForkboxError } from '../domain/errors.ts';
+import { SIZES } from '../domain/limits.ts';
 import type { ForkboxApi } from './api.ts';
 import type { CallerContext } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
-import { checkPath, MAX_FILE_BYTES } from './validate.ts';
+import { checkPath } from './validate.ts';
 
 type FileApi = Pick<
   ForkboxApi,
@@ -16,11 +17,11 @@ export function fileApi(p: EngineParts, ctx: CallerContext): FileApi {
   return {
     readFile: async (idOrName, path, opts) => runtime.readFile(running(idOrName), checkPath(path), opts),
     async writeFile(idOrName, path, data, opts) {
-      if (data.length > MAX_FILE_BYTES) {
+      if (data.length > SIZES.fileBytes) {
         throw new ForkboxError(
           'too_large',
-          `file is ${data.length} bytes, over the ${MAX_FILE_BYTES}-byte limit of one write. Split it, or copy a tar archive and unpack it inside.`,
-          { limit: MAX_FILE_BYTES },
+          `file is ${data.length} bytes, over the ${SIZES.fileBytes}-byte limit of one write. Split it, or copy a tar archive and unpack it inside.`,
+          { limit: SIZES.fileBytes },
         );
       }
       return runtime.writeFile(running(idOrName), checkPath(path), data, opts);

@@ -5,6 +5,7 @@ import type { ForkboxApi, SystemStatus } from './api.ts';
 import type { CallerContext } from './caller.ts';
 import { diffSandboxRecords } from './diff.ts';
 import type { EngineParts } from './engine-parts.ts';
+import { MERGED_LABEL } from './lineage.ts';
 import { info } from './sandbox-info.ts';
 import { SNAPSHOT_LABEL } from './snapshots.ts';
 import { checkTtl } from './validate.ts';
@@ -63,9 +64,11 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       })) {
         if (r.parentId) kids.set(r.parentId, [...(kids.get(r.parentId) ?? []), r.id]);
       }
-      const showHolders = opts?.labels !== undefined && SNAPSHOT_LABEL in opts.labels;
+      // Snapshot holders and a merged parent's old processes are the engine's, not the caller's: shown
+      // only to whoever asks for them by their label.
+      const hidden = [SNAPSHOT_LABEL, MERGED_LABEL].filter((l) => !(opts?.labels && l in opts.labels));
       return recs
-        .filter((r) => showHolders || r.labels[SNAPSHOT_LABEL] === undefined)
+        .filter((r) => hidden.every((l) => r.labels[l] === undefined))
         .map((r) => info(r, kids.get(r.id) ?? []));
     },
 

@@ -1,5 +1,5 @@
 /**
- * Diffing two sandboxes or snapshots (DESIGN.md 2.4): the engine-side entry point (resolution, state and
+ * Diffing two sandboxes or snapshots (docs/ARCHITECTURE.md, "Diff"): the engine-side entry point (resolution, state and
  * argument checks; the runtime then compares layer chains on the host) and a unified text diff of one file.
  *
  * The text diff is a Myers O((N+M)·D) line diff written here rather than a dependency: inputs are

@@ -3,6 +3,7 @@
  * lifecycles (every transition through the store's state machine), TTL reaping and exec bookkeeping.
  */
 import type { Logger } from '../domain/logger.ts';
+import { runtimeId } from '../domain/runtime-id.ts';
 import type { ImageRecord, SandboxRecord } from '../domain/types.ts';
 import { createKeyedQueue } from '../util/keyed-queue.ts';
 import type { DiskUsage, ForkboxApi, GcReport, ProgressEvent, SandboxInfo } from './api.ts';
@@ -19,6 +20,7 @@ import { createLineage } from './lineage.ts';
 import type { Runtime, Store } from './ports.ts';
 import { recoverSandboxes } from './recovery.ts';
 import { createSandboxMaker } from './sandbox-create.ts';
+import { createExitHandler } from './sandbox-exit.ts';
 import { info } from './sandbox-info.ts';
 import { createSessions } from './sessions.ts';
 import { createSnapshots } from './snapshots.ts';
@@ -61,8 +63,11 @@ export interface EngineDeps {
   sessionReattachMs?: number;
   /** Disk limits: the daemon's default and maximum, and whether the storage enforces them. */
   disk?: DiskPolicy;
-  /** Host-level garbage collection of what no live sandbox uses. */
-  hostGc?: (liveIds: Set<string>) => Promise<Omit<GcReport, 'removedSandboxes'>>;
+  /**
+   * Host-level garbage collection of what no live sandbox uses: `keep` holds the runtime ids of every
+   * sandbox holding processes (live ones and tombstones); `ours(id)` says whether this store knows an id.
+   */
+  hostGc?: (keep: Set<string>, ours: (id: string) => boolean) => Promise<Omit<GcReport, 'removedSandboxes'>>;
   /** Daemon defaults for exec output (per stream): inline budget and spool file size. */
   execSettings?: Partial<ExecSettings>;
 }
@@ -122,7 +127,7 @@ export function createEngine(deps: EngineDeps): Engine {
     now,
     ...(deps.disk ? { disk: deps.disk } : {}),
   });
-  const { kill, killTree, fork, merge } = createLineage({
+  const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
     store,
     runtime,
     log,
@@ -143,6 +148,28 @@ export function createEngine(deps: EngineDeps): Engine {
     killTree,
   });
   const sessions = createSessions({ store, log, kill, graceMs: deps.sessionGraceMs ?? 2000 });
+  // Sandboxes that end on their own become failed, with the runtime's reason.
+  runtime.setEvents?.({
+    onSandboxExited: createExitHandler({
+      store,
+      runtime,
+      log,
+      serial: lifecycle.run,
+      abandonExecs: (id) => execs.abandon(id),
+      releaseTombstones,
+      nsParentOf,
+    }),
+  });
+
+  /**
+   * What no sandbox of this store uses goes. Kept: every sandbox holding processes — live ones and
+   * tombstones (their PID 1 holds descendants) — by runtime id (after a merge, a record names another's).
+   */
+  async function hostGc(): Promise<Omit<GcReport, 'removedSandboxes'>> {
+    if (!deps.hostGc) return { removedMounts: [], removedCgroups: [], removedDirs: [] };
+    const keep = new Set(store.listPidNamespaceHolders().map(runtimeId));
+    return deps.hostGc(keep, (id) => store.getSandbox(id) !== undefined);
+  }
 
   async function reapExpired(): Promise<string[]> {
     const t = now();
@@ -182,13 +209,7 @@ export function createEngine(deps: EngineDeps): Engine {
     withKids,
     async gc(): Promise<GcReport> {
       const removedSandboxes = await reapExpired();
-      const live = new Set(
-        store.listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] }).map((s) => s.id),
-      );
-      const host = deps.hostGc
-        ? await deps.hostGc(live)
-        : { removedMounts: [], removedCgroups: [], removedDirs: [] };
-      return { removedSandboxes, ...host };
+      return { removedSandboxes, ...(await hostGc()) };
     },
     async df(): Promise<DiskUsage> {
       if (deps.diskUsage) return deps.diskUsage();
@@ -212,6 +233,13 @@ export function createEngine(deps: EngineDeps): Engine {
         { store, runtime, log, kill, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
         deadlineMs,
       );
+      // Whatever a crash left without an owner (a half-made sandbox's mounts, cgroup, dirs) goes now.
+      const swept = await hostGc().catch((e: unknown) => {
+        log.warn({ err: String(e) }, 'sweeping what a crash left behind failed');
+        return null;
+      });
+      if (swept && swept.removedMounts.length + swept.removedCgroups.length + swept.removedDirs.length > 0)
+        log.info(swept, 'removed what a crash left behind');
       // Sessions do not survive a restart: their clients get a while to re-attach before their
       // sandboxes are killed.
       sessions.expireOrphans(deps.sessionReattachMs ?? 60_000);

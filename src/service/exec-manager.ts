@@ -6,6 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { ForkboxError } from '../domain/errors.ts';
+import { LIMITS } from '../domain/limits.ts';
 import type { ExecRecord, SandboxRecord } from '../domain/types.ts';
 import type { ExecOutcome, ExecPollResult, ExecRequest, RunOptions } from './api.ts';
 import { createExecLaunch, type ExecSettings } from './exec-launch.ts';
@@ -14,9 +15,12 @@ import { createExecOutputBuffer } from './exec-output-buffer.ts';
 import { createExecPoller, POLL_PAGE_BYTES } from './exec-poll.ts';
 import { recoverExecs } from './exec-recovery.ts';
 import type { Runtime, Store } from './ports.ts';
-import { DEFAULT_OUTPUT_BYTES, DEFAULT_SPOOL_BYTES } from './validate.ts';
+import { checkBound, DEFAULT_OUTPUT_BYTES, DEFAULT_SPOOL_BYTES } from './validate.ts';
 
-/** The longest a poll waits for news: well under the 60 s request timeout of common MCP clients. */
+/**
+ * The longest a poll waits for news: well under the 60 s request timeout of common MCP clients. A
+ * caller may ask for up to LIMITS.pollWaitMs; a longer wait ends here, with no news, and is asked again.
+ */
 export const MAX_POLL_WAIT_MS = 30_000;
 
 export interface ExecManagerDeps {
@@ -137,6 +141,8 @@ export function createExecManager(deps: ExecManagerDeps) {
       waitMs = 0,
       maxBytes = POLL_PAGE_BYTES,
     ): Promise<ExecPollResult> {
+      checkBound(LIMITS.afterSeq, afterSeq);
+      checkBound(LIMITS.pollWaitMs, waitMs);
       let exec = mine(rec, execId);
       buffer.flush(execId);
       let page = poller.poll(exec, afterSeq, maxBytes);

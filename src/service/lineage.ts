@@ -1,7 +1,7 @@
 /**
  * Lineage: how sandboxes relate through forks. Killing (with tombstones for parents whose pid
  * namespace still holds descendants, and cascades), forking a running sandbox into children, and
- * merging a winning fork into its ancestor (DESIGN.md 2.3–2.4).
+ * merging a winning fork into its ancestor (docs/ARCHITECTURE.md, "Fork", "Runtime ids" and "Tombstones").
  */
 import { randomBytes } from 'node:crypto';
 import { errors, ForkboxError } from '../domain/errors.ts';
@@ -13,12 +13,10 @@ import type { ForkChildResult, ForkRequest, ForkResult, MergeResult, SandboxInfo
 import type { DiskPolicy } from './disk-limits.ts';
 import type { Runtime, Store } from './ports.ts';
 import { info } from './sandbox-info.ts';
-import { checkEnv, checkName, checkTtl, limitsFrom } from './validate.ts';
+import { checkEnv, checkForkCount, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
 
 /** Label on the hidden record that keeps a merged parent's old processes until they end. */
 export const MERGED_LABEL = 'forkbox.merged-into';
-/** One fork call makes at most this many children. */
-export const MAX_FORK_CHILDREN = 100;
 
 export interface CallerRef {
   tenant: string;
@@ -105,10 +103,7 @@ export function createLineage(deps: LineageDeps) {
     opts: { session?: string | null; dropLabels?: string[] } = {},
   ): Promise<ForkResult> {
     const started = now();
-    const n = req.n ?? 1;
-    if (!Number.isInteger(n) || n < 1 || n > MAX_FORK_CHILDREN) {
-      throw errors.invalid(`n must be a whole number from 1 to ${MAX_FORK_CHILDREN} (got ${n}).`, { n });
-    }
+    const n = checkForkCount(req.n);
     if (req.names !== undefined && req.names.length !== n) {
       throw errors.invalid(`give exactly n = ${n} names, or none (got ${req.names.length}).`);
     }
@@ -138,6 +133,7 @@ export function createLineage(deps: LineageDeps) {
     );
     const ttl = checkTtl(req.ttlSeconds);
     const env = { ...source.env, ...checkEnv(req.env) };
+    const extraLabels = checkLabels(req.labels);
     const t = now();
     const children: SandboxRecord[] = [];
     // One transaction for all n records (and one for their outcomes below), not one per child.
@@ -154,7 +150,7 @@ export function createLineage(deps: LineageDeps) {
           limits,
           env,
           labels: Object.fromEntries(
-            Object.entries({ ...source.labels, ...(req.labels ?? {}) }).filter(
+            Object.entries({ ...source.labels, ...extraLabels }).filter(
               ([k]) => !opts.dropLabels?.includes(k),
             ),
           ),
@@ -312,5 +308,5 @@ export function createLineage(deps: LineageDeps) {
     });
   }
 
-  return { nsParentOf, childrenHolding, kill, killTree, fork, merge };
+  return { nsParentOf, childrenHolding, releaseTombstones, kill, killTree, fork, merge };
 }

@@ -27,7 +27,7 @@ export interface SandboxFilter {
 
 /**
  * A named template config: sandboxes created from it are forked from a template container of its
- * image whose REPL worker pre-imported `prewarm` (DESIGN.md 2.1). Host-wide, not per tenant.
+ * image whose REPL worker pre-imported `prewarm` (docs/ARCHITECTURE.md, "Templates"). Host-wide, not per tenant.
  */
 export interface TemplateConfigRecord {
   name: string;
@@ -369,13 +369,32 @@ export interface LayerDiff {
 export interface RuntimeEvents {
   /** A sandbox's agent connected (first time or after a daemon restart). */
   onSandboxConnected?: (id: string) => void;
-  /** A sandbox's processes all ended without a kill request (its PID 1 died). */
+  /**
+   * A sandbox ended without a kill request: its PID 1 died (OOM, killed, crashed) or its agent stopped
+   * answering. `id` is its runtime id (`runtime.rid`, see domain/runtime-id.ts); `reason` says what
+   * happened, for its `endReason`. The engine marks it failed and has the runtime release it.
+   */
   onSandboxExited?: (id: string, reason: string) => void;
+}
+
+/** Why a connection to a sandbox's control socket was refused before it was trusted. */
+export type ControlRefusal = 'peer' | 'limit' | 'hello';
+
+/** Why admission refused a create or a fork. */
+export type AdmissionRefusal = 'memory_pressure' | 'memory_available' | 'memory_limits' | 'disk' | 'fds';
+
+/** Counters a runtime reports into; the daemon serves them on /metrics (service/host-metrics.ts). */
+export interface RuntimeCounters {
+  controlConnectionRefused(reason: ControlRefusal): void;
+  admissionRefused(reason: AdmissionRefusal): void;
 }
 
 export interface Runtime {
   readonly name: string;
   readonly capabilities: RuntimeCapabilities;
+
+  /** Where the runtime reports sandboxes that end on their own (the engine subscribes once, at start). */
+  setEvents?(events: RuntimeEvents): void;
 
   /** Start-up: re-adopt sandboxes recorded as live; returns the ids that could not be recovered. */
   recover(
@@ -439,7 +458,7 @@ export interface Runtime {
 
   /** A live sandbox's overlay layers (read from the host; nothing runs inside the sandbox). */
   layerChain(rec: SandboxRecord): LayerChain;
-  /** Compare two layer chains down to their nearest common layer (DESIGN.md 2.4). */
+  /** Compare two layer chains down to their nearest common layer (docs/ARCHITECTURE.md, "Diff"). */
   diffLayers(a: LayerChain, b: LayerChain, opts?: LayerDiffOptions): Promise<LayerDiff>;
 
   /**

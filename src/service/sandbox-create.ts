@@ -8,7 +8,7 @@ import type { CallerContext } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import type { Runtime, Store } from './ports.ts';
 import type { TemplateConfigs } from './template-configs.ts';
-import { checkEnv, checkName, checkTtl, limitsFrom } from './validate.ts';
+import { checkEnv, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
 
 export type CreateSandbox = (
   ctx: CallerContext,
@@ -30,6 +30,7 @@ export function createSandboxMaker(deps: {
     ctx: CallerContext,
     req: CreateSandboxRequest,
   ): { rec: SandboxRecord; prewarm: string[] } {
+    checkLabels(req.labels);
     // The named template config (or 'default') picks the image and the modules it starts with.
     const tpl = deps.templateConfigs.resolve(req);
     const limits = limitsFrom(req, deps.disk);

@@ -11,7 +11,7 @@ import type { Limits, SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, ForkRequest, ForkResult, SnapshotInfo } from './api.ts';
 import type { Runtime, Store } from './ports.ts';
 import { info as sandboxInfo } from './sandbox-info.ts';
-import { checkName } from './validate.ts';
+import { checkForkCount, checkName } from './validate.ts';
 
 /** A restore's disk limit: given, else the snapshot's (a snapshot from before disk limits: the default). */
 function diskOf(req: ForkRequest, limits: Limits): Pick<CreateSandboxRequest, 'diskMb' | 'diskInodes'> {
@@ -218,10 +218,7 @@ export function createSnapshots(deps: SnapshotDeps) {
         });
       }
       // The live copy is gone: new sandboxes on the frozen files only.
-      const n = req.n ?? 1;
-      if (!Number.isInteger(n) || n < 1 || n > 100) {
-        throw new ForkboxError('invalid_argument', `n must be a whole number from 1 to 100 (got ${n}).`);
-      }
+      const n = checkForkCount(req.n);
       const started = now();
       const children: ForkResult['children'] = [];
       for (let i = 0; i < n; i++) {

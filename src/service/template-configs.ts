@@ -1,5 +1,5 @@
 /**
- * Named template configs (DESIGN.md 2.1: one template per (image, template config)). A config names an
+ * Named template configs (one template per (image, template config): docs/ARCHITECTURE.md, "Templates"). A config names an
  * image and Python modules to pre-import; every sandbox created from it is forked from a template whose
  * REPL worker already imported them, so it starts warm. 'default' (the default image, no modules) is
  * built in and always exists. Configs are host-wide: each distinct one may start a long-lived template

@@ -1,25 +1,34 @@
-/** Semantic validation of API requests (ranges, formats). Transports validate shapes; this validates meaning. */
+/**
+ * Semantic validation of API requests against the bounds of domain/limits.ts (the same bounds the MCP
+ * and REST schemas are derived from). Transports validate shapes; this validates meaning.
+ */
 import { errors } from '../domain/errors.ts';
+import {
+  type Bound,
+  describeBound,
+  ENV_NAME_RE,
+  LIMITS,
+  NAME_RE,
+  SIZES,
+  withinBound,
+} from '../domain/limits.ts';
 import { DEFAULT_LIMITS, type Limits } from '../domain/types.ts';
-import type { CreateSandboxRequest, ExecRequest } from './api.ts';
+import type { CodeRunRequest, CreateSandboxRequest, ExecRequest } from './api.ts';
 import { type DiskPolicy, diskLimitsFrom } from './disk-limits.ts';
 
-export const MAX_TTL_SECONDS = 30 * 24 * 3600;
-export const MAX_EXEC_TIMEOUT_SECONDS = 24 * 3600;
-export const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
-/** Spool file per stream of an exec, inside the sandbox: the daemon's default and the most a call may ask. */
+/** Spool file per stream of an exec, inside the sandbox: the daemon's default (LIMITS.spoolBytes bounds a call). */
 export const DEFAULT_SPOOL_BYTES = 64 * 1024 * 1024;
-export const MAX_SPOOL_BYTES = 4 * 1024 * 1024 * 1024;
-export const MAX_FILE_BYTES = 64 * 1024 * 1024;
-const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 
-function intIn(name: string, v: number, min: number, max: number): number {
-  if (!Number.isFinite(v) || v < min || v > max) {
-    throw errors.invalid(`${name} must be between ${min} and ${max} (got ${v}).`, { [name]: v });
+/** `v` when it is within the bound; else an invalid_argument naming the field and the range. */
+export function checkBound(b: Bound, v: number): number {
+  if (!withinBound(b, v)) {
+    throw errors.invalid(`${b.field} must be ${describeBound(b)} (got ${v}).`, { [b.field]: v });
   }
   return v;
 }
+
+const optional = (b: Bound, v: number | undefined) => (v === undefined ? undefined : checkBound(b, v));
 
 /** The limit fields of a create or fork request (absent or undefined: the default). */
 export type LimitRequest = {
@@ -32,35 +41,69 @@ export function limitsFrom(req: LimitRequest, disk?: DiskPolicy): Limits {
     memoryBytes:
       req.memoryMb === undefined
         ? DEFAULT_LIMITS.memoryBytes
-        : intIn('memory_mb', req.memoryMb, 16, 1024 * 1024) * 1024 * 1024,
-    pids: req.pids === undefined ? DEFAULT_LIMITS.pids : intIn('pids', req.pids, 8, 65536),
-    cpus: req.cpus === undefined ? DEFAULT_LIMITS.cpus : intIn('cpus', req.cpus, 0.01, 1024),
+        : checkBound(LIMITS.memoryMb, req.memoryMb) * 1024 * 1024,
+    pids: req.pids === undefined ? DEFAULT_LIMITS.pids : checkBound(LIMITS.pids, req.pids),
+    cpus: req.cpus === undefined ? DEFAULT_LIMITS.cpus : checkBound(LIMITS.cpus, req.cpus),
   };
 }
 
 export function checkName(name: string): string {
-  if (!NAME_RE.test(name)) {
+  if (typeof name !== 'string' || !NAME_RE.test(name)) {
     throw errors.invalid(
-      `sandbox name '${name}' is not valid: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit.`,
+      `sandbox name '${String(name)}' is not valid: use 1-${SIZES.nameChars} letters, digits, '.', '_' or '-', starting with a letter or digit.`,
     );
   }
   return name;
 }
 
 export function checkTtl(ttl: number | undefined): number | undefined {
-  return ttl === undefined ? undefined : intIn('ttl_seconds', ttl, 1, MAX_TTL_SECONDS);
+  return optional(LIMITS.ttlSeconds, ttl);
+}
+
+/** The number of children of a fork or restore (default 1). */
+export function checkForkCount(n: number | undefined): number {
+  return checkBound(LIMITS.forkChildren, n ?? 1);
 }
 
 export function checkEnv(env: Record<string, string> | undefined): Record<string, string> {
+  const entries = Object.entries(env ?? {});
+  if (entries.length > SIZES.envVars)
+    throw errors.invalid(`give at most ${SIZES.envVars} environment variables (got ${entries.length}).`);
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env ?? {})) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
-      throw errors.invalid(`environment variable name '${k}' is not valid.`);
-    if (typeof v !== 'string' || v.includes('\0'))
-      throw errors.invalid(`environment variable '${k}' must be a string without NUL bytes.`);
+  for (const [k, v] of entries) {
+    if (!ENV_NAME_RE.test(k) || k.length > SIZES.envNameChars)
+      throw errors.invalid(`environment variable name '${k.slice(0, 64)}' is not valid.`);
+    if (typeof v !== 'string' || v.includes('\0') || v.length > SIZES.envValueChars)
+      throw errors.invalid(
+        `environment variable '${k}' must be a string of at most ${SIZES.envValueChars} characters without NUL bytes.`,
+      );
     out[k] = v;
   }
   return out;
+}
+
+export function checkLabels(labels: Record<string, string> | undefined): Record<string, string> {
+  const entries = Object.entries(labels ?? {});
+  if (entries.length > SIZES.labels)
+    throw errors.invalid(`give at most ${SIZES.labels} labels (got ${entries.length}).`);
+  for (const [k, v] of entries) {
+    if (
+      k.length === 0 ||
+      k.length > SIZES.labelKeyChars ||
+      typeof v !== 'string' ||
+      v.length > SIZES.labelValueChars
+    )
+      throw errors.invalid(
+        `label '${k.slice(0, 64)}' is not valid: keys have 1-${SIZES.labelKeyChars} characters, values at most ${SIZES.labelValueChars}.`,
+      );
+  }
+  return Object.fromEntries(entries);
+}
+
+/** Timeout and output cap of an exec or a code run. */
+export function checkRunBounds(req: Pick<CodeRunRequest, 'timeoutSeconds' | 'maxOutputBytes'>): void {
+  optional(LIMITS.timeoutSeconds, req.timeoutSeconds);
+  optional(LIMITS.maxOutputBytes, req.maxOutputBytes);
 }
 
 export function checkExec(req: Omit<ExecRequest, 'stdin'>): { argv?: string[]; cmd?: string } {
@@ -68,21 +111,28 @@ export function checkExec(req: Omit<ExecRequest, 'stdin'>): { argv?: string[]; c
   const hasCmd = typeof req.cmd === 'string' && req.cmd.length > 0;
   if (hasArgv === hasCmd)
     throw errors.invalid('give exactly one of argv (a list of strings) or cmd (a shell command string).');
-  if (req.timeoutSeconds !== undefined)
-    intIn('timeout_seconds', req.timeoutSeconds, 0, MAX_EXEC_TIMEOUT_SECONDS);
-  if (req.maxOutputBytes !== undefined) intIn('max_output_bytes', req.maxOutputBytes, 0, MAX_OUTPUT_BYTES);
-  if (req.spoolBytes !== undefined) intIn('spool_bytes', req.spoolBytes, 0, MAX_SPOOL_BYTES);
+  checkRunBounds(req);
+  optional(LIMITS.spoolBytes, req.spoolBytes);
   if (hasArgv) {
-    for (const a of req.argv ?? [])
+    const argv = req.argv as string[];
+    if (argv.length > SIZES.argvEntries || argv.some((a) => a.length > SIZES.argChars))
+      throw errors.invalid(
+        `argv may have ${SIZES.argvEntries} entries of at most ${SIZES.argChars} characters each.`,
+      );
+    for (const a of argv)
       if (a.includes('\0')) throw errors.invalid('argv entries must not contain NUL bytes.');
-    return { argv: req.argv as string[] };
+    return { argv };
   }
+  if ((req.cmd as string).length > SIZES.cmdChars)
+    throw errors.invalid(`cmd may have at most ${SIZES.cmdChars} characters.`);
   return { cmd: req.cmd as string };
 }
 
 export function checkPath(path: string): string {
-  if (typeof path !== 'string' || path.length === 0 || path.length > 4096 || path.includes('\0')) {
-    throw errors.invalid(`path must be a non-empty string up to 4096 characters without NUL bytes.`);
+  if (typeof path !== 'string' || path.length === 0 || path.length > SIZES.pathChars || path.includes('\0')) {
+    throw errors.invalid(
+      `path must be a non-empty string up to ${SIZES.pathChars} characters without NUL bytes.`,
+    );
   }
   return path.startsWith('/') ? path : `/${path}`;
 }

@@ -1,5 +1,5 @@
 /**
- * Find the daemon that owns a state dir, or start one (DESIGN.md principle 2): the CLI and the stdio MCP
+ * Find the daemon that owns a state dir, or start one (docs/ARCHITECTURE.md, "Design decisions": one owner per state dir): the CLI and the stdio MCP
  * server are clients of `forkbox serve`; when none answers and the caller is root, start it in the
  * background and wait for it; otherwise say exactly what to run.
  */

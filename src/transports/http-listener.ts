@@ -27,6 +27,7 @@ export interface ListenerOptions {
   toolsets?: string[] | undefined;
   log?: Pick<Logger, 'debug' | 'info' | 'warn'> | undefined;
   mcp?: HttpAppOptions['mcp'];
+  hostMetrics?: HttpAppOptions['hostMetrics'];
 }
 
 export interface Listener {
@@ -79,6 +80,7 @@ export async function startListener(opts: ListenerOptions): Promise<Listener> {
     tokens,
     guard: () => cached,
     audit,
+    hostMetrics: opts.hostMetrics,
     maxConcurrency: opts.maxConcurrency,
     toolsets: opts.toolsets,
     log: opts.log,

@@ -30,6 +30,23 @@ export interface HttpServer {
 
 export const DEFAULT_LISTEN = '127.0.0.1:7777';
 
+/** Connections a listener holds at most; past it new ones are closed at once (FORKBOX_MAX_CONNECTIONS). */
+export const DEFAULT_MAX_CONNECTIONS = 1024;
+
+/** The connection bound of the daemon's listeners: FORKBOX_MAX_CONNECTIONS, else the default. */
+export function maxConnections(env: Record<string, string | undefined> = process.env): number {
+  const raw = env.FORKBOX_MAX_CONNECTIONS;
+  if (raw === undefined || raw === '') return DEFAULT_MAX_CONNECTIONS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `FORKBOX_MAX_CONNECTIONS must be a whole number from 1 to 1000000, not '${raw}'.`,
+    );
+  }
+  return n;
+}
+
 /** Parse `HOST:PORT` (`[v6]:PORT` for IPv6). */
 export function parseListen(value: string): { host: string; port: number } {
   const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(value.trim());
@@ -50,6 +67,8 @@ export async function serveHttp(app: FetchApp, host: string, port: number): Prom
   // Bound slow-loris style header dribbling; long-running responses (exec, SSE) are not affected.
   server.headersTimeout = 30_000;
   server.requestTimeout = 0;
+  // Bound what clients can hold: every connection is a file descriptor of the daemon (fd-budget.ts).
+  server.maxConnections = maxConnections();
   await new Promise<void>((resolve, reject) => {
     const onError = (e: NodeJS.ErrnoException) =>
       reject(

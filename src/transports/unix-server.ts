@@ -13,6 +13,7 @@ import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { createAdaptorServer } from '@hono/node-server';
 import { ForkboxError } from '../domain/errors.ts';
+import { maxConnections } from './http-server.ts';
 
 export interface UnixServer {
   readonly socketPath: string;
@@ -25,6 +26,8 @@ export interface ServeUnixOptions {
   mode?: number;
   /** Group owning the socket (e.g. a `forkbox` group); default: the daemon's group. */
   gid?: number;
+  /** Connections held at most (default FORKBOX_MAX_CONNECTIONS, else 1024). */
+  maxConnections?: number;
 }
 
 interface FetchApp {
@@ -95,6 +98,9 @@ export async function serveUnix(
   // Clients keep connections alive between calls; closing idle ones after Node's default 5 s makes a
   // client that reuses one at that moment see a reset. A minute covers a CLI session's pauses.
   server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 30_000;
+  // Bound what clients can hold: every connection is a file descriptor of the daemon.
+  server.maxConnections = opts.maxConnections ?? maxConnections();
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

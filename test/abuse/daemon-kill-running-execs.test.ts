@@ -13,10 +13,9 @@ import { after, before, describe, it } from 'node:test';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { processesIn, until } from '../helpers/exec-probe.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { makeStateDir, nativeUnavailable, sandboxCgroupDir } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
-const FREEZER = '/sys/fs/cgroup/freezer/forkbox/sandboxes';
 
 describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: skip ?? false }, () => {
   let stateDir = '';
@@ -60,7 +59,7 @@ describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: s
     assert.equal(m.exitCode, 7);
     assert.deepEqual(await processesIn(api, id, 'sleep 9'), [], 'nothing of them runs');
     // No exec group holds a process but the spawner waiting in the next one.
-    const work = `${FREEZER}/${id}/work`;
+    const work = `${sandboxCgroupDir(stateDir, id, 'freezer')}/work`;
     const busy = readdirSync(work, { withFileTypes: true })
       .filter((d) => d.isDirectory())
       .map(

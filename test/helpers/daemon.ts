@@ -22,12 +22,33 @@ export interface ServedDaemon {
 }
 
 /** Start `forkbox serve --listen 127.0.0.1:0 …` and resolve once its listener reports its URL. */
-export async function startServe(stateDir: string, extraArgs: string[] = []): Promise<ServedDaemon> {
-  const child = spawn(
-    process.execPath,
-    [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'serve', '--listen', '127.0.0.1:0', ...extraArgs],
-    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+export async function startServe(
+  stateDir: string,
+  extraArgs: string[] = [],
+  opts: { env?: Record<string, string>; umask?: string } = {},
+): Promise<ServedDaemon> {
+  const argv = [
+    join(ROOT, 'bin/forkbox.js'),
+    '--state-dir',
+    stateDir,
+    'serve',
+    '--listen',
+    '127.0.0.1:0',
+    ...extraArgs,
+  ];
+  // Under a given umask: through sh, which sets it and then becomes the daemon (exec).
+  const child =
+    opts.umask === undefined
+      ? spawn(process.execPath, argv, {
+          cwd: ROOT,
+          stdio: ['ignore', 'ignore', 'pipe'],
+          env: { ...process.env, ...opts.env },
+        })
+      : spawn('/bin/sh', ['-c', `umask ${opts.umask} && exec "$0" "$@"`, process.execPath, ...argv], {
+          cwd: ROOT,
+          stdio: ['ignore', 'ignore', 'pipe'],
+          env: { ...process.env, ...opts.env },
+        });
   let log = '';
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`daemon did not listen:\n${log}`)), 30_000);

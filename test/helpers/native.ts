@@ -108,3 +108,12 @@ export function skipUnlessNative(t: TestContext): boolean {
   }
   return false;
 }
+
+/**
+ * A sandbox's cgroup directory in one cgroup v1 controller's hierarchy: sandboxes live under
+ * `forkbox/<state-id>/sandboxes/<id>` (the state dir's id scopes them to their daemon).
+ */
+export function sandboxCgroupDir(stateDir: string, id: string, controller: string): string {
+  const stateId = readFileSync(join(stateDir, 'state-id'), 'utf8').trim();
+  return `/sys/fs/cgroup/${controller}/forkbox/${stateId}/sandboxes/${id}`;
+}

@@ -9,9 +9,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
+import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
-import { makeStateDir, nativeUnavailable, quietLog, storageMounts } from '../helpers/native.ts';
+import {
+  makeStateDir,
+  nativeUnavailable,
+  quietLog,
+  sandboxCgroupDir,
+  storageMounts,
+} from '../helpers/native.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
 const BIN = join(import.meta.dirname, '../../bin/forkbox.js');
@@ -88,9 +96,10 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     );
     // Nothing frozen, nothing half-mounted: every forkbox cgroup is thawed, and the only mounts under
     // the state dir are the template's root and inbox.
+    const cgroups = detectCgroups();
     for (const id of [a.id, b.id]) {
       assert.equal(
-        readFileSync(`/sys/fs/cgroup/freezer/forkbox/sandboxes/${id}/freezer.state`, 'utf8').trim(),
+        readFileSync(`${sandboxCgroupDir(stateDir, id, 'freezer')}/freezer.state`, 'utf8').trim(),
         'THAWED',
       );
     }
@@ -120,13 +129,14 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     assert.equal(temp.persistent, false);
     assert.equal(kept.persistent, true);
     session.close();
-    let state = '';
-    for (let i = 0; i < 100 && state !== 'killed'; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      state = (await client.getSandbox(temp.id)).state;
-    }
-    assert.equal(state, 'killed');
-    assert.match((await client.getSandbox(temp.id)).endReason ?? '', /session ended/);
+    const ended = await waitFor(
+      async () => {
+        const cur = await client.getSandbox(temp.id);
+        return cur.state === 'killed' ? cur : null;
+      },
+      { what: `the session's sandbox ${temp.id} is killed once its client went away`, timeoutMs: 30_000 },
+    );
+    assert.match(ended.endReason ?? '', /session ended/);
     assert.equal((await client.getSandbox(kept.id)).state, 'running');
     await client.killSandbox(kept.id);
     client.close();

@@ -272,19 +272,6 @@ describe('MCP recovery: SIGKILL and SIGTERM of a serving daemon', { skip: skip ?
     assert.ok(
       live.sandboxes.some((s) => s.labels['forkbox.mcp-default'] === 'true' && s.state === 'running'),
     );
-
-    // Did the commands keep running inside the sandbox while no daemon watched them? Report what happened.
-    await sleep(Math.max(0, 11_000 - (Date.now() - killedAt)));
-    const stat = async (path: string) =>
-      (
-        (await http2.callTool({
-          name: 'file_stat',
-          arguments: { sandbox: named.id, path },
-        })) as CallToolResult
-      ).isError !== true;
-    t.diagnostic(
-      `after the restart, /root/bg-done.txt ${(await stat('/root/bg-done.txt')) ? 'exists' : 'does not exist'}, /root/run-done.txt ${(await stat('/root/run-done.txt')) ? 'exists' : 'does not exist'}`,
-    );
   });
 
   it('SIGTERM drains an exec_run in flight, then the daemon exits 0', async () => {

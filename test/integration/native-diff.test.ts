@@ -1,5 +1,5 @@
 /**
- * Diffing sandboxes (DESIGN.md 2.4) against the real runtime: forks of one source changed in different
+ * Diffing sandboxes (docs/ARCHITECTURE.md, "Diff") against the real runtime: forks of one source changed in different
  * ways, a fork against its source, two unrelated sandboxes of the same image, and a unified diff. The
  * diff reads only the layers on the host; nothing runs in the sandboxes for it.
  */

@@ -1,5 +1,5 @@
 /**
- * Forking a running sandbox (DESIGN.md 2.3) against the real runtime: children inherit files and the
+ * Forking a running sandbox (docs/ARCHITECTURE.md, "Fork") against the real runtime: children inherit files and the
  * live Python REPL (variables, imported modules, open files, a large list), are isolated from the source
  * and from each other, reseed their RNGs, fork again, and outlive a killed source.
  */
@@ -8,10 +8,17 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxError } from '../../src/domain/errors.ts';
+import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { MAX_FORK_DEPTH } from '../../src/runtimes/native/native-runtime.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative, snapshotLayers } from '../helpers/native.ts';
+import {
+  type NativeFixture,
+  nativeUnavailable,
+  openNative,
+  sandboxCgroupDir,
+  snapshotLayers,
+} from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -57,7 +64,11 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     );
     assert.equal(r.carried.pythonState, true);
     assert.equal(r.carried.filesystem, true);
-    assert.ok(r.pauseMs >= 0 && r.pauseMs < 60_000);
+    // The pause is the source's workload frozen while its upper becomes a read-only layer: it contains
+    // the snapshot, which the storage driver really did (how long either takes: bench/fork.ts).
+    assert.ok(['btrfs', 'copy'].includes(r.driver), r.driver);
+    assert.ok(r.snapshotMs > 0, `snapshotMs ${r.snapshotMs}`);
+    assert.ok(r.pauseMs >= r.snapshotMs, `pauseMs ${r.pauseMs} < snapshotMs ${r.snapshotMs}`);
     kids = r.children.map((c) => c.sandbox?.id ?? '');
     for (const [i, k] of kids.entries()) {
       const info = await api.getSandbox(k);
@@ -177,7 +188,10 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
       '40',
     );
     // While it forks, the source weighs as much as its children together; after, it is back to normal.
-    assert.equal(readFileSync(`/sys/fs/cgroup/cpu/forkbox/sandboxes/${s}/cpu.shares`, 'utf8').trim(), '1024');
+    assert.equal(
+      readFileSync(`${sandboxCgroupDir(fx.stateDir, s, 'cpu')}/cpu.shares`, 'utf8').trim(),
+      '1024',
+    );
     await api.killSandbox(s, { cascade: true });
   });
 
@@ -194,7 +208,9 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     for (const k of ids) indexes.add(await sh(k, 'echo $FORKBOX_FORK_INDEX'));
     assert.equal(indexes.size, 20, 'every child has its own fork index');
     const procs = (id: string) =>
-      readFileSync(`/sys/fs/cgroup/pids/forkbox/sandboxes/${id}/cgroup.procs`, 'utf8').trim().split('\n');
+      readFileSync(`${sandboxCgroupDir(fx.stateDir, id, 'pids')}/cgroup.procs`, 'utf8')
+        .trim()
+        .split('\n');
     // Each child is one process (its agent, holding the copied REPL state) until Python is needed; the
     // commands above added one more: the spawner that starts commands (src/agent/spawner.py).
     assert.equal(procs(ids[19] ?? '').length, 2);
@@ -236,12 +252,13 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
       assert.equal(c.ok, false);
       assert.match(c.error?.message ?? '', /set-up failed inside the new sandbox: .*\/dev\/null/);
     }
+    const cgroups = detectCgroups();
     const failed = (await api.listSandboxes({ all: true })).filter(
       (x) => x.parentId === s && x.state === 'failed',
     );
     assert.equal(failed.length, 2);
     for (const f of failed) {
-      assert.equal(existsSync(`/sys/fs/cgroup/memory/forkbox/sandboxes/${f.id}`), false, 'no cgroup left');
+      assert.equal(existsSync(sandboxCgroupDir(fx.stateDir, f.id, 'memory')), false, 'no cgroup left');
       assert.equal(existsSync(join(fx.stateDir, 'sandboxes', f.id)), false, 'no sandbox dir left');
       assert.equal(existsSync(join(fx.stateDir, 'inbox', f.id)), false, 'no inbox left');
     }

@@ -6,8 +6,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
+import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { type NativeFixture, nativeUnavailable, openNative, sandboxCgroupDir } from '../helpers/native.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
 
@@ -27,9 +29,12 @@ describe('native sandboxes', { skip: skip ?? false }, () => {
   let fx: NativeFixture;
   let api: ForkboxApi;
   let id: string;
+  // Whatever this host's cgroup version: a path under one v1 hierarchy would not exist on v2 at all.
+  let cgroups: ReturnType<typeof detectCgroups>;
 
   before(async () => {
     fx = await openNative();
+    cgroups = detectCgroups();
     api = fx.opened.api;
     id = (await api.createSandbox({ name: 'basic' })).id;
   });
@@ -47,14 +52,22 @@ describe('native sandboxes', { skip: skip ?? false }, () => {
   });
 
   it('streams output chunks in order with sequence numbers', async () => {
+    // Each line is printed only after the host saw the previous one (it then drops a file the command
+    // waits for): three chunks arrive while the command runs, whatever the machine's speed.
     const seqs: number[] = [];
     const r = await api.exec(
       id,
-      { cmd: 'for i in 1 2 3; do echo $i; sleep 0.05; done' },
-      { onOutput: (c) => seqs.push(c.seq) },
+      { cmd: 'for i in 1 2 3; do echo $i; while [ ! -e /tmp/seen$i ]; do sleep 0.01; done; done' },
+      {
+        onOutput: (c) => {
+          seqs.push(c.seq);
+          for (const n of c.data.toString().trim().split('\n'))
+            void api.writeFile(id, `/tmp/seen${n}`, Buffer.alloc(0));
+        },
+      },
     );
     assert.equal(r.stdout, '1\n2\n3\n');
-    assert.ok(seqs.length >= 3);
+    assert.equal(seqs.length, 3, 'one chunk per line, streamed before the command ended');
     assert.deepEqual(
       seqs,
       [...seqs].sort((a, b) => a - b),
@@ -171,28 +184,38 @@ describe('native sandboxes', { skip: skip ?? false }, () => {
 
   it('reaps a sandbox when its TTL passes', async () => {
     const s = await api.createSandbox({ ttlSeconds: 1 });
-    const deadline = Date.now() + 10000;
-    while (Date.now() < deadline && (await api.getSandbox(s.id)).state !== 'killed')
-      await new Promise((r) => setTimeout(r, 100));
-    const info = await api.getSandbox(s.id);
-    assert.equal(info.state, 'killed');
+    const info = await waitFor(
+      async () => {
+        const cur = await api.getSandbox(s.id);
+        return cur.state === 'killed' ? cur : null;
+      },
+      { what: `sandbox ${s.id} (ttl 1 s) is reaped`, timeoutMs: 30_000 },
+    );
     assert.match(info.endReason ?? '', /TTL/);
   });
 
   it('kills a sandbox during a running exec and releases its mounts, cgroups and disk', async () => {
     const s = await api.createSandbox({});
-    const running = api.exec(s.id, { argv: ['sleep', '1000'] }).then(
-      (o) => o,
-      (e: unknown) => e,
-    );
-    await new Promise((r) => setTimeout(r, 200));
+    const cgroup = `forkbox/sandboxes/${s.id}`;
+    assert.equal(await cgroups.exists(cgroup), true, 'the live sandbox has its cgroup');
+    let started!: () => void;
+    const isRunning = new Promise<void>((r) => {
+      started = r;
+    });
+    const running = api
+      .exec(s.id, { cmd: 'echo started; exec sleep 1000' }, { onOutput: () => started() })
+      .then(
+        (o) => o,
+        (e: unknown) => e,
+      );
+    await isRunning;
     await api.killSandbox(s.id);
     const settled = await running;
     assert.ok(settled instanceof Error, 'the exec ends with an error');
     assert.match(settled.message, /killed/);
     assert.equal((await api.getSandbox(s.id)).state, 'killed');
     assert.equal(existsSync(`${fx.stateDir}/sandboxes/${s.id}`), false);
-    assert.equal(existsSync(`/sys/fs/cgroup/memory/forkbox/sandboxes/${s.id}`), false);
+    assert.equal(existsSync(sandboxCgroupDir(fx.stateDir, s.id, 'memory')), false);
     assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(s.id), false);
     await rejectsWith(api.exec(s.id, { argv: ['true'] }), 'conflict', /killed/);
   });

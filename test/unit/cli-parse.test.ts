@@ -15,7 +15,7 @@ import {
   parseSizeMb,
 } from '../../src/cli/parse.ts';
 import { ERROR_CODES, ForkboxError } from '../../src/domain/errors.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
 
 const MiB = 1024 * 1024;
 
@@ -110,8 +110,8 @@ describe('cli value parsing', () => {
   });
 });
 
-/** Run the CLI program in-process against a fake API, capturing output. */
-async function runCli(args: string[], api: FakeApi = createFakeApi()) {
+/** Run the CLI program in-process against the real engine over the fake runtime, capturing output. */
+async function runCli(args: string[], api: RecordedApi = createTestEngine().api) {
   const stdout: string[] = [];
   const stderr: string[] = [];
   let code = 0;
@@ -145,7 +145,7 @@ async function runCli(args: string[], api: FakeApi = createFakeApi()) {
   return { code, stdout: stdout.join(''), stderr: stderr.join(''), api };
 }
 
-describe('cli commands (against a fake api)', () => {
+describe('cli commands (against the real engine over the fake runtime)', () => {
   it('create passes limits, ttl, env and labels', async () => {
     const r = await runCli([
       '--json',
@@ -189,19 +189,23 @@ describe('cli commands (against a fake api)', () => {
   });
 
   it('exec passes the words after -- as argv and exits with the command code', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     await api.createSandbox({ name: 'b' });
+    await api.mkdir('b', '/w');
     const r = await runCli(
-      ['--json', 'exec', '--no-stdin', '--cwd', '/w', 'b', '--', 'exit3', '-la', '--json'],
+      ['--json', 'exec', '--no-stdin', '--cwd', '/w', 'b', '--', 'sh', '-c', 'exit 5', '--json'],
       api,
     );
     assert.deepEqual(api.calls.at(-1), {
       method: 'exec',
-      args: ['b', { argv: ['exit3', '-la', '--json'], cwd: '/w' }],
+      args: ['b', { argv: ['sh', '-c', 'exit 5', '--json'], cwd: '/w' }],
     });
-    assert.equal(r.code, 3);
-    const killed = await runCli(['--json', 'exec', '--no-stdin', 'b', '--', 'killed'], api);
-    assert.equal(killed.code, 137);
+    assert.equal(r.code, 5);
+    const killed = await runCli(
+      ['--json', 'exec', '--no-stdin', '--timeout', '1s', 'b', '--', 'sleep', '600'],
+      api,
+    );
+    assert.equal(killed.code, 137, 'killed by signal 9: 128 + 9');
   });
 
   it('maps an unknown sandbox to exit code 3', async () => {
@@ -211,14 +215,14 @@ describe('cli commands (against a fake api)', () => {
   });
 
   it('ls prints a table; kill reports each failure', async () => {
-    const api = createFakeApi();
-    await api.createSandbox({ name: 'b' });
+    const api = createTestEngine().api;
+    const { id } = await api.createSandbox({ name: 'b' });
     const ls = await runCli(['ls'], api);
     assert.match(ls.stdout, /^ID\s+NAME\s+STATE/);
-    assert.match(ls.stdout, /sb-1\s+b\s+running/);
+    assert.match(ls.stdout, new RegExp(`${id}\\s+b\\s+running`));
     const k = await runCli(['kill', 'b', 'ghost'], api);
     assert.equal(k.code, 3);
-    assert.match(k.stdout, /sb-1/);
+    assert.match(k.stdout, new RegExp(id));
     assert.match(k.stderr, /ghost: no sandbox/);
   });
 
@@ -229,7 +233,7 @@ describe('cli commands (against a fake api)', () => {
   });
 
   it('eval exits 1 with the traceback on error', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     await api.createSandbox({ name: 'b' });
     const ok = await runCli(['--json', 'eval', 'b', '6*7'], api);
     assert.equal(ok.code, 0);
@@ -239,15 +243,17 @@ describe('cli commands (against a fake api)', () => {
   });
 });
 
-describe('cli cp (against a fake api)', () => {
+describe('cli cp (against the real engine over the fake runtime)', () => {
   it('copies a host directory into a sandbox and back out, bytes and modes intact', async () => {
     const { mkdtempSync, mkdirSync, writeFileSync, readFileSync, statSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
     const dir = mkdtempSync(join(tmpdir(), 'fbx-cp-'));
     try {
-      const api = createFakeApi();
-      await api.createSandbox({ name: 'b' });
+      const t = createTestEngine();
+      const api = t.api;
+      const { id } = await api.createSandbox({ name: 'b' });
+      const fileIn = (path: string) => t.runtime.sandboxes.get(id)?.fs.get(path);
       mkdirSync(join(dir, 'src', 'sub'), { recursive: true });
       const bin = Buffer.from([0, 1, 2, 250, 251, 252]);
       writeFileSync(join(dir, 'src', 'a.txt'), 'hello');
@@ -255,8 +261,11 @@ describe('cli cp (against a fake api)', () => {
 
       const up = await runCli(['cp', join(dir, 'src'), 'b:/work'], api);
       assert.equal(up.code, 0, up.stderr);
-      assert.equal(api.files.get('sb-1:/work/a.txt')?.data.toString(), 'hello');
-      assert.equal(api.files.get('sb-1:/work/sub/b.bin')?.mode, 0o750);
+      const a = fileIn('/work/a.txt');
+      const b = fileIn('/work/sub/b.bin');
+      assert.equal(a?.kind === 'file' && a.data.toString(), 'hello');
+      assert.equal(b?.kind === 'file' && b.data.equals(bin), true);
+      assert.equal(b?.mode, 0o750);
 
       // Into an existing host directory: lands under the source's base name.
       const down = await runCli(['cp', 'b:/work', join(dir)], api);

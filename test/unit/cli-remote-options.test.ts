@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import type { CliContext } from '../../src/cli/context.ts';
 import { buildProgram } from '../../src/cli/main.ts';
 import { isForkboxError } from '../../src/domain/errors.ts';
-import { createFakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine } from '../helpers/test-engine.ts';
 
 async function program() {
   const ctx: CliContext = {
@@ -16,7 +16,7 @@ async function program() {
     out: () => {
       throw new Error('no output expected');
     },
-    api: async () => createFakeApi(),
+    api: async () => createTestEngine().api,
     setExitCode: () => undefined,
   };
   const p = await buildProgram(ctx);

@@ -10,7 +10,12 @@ import type { ExecOutputChunk } from '../../src/service/ports.ts';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
 import { connectOrStartDaemon } from '../../src/transports/daemon-launcher.ts';
 import { serveUnix, type UnixServer } from '../../src/transports/unix-server.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import {
+  addFailurePrograms,
+  createTestEngine,
+  type RecordedApi,
+  type TestEngine,
+} from '../helpers/test-engine.ts';
 
 async function rejectsWith(p: Promise<unknown>, code: string, message?: RegExp): Promise<ForkboxError> {
   try {
@@ -30,11 +35,26 @@ describe('daemon client over a unix socket', () => {
   let dir: string;
   let server: UnixServer;
   let client: DaemonClient;
-  let api: FakeApi;
+  let t: TestEngine;
+  let api: RecordedApi;
+  let gcLive: Set<string> | undefined;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fbx-client-'));
-    api = createFakeApi();
+    t = createTestEngine({
+      hostGc: async (live) => {
+        gcLive = live;
+        return { removedMounts: ['/gone/mount'], removedCgroups: [], removedDirs: [] };
+      },
+      diskUsage: async () => ({
+        stateDir: '/s',
+        images: [{ name: 'debian', bytes: 10 }],
+        sandboxes: [],
+        totalBytes: 10,
+      }),
+    });
+    addFailurePrograms(t.runtime);
+    api = t.api;
     server = await serveUnix(createLocalApp(api, { version: 't' }), join(dir, 'forkbox.sock'));
     client = createDaemonClient({ socketPath: join(dir, 'forkbox.sock') });
   });
@@ -42,6 +62,7 @@ describe('daemon client over a unix socket', () => {
     client.close();
     await server.close();
     rmSync(dir, { recursive: true, force: true });
+    await t.close();
   });
 
   it('creates the socket with mode 0660 and answers /healthz', async () => {
@@ -58,10 +79,14 @@ describe('daemon client over a unix socket', () => {
     assert.equal(sb.limits.cpus, 0.5);
     assert.equal((await client.listSandboxes({ labels: { k: 'v' } })).length, 1);
     assert.deepEqual(api.calls.at(-1), { method: 'listSandboxes', args: [{ labels: { k: 'v' } }] });
-    assert.equal((await client.getSandbox('one', { usage: true })).usage?.diskBytes, 4);
+    const usage = (await client.getSandbox('one', { usage: true })).usage;
+    assert.deepEqual(usage, (await api.getSandbox('one', { usage: true })).usage);
+    assert.ok(usage && usage.memoryBytes > 0);
     assert.equal((await client.pauseSandbox('one')).state, 'paused');
     assert.equal((await client.resumeSandbox('one')).state, 'running');
-    assert.ok((await client.extendSandbox('one', 10)).expiresAt);
+    const before = Date.now();
+    const expires = Date.parse((await client.extendSandbox('one', 3600)).expiresAt ?? '');
+    assert.ok(expires >= before + 3600_000 && expires <= Date.now() + 3600_000);
   });
 
   it('maps error bodies back to ForkboxError with the same code and details', async () => {
@@ -77,18 +102,33 @@ describe('daemon client over a unix socket', () => {
     const chunks: ExecOutputChunk[] = [];
     const o = await client.exec(
       'one',
-      { argv: ['echo', 'a b'], stdin: Buffer.from([0, 1, 255]) },
+      { cmd: 'echo a b; echo err >&2; exit 3' },
       { onOutput: (c) => chunks.push(c) },
     );
-    assert.equal(o.exitCode, 0);
-    assert.equal(chunks.length, 2);
-    assert.equal(chunks[0]?.stream, 'stdout');
-    assert.equal(chunks[0]?.data.toString(), 'echo a b\n');
-    assert.deepEqual([...(chunks[1]?.data ?? [])], [0, 1, 255]);
-    const plain = await client.exec('one', { cmd: 'true' });
-    assert.equal(plain.stdout, 'sh -c true\n');
-    const killed = await client.exec('one', { argv: ['killed'] }, { onOutput: () => {} });
+    assert.equal(o.exitCode, 3);
+    assert.deepEqual(
+      chunks.map((c) => [c.stream, c.data.toString()]),
+      [
+        ['stdout', 'a b\n'],
+        ['stderr', 'err\n'],
+      ],
+    );
+    const bin: ExecOutputChunk[] = [];
+    await client.exec(
+      'one',
+      { argv: ['cat'], stdin: Buffer.from([0, 1, 255]) },
+      { onOutput: (c) => bin.push(c) },
+    );
+    assert.deepEqual([...Buffer.concat(bin.map((c) => c.data))], [0, 1, 255]);
+    const plain = await client.exec('one', { cmd: 'echo plain' });
+    assert.equal(plain.stdout, 'plain\n');
+    const killed = await client.exec(
+      'one',
+      { argv: ['sleep', '600'], timeoutSeconds: 0.1 },
+      { onOutput: () => {} },
+    );
     assert.equal(killed.signal, 9);
+    assert.equal(killed.timedOut, true);
 
     // A failure after output started: the chunk arrives, then the error with its code.
     const seen: string[] = [];
@@ -101,23 +141,27 @@ describe('daemon client over a unix socket', () => {
 
   it('round-trips background execs', async () => {
     const rec = await client.startExec('one', { argv: ['cat'], stdin: true });
-    const p = await client.pollExec('one', rec.id, { afterSeq: 2, waitMs: 5 });
-    assert.equal(p.nextSeq, 4);
-    assert.equal(p.chunks[0]?.data, 'hi');
-    await client.writeExecStdin('one', rec.id, Buffer.from([9, 8, 7]), true);
+    await client.writeExecStdin('one', rec.id, Buffer.from('hi'), false);
     const call = api.calls.at(-1);
     assert.equal(call?.method, 'writeExecStdin');
-    assert.deepEqual([...((call?.args[2] as Buffer | undefined) ?? [])], [9, 8, 7]);
-    assert.equal(call?.args[3], true);
+    assert.deepEqual((call?.args[2] as Buffer | undefined)?.toString(), 'hi');
+    assert.equal(call?.args[3], false);
+    const p = await client.pollExec('one', rec.id, { afterSeq: -1, waitMs: 60_000 });
+    assert.equal(p.chunks[0]?.data, 'hi');
+    assert.equal(p.done, false);
+    const rest = await client.pollExec('one', rec.id, { afterSeq: p.nextSeq });
+    assert.deepEqual(rest.chunks, []);
     assert.equal((await client.cancelExec('one', rec.id)).state, 'cancelled');
-    assert.equal((await client.listExecs('one')).length, 1);
+    assert.ok((await client.listExecs('one')).some((e) => e.id === rec.id && e.state === 'cancelled'));
   });
 
   it('runs code and resets', async () => {
+    await client.runCode('one', { code: 'x = 6 * 7' });
     const r = await client.runCode('one', { code: 'x' });
     assert.equal(r.value, '42');
-    const bad = await client.runCode('one', { code: 'raise' });
+    const bad = await client.runCode('one', { code: "raise ValueError('boom')" });
     assert.equal(bad.ok, false);
+    assert.equal(bad.error?.type, 'ValueError');
     await client.resetCode('one');
     assert.equal(api.calls.at(-1)?.method, 'resetCode');
   });
@@ -128,7 +172,7 @@ describe('daemon client over a unix socket', () => {
     assert.deepEqual(await client.writeFile('one', '/data/x.bin', data, { mode: 0o600, createDirs: true }), {
       size: data.length,
     });
-    assert.deepEqual(api.calls.at(-1)?.args[2], { mode: 0o600, createDirs: true });
+    assert.deepEqual(api.calls.at(-1)?.args[3], { mode: 0o600, createDirs: true });
     const whole = await client.readFile('one', '/data/x.bin');
     assert.equal(whole.size, data.length);
     assert.ok(whole.data.equals(data));
@@ -140,7 +184,7 @@ describe('daemon client over a unix socket', () => {
     await client.moveFile('one', '/data/x.bin', '/data/y.bin', { overwrite: true });
     await client.mkdir('one', '/m');
     await client.deleteFile('one', '/data/y.bin');
-    await rejectsWith(client.readFile('one', '/data/y.bin'), 'not_found', /no file/);
+    await rejectsWith(client.readFile('one', '/data/y.bin'), 'not_found', /y\.bin/);
     await rejectsWith(client.statFile('one', '/nowhere'), 'not_found');
   });
 
@@ -158,13 +202,24 @@ describe('daemon client over a unix socket', () => {
     await rejectsWith(
       client.importImage('bad', '/tmp/bad', (e) => ev.push(e)),
       'invalid_argument',
-      /not a rootfs/,
+      /not a root filesystem/,
     );
     assert.equal(ev.length, 1);
-    assert.equal((await client.listImages()).length, 2);
+    assert.deepEqual((await client.listImages()).map((i) => i.name).sort(), [
+      'debian',
+      'debian-bookworm',
+      'mine',
+    ]);
     await client.removeImage('mine');
     await rejectsWith(client.removeImage('zzz'), 'not_found');
-    assert.deepEqual((await client.gc()).removedSandboxes, ['sb-old']);
+    const gc = await client.gc();
+    assert.deepEqual(gc, {
+      removedSandboxes: [],
+      removedMounts: ['/gone/mount'],
+      removedCgroups: [],
+      removedDirs: [],
+    });
+    assert.ok(gcLive?.has((await api.getSandbox('one')).id), 'gc spares what lives');
     assert.equal((await client.df()).totalBytes, 10);
   });
 
@@ -178,7 +233,7 @@ describe('unix server and launcher', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fbx-srv-'));
     const sock = join(dir, 'forkbox.sock');
     try {
-      const app = createLocalApp(createFakeApi());
+      const app = createLocalApp(createTestEngine().api);
       const s1 = await serveUnix(app, sock);
       await rejectsWith(serveUnix(app, sock), 'conflict', /already serves/);
       await s1.close();
@@ -224,7 +279,7 @@ describe('unix server and launcher', () => {
 
   it('the launcher returns a client when the daemon answers', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fbx-up-'));
-    const server = await serveUnix(createLocalApp(createFakeApi()), join(dir, 'forkbox.sock'));
+    const server = await serveUnix(createLocalApp(createTestEngine().api), join(dir, 'forkbox.sock'));
     try {
       const c = await connectOrStartDaemon({ stateDir: dir, log: silentLog, allowStart: false });
       assert.equal((await c.status()).runtime, 'fake');

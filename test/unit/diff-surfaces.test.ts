@@ -1,9 +1,10 @@
 /**
- * The diff's surfaces over the fake API: REST route + daemon client (POST /v1/sandboxes/diff over a
+ * The diff's surfaces over the real engine (fake runtime): REST route + daemon client (POST /v1/sandboxes/diff over a
  * unix socket), the sandbox_diff MCP tool, and the CLI's rendering. The diff itself is tested in
  * layer-diff.test.ts and, on the real engine, in test/integration/native-diff.test.ts.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,23 +16,36 @@ import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol
 import { createLocalApp } from '../../src/protocol/rest/local-app.ts';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
 import { serveUnix, type UnixServer } from '../../src/transports/unix-server.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
+
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** Two forks of one source: `two` changed /work/f (same size), added /work/new, removed /work/old. */
+async function twoForks(api: RecordedApi, names: [string, string]): Promise<[string, string]> {
+  const src = (await api.createSandbox({ name: `${names[0]}-src` })).id;
+  await api.writeFile(src, '/work/f', Buffer.from('aaaa'), { createDirs: true });
+  await api.mkdir(src, '/work/old');
+  const r = await api.forkSandbox(src, { n: 2, names });
+  await api.writeFile(names[1], '/work/f', Buffer.from('bbbb'));
+  await api.writeFile(names[1], '/work/new', Buffer.from('new'), { mode: 0o755 });
+  await api.deleteFile(names[1], '/work/old', { recursive: true });
+  return r.children.map((c) => c.sandbox?.id ?? '') as [string, string];
+}
 
 describe('diff over REST and the daemon client', () => {
   let dir: string;
   let server: UnixServer;
   let client: DaemonClient;
-  let api: FakeApi;
+  let api: RecordedApi;
   let a: string;
   let b: string;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fbx-diff-'));
-    api = createFakeApi();
+    api = createTestEngine().api;
     server = await serveUnix(createLocalApp(api, { version: 't' }), join(dir, 'forkbox.sock'));
     client = createDaemonClient({ socketPath: join(dir, 'forkbox.sock') });
-    a = (await api.createSandbox({ name: 'one' })).id;
-    b = (await api.createSandbox({ name: 'two' })).id;
+    [a, b] = await twoForks(api, ['one', 'two']);
   });
   after(async () => {
     client.close();
@@ -47,9 +61,20 @@ describe('diff over REST and the daemon client', () => {
     });
     assert.equal(d.a, a);
     assert.equal(d.b, b);
-    assert.equal(d.base, 's-fake');
-    assert.deepEqual(d.modified[0]?.changes, ['content']);
-    assert.equal(d.unified, '--- a/work/f\n');
+    assert.match(d.base ?? '', /^s-/, 'the layer both forks share');
+    assert.deepEqual(
+      d.modified.map((m) => [m.path, m.changes]),
+      [['/work/f', ['content']]],
+    );
+    assert.deepEqual(
+      d.added.map((m) => m.path),
+      ['/work/new'],
+    );
+    assert.deepEqual(
+      d.removed.map((m) => m.path),
+      ['/work/old'],
+    );
+    assert.match(d.unified ?? '', /^--- a\/work\/f\n\+\+\+ b\/work\/f\n[\s\S]*-aaaa\n\+bbbb/);
   });
 
   it('rejects unknown fields and bad types with invalid_argument', async () => {
@@ -73,9 +98,8 @@ describe('diff over REST and the daemon client', () => {
 
 describe('sandbox_diff MCP tool', () => {
   it('returns snake_case entries with octal modes, counts and the unified diff', async () => {
-    const api = createFakeApi();
-    const x = (await api.createSandbox({ name: 'x' })).id;
-    const y = (await api.createSandbox({ name: 'y' })).id;
+    const api = createTestEngine().api;
+    const [x, y] = await twoForks(api, ['x', 'y']);
     const server = createForkboxMcpServer({ api, defaults: createDefaultSandbox(), version: '0.0.0-test' });
     const [ct, st] = InMemoryTransport.createLinkedPair();
     await server.connect(st);
@@ -92,18 +116,19 @@ describe('sandbox_diff MCP tool', () => {
       assert.equal(s.b, y);
       assert.deepEqual(s.counts, { added: 1, removed: 1, modified: 1 });
       assert.deepEqual(s.added, [
-        { path: '/work/new', type: 'symlink', size: 3, mode: '777', link_target: '/x' },
+        { path: '/work/new', type: 'file', size: 3, mode: '755', sha256: sha('new') },
       ]);
+      assert.deepEqual(s.removed, [{ path: '/work/old', type: 'dir', size: 0, mode: '755' }]);
       assert.deepEqual(s.modified, [
         {
           path: '/work/f',
           changes: ['content'],
-          a: { type: 'file', size: 4, mode: '644', sha256: 'aa' },
-          b: { type: 'file', size: 4, mode: '644', sha256: 'bb' },
+          a: { type: 'file', size: 4, mode: '644', sha256: sha('aaaa') },
+          b: { type: 'file', size: 4, mode: '644', sha256: sha('bbbb') },
         },
       ]);
       assert.equal(s.truncated, false);
-      assert.equal(s.unified, '--- a/work/f\n');
+      assert.match(String(s.unified), /^--- a\/work\/f\n/);
       assert.deepEqual(api.calls.at(-1), {
         method: 'diffSandboxes',
         args: ['x', 'y', { paths: ['/work'], unifiedFor: '/work/f' }],

@@ -1,5 +1,5 @@
 /**
- * The TCP listener's app through app.request(), over per-tenant fake APIs: guards, bearer auth, tenant
+ * The TCP listener's app through app.request(), over the real engine (fake runtime): guards, bearer auth, tenant
  * mapping, admin routes, OpenAPI, metrics, audit and the per-tenant concurrency limit.
  */
 import assert from 'node:assert/strict';
@@ -9,7 +9,8 @@ import { memoryAuditLog } from '../../src/protocol/http/audit.ts';
 import { guardConfig } from '../../src/protocol/http/guards.ts';
 import { createTokenStore, parseTokenFile } from '../../src/protocol/http/tokens.ts';
 import type { CallerContext } from '../../src/service/engine.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const TOKEN_A = 'alice-token-0123456789abcdef';
 const TOKEN_B = 'bob-token-0123456789abcdef';
@@ -20,19 +21,17 @@ async function readAll(p: Response | Promise<Response>): Promise<Response> {
 }
 
 function setup(opts: { tokens?: boolean; maxConcurrency?: number } = {}) {
-  const apis = new Map<string, FakeApi>();
+  const t = createTestEngine();
+  const apis = new Map<string, RecordedApi>();
   const scopedCalls: CallerContext[] = [];
   const engine = {
     scoped(ctx: CallerContext) {
       scopedCalls.push(ctx);
-      let api = apis.get(ctx.tenant);
-      if (!api) {
-        api = createFakeApi();
-        apis.set(ctx.tenant, api);
-      }
+      const api = t.scoped(ctx);
+      apis.set(ctx.tenant, api);
       return api;
     },
-    attachSession: () => () => undefined,
+    attachSession: (id: string) => t.engine.attachSession(id),
   };
   const audit = memoryAuditLog();
   const tokens =
@@ -159,14 +158,16 @@ describe('http app: limits, metrics, audit', () => {
   it('refuses more than max-concurrency requests in flight per tenant with 429 resource_exhausted', async () => {
     const { req, engine } = setup({ maxConcurrency: 2 });
     // Patched before the app first wraps this tenant's API.
-    const api = engine.scoped({ tenant: 'alice' }) as FakeApi;
+    const api = engine.scoped({ tenant: 'alice' });
     await api.createSandbox({ name: 'a' });
     let release!: () => void;
     const gate = new Promise<void>((r) => {
       release = r;
     });
     const original = api.getSandbox.bind(api);
+    let entered = 0;
     api.getSandbox = async (id, o) => {
+      entered++;
       await gate;
       return original(id, o);
     };
@@ -174,7 +175,7 @@ describe('http app: limits, metrics, audit', () => {
       req('GET', '/v1/sandboxes/a', { token: TOKEN_A }),
       req('GET', '/v1/sandboxes/a', { token: TOKEN_A }),
     ];
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => entered === 2, { what: 'both slow requests hold their slots' });
     const third = await req('GET', '/v1/sandboxes/a', { token: TOKEN_A });
     assert.equal(third.status, 429);
     const body = (await third.json()) as { error: { code: string; message: string } };

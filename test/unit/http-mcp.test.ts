@@ -1,6 +1,6 @@
 /**
  * MCP on the TCP listener's app, driven by the official SDK client through app.request() (no sockets,
- * fake per-tenant APIs): both eras, per-tenant legacy sessions and their limit.
+ * the real engine over the fake runtime): both eras, per-tenant legacy sessions and their limit.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -10,13 +10,14 @@ import { createHttpApp } from '../../src/protocol/http/app.ts';
 import { guardConfig } from '../../src/protocol/http/guards.ts';
 import { createTokenStore, parseTokenFile } from '../../src/protocol/http/tokens.ts';
 import type { CallerContext } from '../../src/service/engine.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
 
 const A = 'alice-token-0123456789abcdef';
 const B = 'bob-token-0123456789abcdef';
 
 function setup() {
-  const apis = new Map<string, FakeApi>();
+  const t = createTestEngine();
+  const apis = new Map<string, RecordedApi>();
   const attached: string[] = [];
   const detached: string[] = [];
   const scoped: CallerContext[] = [];
@@ -24,11 +25,8 @@ function setup() {
     engine: {
       scoped(ctx) {
         scoped.push(ctx);
-        let api = apis.get(ctx.tenant);
-        if (!api) {
-          api = createFakeApi();
-          apis.set(ctx.tenant, api);
-        }
+        const api = t.scoped(ctx);
+        apis.set(ctx.tenant, api);
         return api;
       },
       attachSession(id) {

@@ -3,10 +3,15 @@ import { describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
 import { fromErrorBody, toHttpError } from '../../src/protocol/rest/errors.ts';
 import { createLocalApp } from '../../src/protocol/rest/local-app.ts';
-import { createFakeApi } from './fake-forkbox-api.ts';
+import { addFailurePrograms, createTestEngine } from '../helpers/test-engine.ts';
 
 function setup() {
-  const api = createFakeApi();
+  const t = createTestEngine({
+    hostGc: async () => ({ removedMounts: ['/gone'], removedCgroups: [], removedDirs: [] }),
+    diskUsage: async () => ({ stateDir: '/s', images: [], sandboxes: [], totalBytes: 10 }),
+  });
+  addFailurePrograms(t.runtime);
+  const api = t.api;
   const app = createLocalApp(api, { version: '9.9.9' });
   const json = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
     app.request(path, {
@@ -29,21 +34,30 @@ describe('local app', () => {
 
   it('creates, lists, gets (with usage), pauses, extends and kills sandboxes', async () => {
     const { json, api } = setup();
-    const c = await json('POST', '/v1/sandboxes', { name: 'box', memoryMb: 512, labels: { team: 'a' } });
+    const c = await json('POST', '/v1/sandboxes', {
+      name: 'box',
+      memoryMb: 512,
+      labels: { team: 'a', x: 'y=z' },
+    });
     assert.equal(c.status, 201);
     const sb = (await c.json()) as { id: string; limits: { memoryBytes: number } };
     assert.equal(sb.limits.memoryBytes, 512 * 1024 * 1024);
     assert.deepEqual(api.calls.at(-1), {
       method: 'createSandbox',
-      args: [{ name: 'box', memoryMb: 512, labels: { team: 'a' } }],
+      args: [{ name: 'box', memoryMb: 512, labels: { team: 'a', x: 'y=z' } }],
     });
 
+    await json('POST', '/v1/sandboxes', { name: 'other', labels: { team: 'a' } });
     const l = await json('GET', '/v1/sandboxes?all=1&label=team=a&label=x=y=z');
-    assert.equal(((await l.json()) as unknown[]).length, 1);
+    assert.deepEqual(
+      ((await l.json()) as { name: string }[]).map((x) => x.name),
+      ['box'],
+    );
     assert.deepEqual(api.calls.at(-1)?.args[0], { all: true, labels: { team: 'a', x: 'y=z' } });
 
     const g = (await (await json('GET', '/v1/sandboxes/box?usage=1')).json()) as { usage?: { pids: number } };
-    assert.equal(g.usage?.pids, 3);
+    assert.deepEqual(g.usage, (await api.getSandbox('box', { usage: true })).usage);
+    assert.ok((g.usage?.pids ?? 0) >= 1);
     const g2 = (await (await json('GET', `/v1/sandboxes/${sb.id}`)).json()) as { usage?: unknown };
     assert.equal(g2.usage, undefined);
 
@@ -53,10 +67,11 @@ describe('local app', () => {
     );
     const again = await json('POST', '/v1/sandboxes/box/pause');
     assert.equal(again.status, 409);
+    const before = Date.now();
     const e = (await (await json('POST', '/v1/sandboxes/box/extend', { ttlSeconds: 60 })).json()) as {
       expiresAt: string;
     };
-    assert.equal(e.expiresAt, new Date(60_000).toISOString());
+    assert.ok(Date.parse(e.expiresAt) >= before + 60_000 && Date.parse(e.expiresAt) <= Date.now() + 60_000);
     assert.equal(
       ((await (await json('DELETE', '/v1/sandboxes/box')).json()) as { state: string }).state,
       'killed',
@@ -118,18 +133,18 @@ describe('local app', () => {
     const { json } = setup();
     await json('POST', '/v1/sandboxes', { name: 'b' });
     const plain = await json('POST', '/v1/sandboxes/b/exec', {
-      argv: ['echo', 'hi'],
+      argv: ['cat'],
       stdin: Buffer.from('in').toString('base64'),
     });
     assert.equal(plain.status, 200);
     const o = (await plain.json()) as { stdout: string; stderr: string; exitCode: number };
-    assert.equal(o.stdout, 'echo hi\n');
-    assert.equal(o.stderr, 'in');
+    assert.equal(o.stdout, 'in');
+    assert.equal(o.stderr, '');
 
     const streamed = await json(
       'POST',
       '/v1/sandboxes/b/exec',
-      { argv: ['echo', 'hi'] },
+      { cmd: 'echo hi; echo err >&2' },
       { accept: 'application/x-ndjson' },
     );
     assert.equal(streamed.status, 200);
@@ -138,16 +153,19 @@ describe('local app', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.equal(lines.length, 3);
-    assert.deepEqual(lines[0], {
+    assert.equal(lines.length, 4);
+    // First the exec's id (a client that drops the connection cancels it by this id), then its output.
+    assert.equal(lines[0]?.type, 'started');
+    assert.match(String(lines[0]?.execId), /^ex-/);
+    assert.deepEqual(lines[1], {
       type: 'output',
       seq: 0,
       stream: 'stdout',
-      data: Buffer.from('echo hi\n').toString('base64'),
+      data: Buffer.from('hi\n').toString('base64'),
     });
-    assert.equal(lines[1]?.stream, 'stderr');
-    assert.equal(lines[2]?.type, 'result');
-    assert.equal((lines[2]?.result as { exitCode: number } | undefined)?.exitCode, 0);
+    assert.equal(lines[2]?.stream, 'stderr');
+    assert.equal(lines[3]?.type, 'result');
+    assert.equal((lines[3]?.result as { exitCode: number } | undefined)?.exitCode, 0);
 
     // An error after streaming began arrives as a final error line.
     const died = await json(
@@ -162,9 +180,9 @@ describe('local app', () => {
       .map((l) => JSON.parse(l) as { type: string; error?: { code: string } });
     assert.deepEqual(
       dl.map((l) => l.type),
-      ['output', 'error'],
+      ['started', 'output', 'error'],
     );
-    assert.equal(dl[1]?.error?.code, 'sandbox_gone');
+    assert.equal(dl[2]?.error?.code, 'sandbox_gone');
   });
 
   it('serves background execs: start, poll, stdin (raw), cancel, list', async () => {
@@ -173,21 +191,27 @@ describe('local app', () => {
     const st = await json('POST', '/v1/sandboxes/b/execs', { cmd: 'cat', stdin: true });
     assert.equal(st.status, 201);
     const rec = (await st.json()) as { id: string };
-    const p = (await (
-      await json('GET', `/v1/sandboxes/b/execs/${rec.id}?after_seq=4&wait_ms=100`)
-    ).json()) as {
+    const p = (await (await json('GET', `/v1/sandboxes/b/execs/${rec.id}?after_seq=4&wait_ms=0`)).json()) as {
       nextSeq: number;
+      done: boolean;
     };
-    assert.equal(p.nextSeq, 6);
-    assert.deepEqual(api.calls.at(-1)?.args[2], { afterSeq: 4, waitMs: 100 });
-    const w = await app.request(`/v1/sandboxes/b/execs/${rec.id}/stdin?eof=1`, {
+    assert.equal(p.nextSeq, 4, 'no chunk after seq 4 yet');
+    assert.equal(p.done, false);
+    assert.deepEqual(api.calls.at(-1)?.args[2], { afterSeq: 4, waitMs: 0 });
+    const w = await app.request(`/v1/sandboxes/b/execs/${rec.id}/stdin?eof=0`, {
       method: 'POST',
-      body: new Uint8Array([0, 255, 10]),
+      body: new Uint8Array([104, 105, 10]),
     });
     assert.equal(w.status, 200);
     const call = api.calls.at(-1);
-    assert.deepEqual([...((call?.args[2] as Buffer | undefined) ?? [])], [0, 255, 10]);
-    assert.equal(call?.args[3], true);
+    assert.deepEqual([...((call?.args[2] as Buffer | undefined) ?? [])], [104, 105, 10]);
+    assert.equal(call?.args[3], false);
+    const out = (await (
+      await json('GET', `/v1/sandboxes/b/execs/${rec.id}?after_seq=-1&wait_ms=60000`)
+    ).json()) as {
+      chunks: { data: string }[];
+    };
+    assert.equal(out.chunks.map((x) => x.data).join(''), 'hi\n');
     const c = (await (await json('POST', `/v1/sandboxes/b/execs/${rec.id}/cancel`)).json()) as {
       state: string;
     };
@@ -236,7 +260,7 @@ describe('local app', () => {
   it('runs code and resets the REPL', async () => {
     const { json } = setup();
     await json('POST', '/v1/sandboxes', { name: 'b' });
-    const r = (await (await json('POST', '/v1/sandboxes/b/code', { code: '6*7' })).json()) as {
+    const r = (await (await json('POST', '/v1/sandboxes/b/code', { code: '6 * 7' })).json()) as {
       value: string;
     };
     assert.equal(r.value, '42');
@@ -264,13 +288,13 @@ describe('local app', () => {
     assert.equal(lines[3]?.result?.name, 'debian-bookworm');
     const plain = await json('POST', '/v1/images/import', { name: 'mine', source: '/tmp/rootfs' });
     assert.equal(plain.status, 201);
-    assert.equal(((await (await json('GET', '/v1/images')).json()) as unknown[]).length, 2);
+    assert.equal(((await (await json('GET', '/v1/images')).json()) as unknown[]).length, 3);
     assert.equal((await json('DELETE', '/v1/images/mine')).status, 200);
     assert.equal((await json('DELETE', '/v1/images/none')).status, 404);
     assert.equal((await json('POST', '/v1/images/build', { distro: 'arch' })).status, 400);
     assert.deepEqual(
-      ((await (await json('POST', '/v1/gc')).json()) as { removedSandboxes: string[] }).removedSandboxes,
-      ['sb-old'],
+      ((await (await json('POST', '/v1/gc')).json()) as { removedMounts: string[] }).removedMounts,
+      ['/gone'],
     );
     assert.equal(((await (await json('GET', '/v1/df')).json()) as { totalBytes: number }).totalBytes, 10);
   });

@@ -11,11 +11,11 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { createConformanceFixtures } from '../../src/protocol/mcp/conformance-fixtures.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import { selectTools } from '../../src/protocol/mcp/toolsets.ts';
-import { createFakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine } from '../helpers/test-engine.ts';
 
 async function connect(fixtures: boolean) {
   const server = createForkboxMcpServer({
-    api: createFakeApi(),
+    api: createTestEngine().api,
     defaults: createDefaultSandbox(),
     version: '0.0.0-test',
     ...(fixtures ? { fixtures: createConformanceFixtures() } : {}),

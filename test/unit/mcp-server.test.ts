@@ -1,5 +1,5 @@
 /**
- * The MCP server's wiring (SDK v2 client ↔ server in memory) over the fake API: tool listing, the
+ * The MCP server's wiring (SDK v2 client ↔ server in memory) over the real engine and the fake runtime: tool listing, the
  * structured + text result shape, error mapping, input validation, toolset selection and the lazy
  * default sandbox. The real engine is exercised in test/integration/mcp-inmemory.test.ts.
  */
@@ -10,9 +10,9 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import { selectTools } from '../../src/protocol/mcp/toolsets.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
 
-async function connect(api: FakeApi, defaults = createDefaultSandbox()) {
+async function connect(api: RecordedApi, defaults = createDefaultSandbox()) {
   const server = createForkboxMcpServer({ api, defaults, version: '0.0.0-test' });
   const [ct, st] = InMemoryTransport.createLinkedPair();
   await server.connect(st);
@@ -36,9 +36,9 @@ const text = (r: CallToolResult): string => {
   return first?.type === 'text' ? first.text : '';
 };
 
-describe('mcp server (fake api)', () => {
+describe('mcp server (real engine, fake runtime)', () => {
   it('lists every canonical tool with title, annotations and both schemas', async () => {
-    const c = await connect(createFakeApi());
+    const c = await connect(createTestEngine().api);
     try {
       const { tools } = await c.client.listTools();
       assert.deepEqual(
@@ -69,7 +69,7 @@ describe('mcp server (fake api)', () => {
   });
 
   it('returns structuredContent with a JSON text copy', async () => {
-    const c = await connect(createFakeApi());
+    const c = await connect(createTestEngine().api);
     try {
       const r = await c.call('sandbox_create', { name: 'one', memory_mb: 256 });
       assert.equal(r.isError, undefined);
@@ -83,7 +83,7 @@ describe('mcp server (fake api)', () => {
   });
 
   it('maps a ForkboxError to an isError result with its message and code', async () => {
-    const c = await connect(createFakeApi());
+    const c = await connect(createTestEngine().api);
     try {
       const r = await c.call('sandbox_get', { sandbox: 'nope' });
       assert.equal(r.isError, true);
@@ -94,7 +94,7 @@ describe('mcp server (fake api)', () => {
   });
 
   it('rejects bad arguments with an input validation error', async () => {
-    const c = await connect(createFakeApi());
+    const c = await connect(createTestEngine().api);
     try {
       const r = await c.call('sandbox_create', { memory_mb: 1 });
       assert.equal(r.isError, true);
@@ -107,7 +107,7 @@ describe('mcp server (fake api)', () => {
   });
 
   it('creates the default sandbox on first use, reuses it, and re-creates it once killed', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     const c = await connect(api);
     try {
       const [a, b] = await Promise.all([
@@ -130,7 +130,7 @@ describe('mcp server (fake api)', () => {
   });
 
   it('file_edit replaces exactly once and refuses 0 or 2 matches; if_match guards writes', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     const c = await connect(api);
     try {
       const w = await c.call('file_write', { path: '/a.txt', content: 'x = 1\ny = 1\n' });

@@ -1,5 +1,5 @@
 /**
- * Template configs on every surface, over the fake API: local REST routes (define/list/delete), the TCP
+ * Template configs on every surface, over the real engine (fake runtime): local REST routes (define/list/delete), the TCP
  * listener (list open, define/delete admin-only), the daemon client, the CLI and the MCP tools' wiring.
  */
 import assert from 'node:assert/strict';
@@ -17,10 +17,10 @@ import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import { createLocalApp } from '../../src/protocol/rest/local-app.ts';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
 import { serveUnix, type UnixServer } from '../../src/transports/unix-server.ts';
-import { createFakeApi, type FakeApi } from './fake-forkbox-api.ts';
+import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
 
 describe('template routes on the local socket app', () => {
-  const api = createFakeApi();
+  const api = createTestEngine().api;
   const app = createLocalApp(api, { version: 't' });
   const json = (method: string, path: string, body?: unknown) =>
     app.request(path, {
@@ -52,6 +52,7 @@ describe('template routes on the local socket app', () => {
   });
 
   it('passes template on sandbox creation', async () => {
+    assert.equal((await json('POST', '/v1/templates', { name: 'warm', prewarm: ['json'] })).status, 201);
     const c = await json('POST', '/v1/sandboxes', { template: 'warm', name: 'w' });
     assert.equal(c.status, 201);
     assert.deepEqual(api.calls.at(-1), { method: 'createSandbox', args: [{ template: 'warm', name: 'w' }] });
@@ -61,14 +62,12 @@ describe('template routes on the local socket app', () => {
 
 describe('template routes on the TCP listener', () => {
   it('lists for every caller; define and delete are refused (host administration)', async () => {
-    const apis = new Map<string, FakeApi>();
+    const t = createTestEngine();
+    const apis = new Map<string, RecordedApi>();
     const engine = {
       scoped(ctx: { tenant: string }) {
-        let a = apis.get(ctx.tenant);
-        if (!a) {
-          a = createFakeApi();
-          apis.set(ctx.tenant, a);
-        }
+        const a = t.scoped(ctx);
+        apis.set(ctx.tenant, a);
         return a;
       },
       attachSession: () => () => undefined,
@@ -100,7 +99,10 @@ describe('template methods of the daemon client', () => {
   let client: DaemonClient;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fbx-tpl-'));
-    server = await serveUnix(createLocalApp(createFakeApi(), { version: 't' }), join(dir, 'forkbox.sock'));
+    server = await serveUnix(
+      createLocalApp(createTestEngine().api, { version: 't' }),
+      join(dir, 'forkbox.sock'),
+    );
     client = createDaemonClient({ socketPath: join(dir, 'forkbox.sock') });
   });
   after(async () => {
@@ -125,7 +127,7 @@ describe('template methods of the daemon client', () => {
 });
 
 describe('forkbox templates / create --template', () => {
-  async function runCli(args: string[], api: FakeApi) {
+  async function runCli(args: string[], api: RecordedApi) {
     const stdout: string[] = [];
     const io = { stdout: { write: (s: string) => stdout.push(s) }, stderr: { write: () => true } };
     let code = 0;
@@ -147,7 +149,7 @@ describe('forkbox templates / create --template', () => {
   }
 
   it('define (comma lists, repeated), ls, rm, create --template', async () => {
-    const api = createFakeApi();
+    const api = createTestEngine().api;
     const d = await runCli(
       ['templates', 'define', 'warm', '--prewarm', 'json, sqlite3', '--prewarm', 'decimal'],
       api,
@@ -166,6 +168,10 @@ describe('forkbox templates / create --template', () => {
       method: 'createSandbox',
       args: [{ memoryMb: 256, template: 'warm' }],
     });
+    // A template in use is kept: kill its sandbox first.
+    const inUse = await runCli(['templates', 'rm', 'warm'], api);
+    assert.equal(inUse.code, 4, 'conflict exit code');
+    for (const sb of await api.listSandboxes()) await api.killSandbox(sb.id);
     const rm = await runCli(['--json', 'templates', 'rm', 'warm'], api);
     assert.deepEqual(JSON.parse(rm.stdout), { deleted: 'warm' });
     assert.equal((await runCli(['templates', 'rm', 'warm'], api)).code, 3, 'not_found exit code');

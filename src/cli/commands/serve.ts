@@ -150,6 +150,7 @@ export function register(program: Command, ctx: CliContext): void {
               allowOrigins: o.allowOrigin,
               toolsets,
               log,
+              hostMetrics: engine.metrics,
               ...(o.conformanceFixtures ? { mcp: { fixtures: true } } : {}),
             });
             if (o.conformanceFixtures) {

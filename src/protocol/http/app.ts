@@ -16,6 +16,7 @@ import { routePath } from 'hono/route';
 import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
+import type { HostMetrics } from '../../service/host-metrics.ts';
 import { createMcpHttp } from '../mcp/http.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
@@ -41,6 +42,8 @@ export interface HttpAppOptions {
   /** Accepted Host names and Origins (a function so a reload can change it). */
   guard: () => GuardConfig;
   audit?: AuditLog | undefined;
+  /** The daemon's own counters for /metrics (runtime refusals, file descriptors). */
+  hostMetrics?: HostMetrics | undefined;
   maxConcurrency?: number | undefined;
   toolsets?: string[] | undefined;
   log?: ToolLog | undefined;
@@ -100,6 +103,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const limiter = createConcurrencyLimiter(opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY);
   const tenantsForMetrics = () => [...new Set([DEFAULT_TENANT, ...(opts.tokens?.tenants() ?? [])])];
   const metrics = createMetrics({
+    host: opts.hostMetrics,
     async sandboxCounts() {
       const out: Record<string, number> = {};
       for (const tenant of tenantsForMetrics()) {

@@ -11,6 +11,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
+import type { HostMetrics } from '../../service/host-metrics.ts';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -24,6 +25,51 @@ export interface HttpMetrics {
 export interface MetricsOptions {
   /** Sandbox counts by state (all tenants together), read at scrape time. */
   sandboxCounts: () => Promise<Record<string, number>>;
+  /** The daemon's own counters (runtime refusals, file descriptors), read at scrape time. */
+  host?: HostMetrics | undefined;
+}
+
+/** The daemon-wide counters and gauges of `host`, registered on `registry`. */
+function registerHostMetrics(registry: Registry, host: HostMetrics): void {
+  new Counter({
+    name: 'forkbox_control_connections_refused_total',
+    help: "Connections to sandboxes' control sockets refused before being trusted (peer: not the sandbox's agent; limit: too many; hello: bad or refused hello)",
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, n] of Object.entries(host.read().controlConnectionsRefused))
+        this.inc({ reason }, n);
+    },
+  });
+  new Counter({
+    name: 'forkbox_admissions_refused_total',
+    help: 'Creates and forks refused by admission, by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, n] of Object.entries(host.read().admissionsRefused)) this.inc({ reason }, n);
+    },
+  });
+  new Gauge({
+    name: 'forkbox_daemon_open_fds',
+    help: 'File descriptors the daemon has open',
+    registers: [registry],
+    collect() {
+      const fds = host.read().fds;
+      if (fds) this.set(fds.open);
+    },
+  });
+  new Gauge({
+    name: 'forkbox_daemon_fd_limit',
+    help: "The daemon's open-files limit (RLIMIT_NOFILE)",
+    registers: [registry],
+    collect() {
+      const fds = host.read().fds;
+      if (fds && Number.isFinite(fds.limit)) this.set(fds.limit);
+    },
+  });
 }
 
 export function createMetrics(opts: MetricsOptions): HttpMetrics {
@@ -38,6 +84,7 @@ export function createMetrics(opts: MetricsOptions): HttpMetrics {
       for (const [state, count] of Object.entries(await opts.sandboxCounts())) this.set({ state }, count);
     },
   });
+  if (opts.host) registerHostMetrics(registry, opts.host);
   return {
     registry,
     sandboxCreates: new Counter({

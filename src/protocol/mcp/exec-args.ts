@@ -1,10 +1,11 @@
 /** Input pieces shared by exec_run and exec_start, and their mapping to an ExecRequest. */
 import { z } from 'zod';
 import { errors } from '../../domain/errors.ts';
+import { LIMITS, SIZES } from '../../domain/limits.ts';
 import type { ExecRequest } from '../../service/api.ts';
+import { boundedNumber, pathSchema } from '../bounds.ts';
 import { envArg } from './tool-kit.ts';
 
-export const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 /** Per stream: small enough that a result stays far under MCP clients' message limits (a few MiB). */
 export const DEFAULT_MCP_OUTPUT_BYTES = 128 * 1024;
 
@@ -12,22 +13,18 @@ export const commandArgs = {
   command: z
     .string()
     .min(1)
-    .max(256 * 1024)
+    .max(SIZES.cmdChars)
     .optional()
     .describe('A shell command line, run with /bin/sh -c. Give this or `argv`.'),
   argv: z
-    .array(z.string().max(128 * 1024))
+    .array(z.string().max(SIZES.argChars))
     .min(1)
-    .max(4096)
+    .max(SIZES.argvEntries)
     .optional()
     .describe('The program and its arguments, run without a shell. Give this or `command`.'),
-  cwd: z.string().min(1).max(4096).optional().describe('Working directory (default /).'),
+  cwd: pathSchema().optional().describe('Working directory (default /).'),
   env: envArg.describe('Extra environment variables for this command.'),
-  max_output_bytes: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_OUTPUT_BYTES)
+  max_output_bytes: boundedNumber(LIMITS.maxOutputBytes)
     .optional()
     .describe(
       `Output returned per stream (stdout and stderr each): its start and its end; the middle is replaced by a marker line naming a file in the sandbox that holds the whole stream, and truncated=true (default ${DEFAULT_MCP_OUTPUT_BYTES}).`,

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { Logger } from '../../domain/logger.ts';
 import type { ForkboxApi } from '../../service/api.ts';
+import { envSchema, pathSchema, refSchema } from '../bounds.ts';
 
 /** The annotations every tool sets explicitly (the spec's defaults are not what most of ours need). */
 export interface ToolHints {
@@ -58,18 +59,13 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(def: To
 export const SANDBOX_ARG_DESCRIPTION =
   "Sandbox id or name. Omit it to use this connection's default sandbox (one per stdio connection, HTTP session or token), created on first use and re-created if it was killed.";
 
-export const sandboxArg = z.string().min(1).max(128).optional().describe(SANDBOX_ARG_DESCRIPTION);
+export const sandboxArg = refSchema().optional().describe(SANDBOX_ARG_DESCRIPTION);
 
-export const pathArg = z
-  .string()
-  .min(1)
-  .max(4096)
-  .describe('Absolute path inside the sandbox (relative paths are resolved from /).');
+export const pathArg = pathSchema().describe(
+  'Absolute path inside the sandbox (relative paths are resolved from /).',
+);
 
-export const envArg = z
-  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(32_768))
-  .refine((r) => Object.keys(r).length <= 256, 'at most 256 variables')
-  .optional();
+export const envArg = envSchema().optional();
 
 export const diskMbArg = z.number().int().min(16).max(1_073_741_824).optional();
 

@@ -5,8 +5,17 @@
  */
 import { z } from 'zod';
 import { ForkboxError } from '../../domain/errors.ts';
+import { LIMITS, SIZES } from '../../domain/limits.ts';
 import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
-import { MAX_OUTPUT_BYTES, MAX_SPOOL_BYTES } from '../../service/validate.ts';
+import {
+  boundedNumber,
+  boundedQueryNumber,
+  envSchema,
+  labelsSchema,
+  nameSchema,
+  pathSchema,
+  refSchema,
+} from '../bounds.ts';
 
 export const MiB = 1024 * 1024;
 /** JSON request bodies. */
@@ -17,11 +26,7 @@ export const EXEC_BODY_LIMIT = 16 * MiB;
 export const RAW_BODY_LIMIT = 64 * MiB;
 export { FILE_SIZE_HEADER, NDJSON } from './wire.ts';
 
-const MAX_PATH = 4096;
 const name = z.string().min(1).max(256);
-const envRecord = z
-  .record(z.string().min(1).max(256), z.string().max(128 * 1024))
-  .refine((r) => Object.keys(r).length <= 512, 'at most 512 entries');
 const base64 = z
   .string()
   .max(EXEC_BODY_LIMIT)
@@ -29,20 +34,10 @@ const base64 = z
 
 export const createSandboxBody = z.strictObject({
   image: name.optional(),
-  name: z
-    .string()
-    .min(1)
-    .max(63)
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'letters, digits, _ . - and starting with a letter or digit')
-    .optional(),
-  memoryMb: z
-    .number()
-    .int()
-    .positive()
-    .max(1024 * 1024)
-    .optional(),
-  cpus: z.number().positive().max(1024).optional(),
-  pids: z.number().int().positive().max(1_000_000).optional(),
+  name: nameSchema().optional(),
+  memoryMb: boundedNumber(LIMITS.memoryMb).optional(),
+  cpus: boundedNumber(LIMITS.cpus).optional(),
+  pids: boundedNumber(LIMITS.pids).optional(),
   diskMb: z
     .number()
     .int()
@@ -57,21 +52,11 @@ export const createSandboxBody = z.strictObject({
     .max(4_000_000_000)
     .optional()
     .describe('limit on files, directories and other inodes it creates'),
-  ttlSeconds: z
-    .number()
-    .int()
-    .positive()
-    .max(366 * 24 * 3600)
-    .optional(),
-  env: envRecord.optional(),
-  labels: envRecord.optional(),
+  ttlSeconds: boundedNumber(LIMITS.ttlSeconds).optional(),
+  env: envSchema().optional(),
+  labels: labelsSchema().optional(),
   persistent: z.boolean().optional(),
-  template: z
-    .string()
-    .min(1)
-    .max(63)
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'a template name (see GET /v1/templates)')
-    .optional(),
+  template: nameSchema().describe('a template name (see GET /v1/templates)').optional(),
 });
 
 /** POST /v1/templates (DefineTemplateRequest); the engine checks module names in detail. */
@@ -81,62 +66,44 @@ export const defineTemplateBody = z.strictObject({
   prewarm: z.array(z.string().min(1).max(200)).max(64).optional(),
 });
 
-export const extendBody = z.strictObject({
-  ttlSeconds: z
-    .number()
-    .int()
-    .positive()
-    .max(366 * 24 * 3600),
-});
+export const extendBody = z.strictObject({ ttlSeconds: boundedNumber(LIMITS.ttlSeconds) });
 
 /** POST /v1/sandboxes/{id}/fork (ForkRequest). */
 export const forkBody = z.strictObject({
-  n: z.number().int().min(1).max(100).optional(),
-  names: z.array(createSandboxBody.shape.name.unwrap()).min(1).max(100).optional(),
+  n: boundedNumber(LIMITS.forkChildren).optional(),
+  names: z.array(nameSchema()).min(1).max(LIMITS.forkChildren.max).optional(),
   memoryMb: createSandboxBody.shape.memoryMb,
   cpus: createSandboxBody.shape.cpus,
   pids: createSandboxBody.shape.pids,
   diskMb: createSandboxBody.shape.diskMb,
   diskInodes: createSandboxBody.shape.diskInodes,
   ttlSeconds: createSandboxBody.shape.ttlSeconds,
-  env: envRecord.optional(),
-  labels: envRecord.optional(),
+  env: envSchema().optional(),
+  labels: labelsSchema().optional(),
   wait: z.boolean().optional(),
 });
 /** POST /v1/sandboxes/diff: the two sides (sandbox or snapshot ids or names) and a DiffRequest. */
 export const diffBody = z.strictObject({
-  a: z.string().min(1).max(256),
-  b: z.string().min(1).max(256),
-  paths: z.array(z.string().min(1).max(4096)).max(64).optional(),
-  unifiedFor: z.string().min(1).max(4096).optional(),
+  a: refSchema(),
+  b: refSchema(),
+  paths: z.array(pathSchema()).max(64).optional(),
+  unifiedFor: pathSchema().optional(),
 });
 export const killQuery = z.object({ cascade: z.enum(['1', '0', 'true', 'false']).optional() });
 export const snapshotBody = z.strictObject({ name: createSandboxBody.shape.name });
-export const mergeBody = z.strictObject({ winner: z.string().min(1).max(256) });
+export const mergeBody = z.strictObject({ winner: refSchema() });
 
 const execCommon = {
-  argv: z
-    .array(z.string().max(128 * 1024))
-    .min(1)
-    .max(4096)
-    .optional(),
-  cmd: z
-    .string()
-    .min(1)
-    .max(256 * 1024)
-    .optional(),
-  cwd: z.string().min(1).max(MAX_PATH).optional(),
-  env: envRecord.optional(),
-  timeoutSeconds: z
-    .number()
-    .positive()
-    .max(7 * 24 * 3600)
-    .optional(),
+  argv: z.array(z.string().max(SIZES.argChars)).min(1).max(SIZES.argvEntries).optional(),
+  cmd: z.string().min(1).max(SIZES.cmdChars).optional(),
+  cwd: pathSchema().optional(),
+  env: envSchema().optional(),
+  timeoutSeconds: boundedNumber(LIMITS.timeoutSeconds).optional(),
   /** Inline output per stream (head + tail); the rest is in a spool file inside the sandbox. */
-  maxOutputBytes: z.number().int().nonnegative().max(MAX_OUTPUT_BYTES).optional(),
+  maxOutputBytes: boundedNumber(LIMITS.maxOutputBytes).optional(),
   /** Bytes of each stream kept in the spool file inside the sandbox. */
-  spoolBytes: z.number().int().nonnegative().max(MAX_SPOOL_BYTES).optional(),
-  idempotencyKey: z.string().min(1).max(256).optional(),
+  spoolBytes: boundedNumber(LIMITS.spoolBytes).optional(),
+  idempotencyKey: z.string().min(1).max(SIZES.idempotencyKeyChars).optional(),
 };
 const oneCommand = (b: { argv?: string[] | undefined; cmd?: string | undefined }) =>
   (b.argv === undefined) !== (b.cmd === undefined);
@@ -151,21 +118,12 @@ export const startExecBody = z
 
 export const codeBody = z.strictObject({
   language: z.enum(['python', 'bash', 'node']).optional(),
-  code: z.string().max(MiB - 1024),
-  timeoutSeconds: z
-    .number()
-    .positive()
-    .max(7 * 24 * 3600)
-    .optional(),
-  maxOutputBytes: z
-    .number()
-    .int()
-    .positive()
-    .max(1024 * MiB)
-    .optional(),
+  code: z.string().max(SIZES.codeChars),
+  timeoutSeconds: boundedNumber(LIMITS.timeoutSeconds).optional(),
+  maxOutputBytes: boundedNumber(LIMITS.maxOutputBytes).optional(),
 });
 
-const path = z.string().min(1).max(MAX_PATH);
+const path = pathSchema();
 export const mkdirBody = z.strictObject({ path });
 export const moveBody = z.strictObject({ from: path, to: path, overwrite: z.boolean().optional() });
 
@@ -181,7 +139,7 @@ export const buildImageBody = z.strictObject({
     .optional(),
   name: name.optional(),
 });
-export const importImageBody = z.strictObject({ name, source: z.string().min(1).max(MAX_PATH) });
+export const importImageBody = z.strictObject({ name, source: pathSchema() });
 
 // ── query strings ──
 const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');
@@ -195,13 +153,8 @@ const uint = (max: number) =>
 export const listSandboxesQuery = z.object({ all: flag.optional() });
 export const usageQuery = z.object({ usage: flag.optional() });
 export const pollQuery = z.object({
-  /** -1 (before the first chunk, as in MCP's exec_poll) or a chunk's seq. */
-  after_seq: z
-    .string()
-    .regex(/^(-1|\d{1,15})$/, '-1 or a non-negative integer')
-    .transform(Number)
-    .optional(),
-  wait_ms: uint(60_000).optional(),
+  after_seq: boundedQueryNumber(LIMITS.afterSeq).optional(),
+  wait_ms: boundedQueryNumber(LIMITS.pollWaitMs).optional(),
 });
 export const stdinQuery = z.object({ eof: flag.optional() });
 export const readQuery = z.object({

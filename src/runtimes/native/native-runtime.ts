@@ -1,24 +1,24 @@
 /**
  * The native runtime: sandboxes forked from template containers — or from running sandboxes — into
- * fresh namespaces on fresh overlay roots, with per-sandbox cgroups (DESIGN.md 2). Implements the
- * Runtime port.
+ * fresh namespaces on fresh overlay roots, with per-sandbox cgroups (docs/ARCHITECTURE.md). Implements
+ * the Runtime port; the parts: spawn/ (making and releasing sandboxes), fork-sandbox.ts, recover.ts.
  */
-import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { errors, ForkboxError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
-import type { SandboxRecord, TemplateRecord } from '../../domain/types.ts';
+import type { SandboxRecord } from '../../domain/types.ts';
 import type { ImageCatalog } from '../../service/engine.ts';
 import type {
   CreateSandboxSpec,
-  ForkChildSpec,
-  ForkOutcome,
   Runtime,
+  RuntimeCounters,
+  RuntimeEvents,
   SandboxHandle,
 } from '../../service/ports.ts';
 import { createKeyedQueue } from '../../util/keyed-queue.ts';
 import type { AgentConnection } from './agent-link/agent-connection.ts';
+import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS } from './agent-link/agent-timeouts.ts';
 import { createExecOps } from './agent-link/exec-ops.ts';
 import { createExecSpawners } from './agent-link/exec-spawners.ts';
 import type { InboxHub } from './agent-link/inbox-hub.ts';
@@ -27,20 +27,23 @@ import { createSandboxOps } from './agent-link/sandbox-ops.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { UidRange } from './container/oci-spec.ts';
 import type { Templates } from './container/templates.ts';
-import { createAdmission } from './host/admission.ts';
+import { createForkSandbox } from './fork-sandbox.ts';
+import type { Admission } from './host/admission.ts';
 import { deadline } from './host/deadline.ts';
+import type { FdBudget } from './host/fd-budget.ts';
 import type { Mounts } from './host/mounts.ts';
 import type { NativePaths } from './host/paths.ts';
-import { isAlive, readProcStatus } from './host/proc.ts';
+import { isRunning } from './host/proc.ts';
+import { createRecover } from './recover.ts';
 import { createChildSpawner, type LiveSandbox } from './spawn/child-spawner.ts';
+import { createExitWatch } from './spawn/exit-watch.ts';
+import type { OomOrder } from './spawn/oom-order.ts';
 import { dirSize } from './storage/disk.ts';
 import { diffLayerChains } from './storage/layer-diff.ts';
 import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
+export { MAX_FORK_DEPTH } from './fork-sandbox.ts';
 export type { LiveSandbox } from './spawn/child-spawner.ts';
-
-/** Pid namespaces nest at most 32 deep; keep a margin for the template's own. */
-export const MAX_FORK_DEPTH = 30;
 
 export interface NativeRuntimeDeps {
   paths: NativePaths;
@@ -52,7 +55,12 @@ export interface NativeRuntimeDeps {
   snapshots: SnapshotDriver;
   log: Logger;
   uidRange: UidRange;
-  overcommitRatio: number;
+  admission: Admission;
+  oom: OomOrder;
+  timeouts?: AgentTimeouts;
+  /** The daemon's file descriptors: creates and forks that would eat into its reserve are refused. */
+  fds?: FdBudget;
+  counters?: RuntimeCounters;
   createTimeoutMs?: number;
   /** Layers kept although no live sandbox stacks on them (snapshots' files). */
   pinnedLayers?: () => string[];
@@ -61,24 +69,51 @@ export interface NativeRuntimeDeps {
 export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: Map<string, LiveSandbox> } {
   const { paths, cgroups, templates } = deps;
   const live = new Map<string, LiveSandbox>();
-  const admission = createAdmission({
-    hostMemoryBytes: totalmem(),
-    overcommitRatio: deps.overcommitRatio,
-    minFreeDiskBytes: 256 * 1024 * 1024,
-    stateDir: paths.stateDir,
-  });
+  let events: RuntimeEvents = {};
   /** Per-sandbox REPL serialisation: a fork waits for evals in flight and new evals wait for it. */
   const replLocks = createKeyedQueue();
   const withRepl = replLocks.run;
+  const timeouts = deps.timeouts ?? DEFAULT_AGENT_TIMEOUTS;
 
-  const committed = () => [...live.values()].reduce((a, s) => a + s.memoryBytes, 0);
-  const spawner = createChildSpawner({ ...deps, live });
+  const exits = createExitWatch({
+    live,
+    cgroups,
+    log: deps.log,
+    parentRunning(sb) {
+      const parent = live.get(sb.spawnedIn) ?? templates.get(sb.spawnedIn);
+      return parent === undefined || isRunning(parent.hostPid, parent.startTime);
+    },
+    onExited: (id, reason) => events.onSandboxExited?.(id, reason),
+  });
+  const spawner = createChildSpawner({ ...deps, live, timeouts, exits });
+  // OOM kills counted in each sandbox's memory cgroup, looked at every few seconds: when its agent dies,
+  // only a kill counted since tells "the OOM killer" from another death (one cheap read per sandbox).
+  const oomLook = setInterval(() => {
+    for (const sb of live.values()) if (sb.conn) void exits.noteOoms(sb);
+  }, 5000);
+  oomLook.unref();
+
+  async function admit(children: { limits: { memoryBytes: number; diskBytes: number } }[]): Promise<void> {
+    try {
+      deps.fds?.check(children.length);
+    } catch (e) {
+      deps.counters?.admissionRefused('fds');
+      throw e;
+    }
+    await deps.admission.check({
+      count: children.length,
+      limitBytes: children.reduce((a, c) => a + c.limits.memoryBytes, 0),
+      committedLimitBytes: [...live.values()].reduce((a, s) => a + s.memoryBytes, 0),
+    });
+    const free = deps.snapshots.free();
+    for (const c of children) deps.admission.checkDiskLimit(c.limits.diskBytes, free);
+  }
 
   async function connOf(rec: SandboxRecord): Promise<AgentConnection> {
     const sb = live.get(rid(rec));
     if (!sb || sb.tombstone) throw errors.sandboxNotRunning(rec.id, rec.state);
     if (sb.conn) return sb.conn;
-    if (!isAlive(sb.hostPid, sb.startTime)) {
+    if (!isRunning(sb.hostPid, sb.startTime)) {
       throw new ForkboxError(
         'sandbox_gone',
         `sandbox '${rec.id}' has no processes left (its PID 1 exited). Kill it and create a new one.`,
@@ -100,7 +135,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     connOf,
     hostOf(rec) {
       const sb = live.get(rid(rec));
-      return { id: rid(rec), cgroup: sb?.cgroup ?? paths.sandboxCgroup(rid(rec)), hostPid: sb?.hostPid ?? 0 };
+      return { id: rid(rec), cgroup: sb?.cgroup ?? paths.cgroupOf(rec, rid(rec)), hostPid: sb?.hostPid ?? 0 };
     },
     cgroups,
     spawners,
@@ -115,37 +150,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     return { diskBytes: await dirSize(join(dir, 'upper')), diskInodes: null };
   }
 
-  /** Host pid of the sandbox's REPL worker (the agent reports its pid in the sandbox's own namespace). */
-  async function workerHostPid(sb: LiveSandbox, conn: AgentConnection): Promise<number | null> {
-    const { result } = await conn.request('stats', {});
-    const nsPid = typeof result.worker_pid === 'number' ? result.worker_pid : null;
-    const initDepth = readProcStatus(sb.hostPid)?.nsPids.length;
-    if (nsPid === null || initDepth === undefined) return null;
-    for (const pid of await cgroups.procs(sb.cgroup)) {
-      const st = readProcStatus(pid);
-      if (st && st.nsPids.length === initDepth && st.nsPids[st.nsPids.length - 1] === nsPid) return pid;
-    }
-    return null;
-  }
-
-  /**
-   * Put the worker in `repl` and every other process but PID 1 in `work`, so `work` can be frozen alone
-   * (exec groups are below `work` already). Never while the spawner is being placed in an exec group: this
-   * could move it back to `work`.
-   */
-  async function sortProcesses(sb: LiveSandbox, worker: number | null): Promise<void> {
-    await spawners.exclusive(sb.id, async () => {
-      if (worker !== null) await cgroups.addProcess(`${sb.cgroup}/repl`, worker);
-      for (let round = 0; round < 5; round++) {
-        const strays = [
-          ...(await cgroups.procs(`${sb.cgroup}/agent`)),
-          ...(await cgroups.procs(`${sb.cgroup}/repl`)),
-        ].filter((p) => p !== sb.hostPid && p !== worker);
-        if (strays.length === 0) return;
-        for (const p of strays) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);
-      }
-    });
-  }
+  const forkSandbox = createForkSandbox({ ...deps, spawner, live, replLocks, connOf, admit, spawners });
+  const recover = createRecover({ ...deps, spawner, exits, live });
 
   return {
     name: 'native',
@@ -161,10 +167,12 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     replEval: (rec, code, opts) =>
       queuedUnlessCancelled(withRepl, rid(rec), opts.signal, () => ops.replEval(rec, code, opts)),
     replRestart: (rec) => withRepl(rid(rec), () => ops.replRestart(rec)),
+    setEvents(e) {
+      events = e;
+    },
 
     async createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
-      await admission.check(spec.limits.memoryBytes, committed());
-      admission.checkDiskLimit(spec.limits.diskBytes, deps.snapshots.free());
+      await admit([spec]);
       const image = deps.images.require(spec.image);
       const tpl = await templates.ensure(image, spec.prewarm);
       if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
@@ -200,80 +208,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       return true;
     },
 
-    async forkSandbox(source: SandboxRecord, children: ForkChildSpec[], opts): Promise<ForkOutcome> {
-      const sb = live.get(rid(source));
-      if (!sb || sb.tombstone) throw errors.sandboxNotRunning(source.id, source.state);
-      if (opts?.wait === false && replLocks.busy(rid(source))) {
-        throw new ForkboxError(
-          'busy',
-          `sandbox '${source.id}' is running Python code; fork again when it ends, or fork with wait: true.`,
-        );
-      }
-      const total = children.reduce((a, c) => a + c.limits.memoryBytes, 0);
-      await admission.check(total, committed());
-      const free = deps.snapshots.free();
-      for (const c of children) admission.checkDiskLimit(c.limits.diskBytes, free);
-      const deep = sb.depth + 1 >= MAX_FORK_DEPTH;
-      return withRepl(rid(source), async () => {
-        const conn = await connOf(source);
-        const worker = await workerHostPid(sb, conn);
-        await sortProcesses(sb, worker);
-        // Freeze everything but the agent and the idle worker, freeze the writable layer into a
-        // read-only one, thaw. The worker cannot change while we hold its REPL lock, so forking it
-        // after the thaw still gives children memory and files of the same instant.
-        // Flush the source's dirty data before the pause: a btrfs snapshot would otherwise write it out
-        // inside the pause window (348 ms → 4 ms at 300 MB, docs/BENCHMARKS.md).
-        await deps.snapshots.prepareFreeze?.(join(paths.sandbox(rid(source)), 'upper'));
-        const t0 = performance.now();
-        await cgroups.freeze(`${sb.cgroup}/work`);
-        let layer: string;
-        let snapshotMs: number;
-        try {
-          const s0 = performance.now();
-          layer = await deps.snapshots.freeze(join(paths.sandbox(rid(source)), 'upper'));
-          snapshotMs = performance.now() - s0;
-        } finally {
-          await cgroups.thaw(`${sb.cgroup}/work`);
-        }
-        const pauseMs = performance.now() - t0;
-        const lowers = [layer, ...sb.lowers];
-        let results: Awaited<ReturnType<typeof spawner.spawn>>;
-        if (deep) {
-          // Past the pid-namespace depth limit: a filesystem-only fork from the template.
-          const tpl = templates.get(sb.templateId);
-          if (!tpl?.conn)
-            throw new ForkboxError('unavailable', `template ${sb.templateId} is not connected; try again.`);
-          results = await spawner.spawn(
-            { id: tpl.id, hostPid: tpl.hostPid, conn: tpl.conn, templateId: tpl.id, depth: -1, lowers },
-            children,
-            source.id,
-          );
-        } else {
-          // The source's worker clones every child one after another while the children already set
-          // themselves up, each in its own cgroup: weigh the source as much as all of them together, or
-          // the clones (the fork's critical path) wait behind the children for a CPU.
-          await cgroups.setCpuWeight(sb.cgroup, children.length + 1).catch(() => undefined);
-          try {
-            results = await spawner.spawn(
-              { id: sb.id, hostPid: sb.hostPid, conn, templateId: sb.templateId, depth: sb.depth, lowers },
-              children,
-              source.id,
-            );
-          } finally {
-            await cgroups.setCpuWeight(sb.cgroup, 1).catch(() => undefined);
-          }
-        }
-        // A layer no child took is not kept.
-        if (!results.some((r) => r.ok)) await deps.snapshots.remove(layer);
-        return {
-          pauseMs,
-          snapshotMs,
-          driver: deps.snapshots.name,
-          pythonState: !deep,
-          children: results.map((r) => (r.ok ? r : { id: r.id, ok: false as const, error: r.error.message })),
-        };
-      });
-    },
+    forkSandbox,
 
     layerChain(rec: SandboxRecord) {
       const lowers = live.get(rid(rec))?.lowers ?? spawner.fromRecord(rec).lowers;
@@ -289,15 +224,22 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         await spawner.tombstone(rid(rec));
         return;
       }
-      await spawner.release(rid(rec), rec.templateId || null, rec.parentId);
+      const known = live.get(rid(rec)) ?? spawner.fromRecord(rec);
+      await spawner.releaseKnown(known, rec.templateId || null, rec.parentId);
       await spawner.collectLayers();
     },
 
     async pauseSandbox(rec) {
       const sb = live.get(rid(rec));
       if (!sb) throw errors.sandboxNotRunning(rec.id, rec.state);
-      await cgroups.freeze(sb.cgroup);
+      // Paused before frozen: its agent's silence from now on is no failure (agent-link/liveness.ts).
       sb.paused = true;
+      try {
+        await cgroups.freeze(sb.cgroup);
+      } catch (e) {
+        sb.paused = false;
+        throw e;
+      }
     },
 
     async resumeSandbox(rec) {
@@ -320,39 +262,10 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       };
     },
 
-    async recover(liveRecs: SandboxRecord[], templateRecs: TemplateRecord[], deadlineMs: number) {
-      await templates.adopt(templateRecs);
-      const lost: string[] = [];
-      const waits: Promise<void>[] = [];
-      for (const rec of liveRecs) {
-        const sb = spawner.fromRecord(rec);
-        if (!isAlive(sb.hostPid, sb.startTime)) {
-          lost.push(rec.id);
-          continue;
-        }
-        live.set(rid(rec), sb);
-        await spawner.serve(sb, null);
-        // A sandbox left frozen by a crash mid-fork is thawed; a paused one stays paused (and is never
-        // called lost for being silent: a frozen agent cannot reconnect).
-        if (rec.state === 'running') {
-          for (const g of [sb.cgroup, `${sb.cgroup}/work`])
-            if (await cgroups.isFrozen(g).catch(() => false)) await cgroups.thaw(g);
-          waits.push(
-            deadline<void>(
-              deadlineMs,
-              `sandbox ${rec.id} reconnecting`,
-              (resolve) => void sb.connected.then(resolve),
-            ).catch(() => {
-              lost.push(rec.id);
-            }),
-          );
-        }
-      }
-      await Promise.all(waits);
-      return { lost };
-    },
+    recover,
 
     async shutdown(opts) {
+      clearInterval(oomLook);
       if (opts.killSandboxes) {
         // Children first: a parent's PID 1 must outlive its descendants' (they live in its pid namespace).
         const byDepth = [...live.values()].sort((a, b) => b.depth - a.depth);
@@ -360,7 +273,10 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         await spawner.collectLayers();
         for (const t of templates.list()) await templates.destroy(t.id).catch(() => undefined);
       } else {
-        for (const sb of live.values()) sb.conn?.close();
+        for (const sb of live.values()) {
+          sb.ended = true; // the daemon is going: closing its connections is no sandbox's death
+          sb.conn?.close();
+        }
         for (const t of templates.list()) t.conn?.close();
       }
       deps.hub.closeAll();

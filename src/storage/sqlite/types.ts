@@ -2,7 +2,7 @@ import type { Store } from '../../service/ports.ts';
 
 export type LayerKind = 'image' | 'snapshot' | 'upper';
 
-/** A layer directory tracked for reference counting (DESIGN §2.2: deleted when nothing uses it). */
+/** A layer directory tracked for reference counting (deleted when nothing uses it: docs/ARCHITECTURE.md, "Storage drivers"). */
 export interface LayerRecord {
   id: string;
   path: string;

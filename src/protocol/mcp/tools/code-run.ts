@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { LIMITS, SIZES } from '../../../domain/limits.ts';
 import type { CodeRunRequest } from '../../../service/api.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { defineTool, type ExtraContent, HINTS, sandboxArg } from '../tool-kit.ts';
 
 const DEFAULT_TIMEOUT_S = 300;
@@ -17,22 +19,10 @@ export const codeRun = defineTool({
   annotations: HINTS.run,
   input: z.object({
     sandbox: sandboxArg,
-    code: z
-      .string()
-      .min(1)
-      .max(1024 * 1024),
+    code: z.string().min(1).max(SIZES.codeChars),
     language: z.enum(['python', 'node', 'bash']).optional().describe('Default python.'),
-    timeout_s: z
-      .number()
-      .min(0.1)
-      .max(24 * 3600)
-      .optional(),
-    max_output_bytes: z
-      .number()
-      .int()
-      .min(1)
-      .max(64 * 1024 * 1024)
-      .optional(),
+    timeout_s: boundedNumber(LIMITS.timeoutSeconds).optional(),
+    max_output_bytes: boundedNumber(LIMITS.maxOutputBytes).optional(),
   }),
   output: z.object({
     ok: z.boolean(),

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { execOut, execShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
@@ -11,17 +13,10 @@ export const execPoll = defineTool({
   input: z.object({
     sandbox: sandboxArg,
     exec_id: z.string().min(1).max(64),
-    after_seq: z
-      .number()
-      .int()
-      .min(-1)
+    after_seq: boundedNumber(LIMITS.afterSeq)
       .optional()
       .describe('Return chunks with seq > after_seq (default -1: all kept).'),
-    wait_ms: z
-      .number()
-      .int()
-      .min(0)
-      .max(60_000)
+    wait_ms: boundedNumber(LIMITS.pollWaitMs)
       .optional()
       .describe('Long-poll: wait this long for news (default 0).'),
   }),

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { commandArgs, toExecRequest } from '../exec-args.ts';
 import { streamOut, streamShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
@@ -18,10 +20,7 @@ export const execRun = defineTool({
       .max(8 * 1024 * 1024)
       .optional()
       .describe('Text written to the command’s stdin, then closed.'),
-    timeout_s: z
-      .number()
-      .min(0.1)
-      .max(24 * 3600)
+    timeout_s: boundedNumber(LIMITS.timeoutSeconds)
       .optional()
       .describe(`Kill the command after this many seconds (default ${DEFAULT_TIMEOUT_S}).`),
   }),

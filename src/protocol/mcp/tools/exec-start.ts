@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { commandArgs, toExecRequest } from '../exec-args.ts';
 import { execOut, execShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
@@ -13,10 +15,7 @@ export const execStart = defineTool({
     sandbox: sandboxArg,
     ...commandArgs,
     stdin: z.boolean().optional().describe('Keep stdin open for exec_write_stdin (default: stdin is empty).'),
-    timeout_s: z
-      .number()
-      .min(0.1)
-      .max(24 * 3600)
+    timeout_s: boundedNumber(LIMITS.timeoutSeconds)
       .optional()
       .describe('Kill the command after this many seconds.'),
     idempotency_key: z

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SIZES } from '../../../domain/limits.ts';
 import { checkIfMatch, etagOf } from '../etag.ts';
 import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
@@ -11,7 +12,8 @@ export const fileWrite = defineTool({
   input: z.object({
     sandbox: sandboxArg,
     path: pathArg,
-    content: z.string().max(96 * 1024 * 1024),
+    // The largest file of one write, as base64 (utf8 text is shorter).
+    content: z.string().max(Math.ceil(SIZES.fileBytes / 3) * 4),
     encoding: z.enum(['utf8', 'base64']).optional().describe('Default utf8.'),
     mode: z
       .string()

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
+import { boundedNumber, labelsSchema, nameSchema } from '../../bounds.ts';
 import { sandboxOut, sandboxShape } from '../shapes.ts';
 import { defineTool, diskInodesArg, diskMbArg, envArg, HINTS } from '../tool-kit.ts';
 
@@ -11,43 +13,24 @@ export const sandboxCreate = defineTool({
   annotations: HINTS.create,
   input: z.object({
     image: z.string().min(1).max(128).optional().describe("Image name (default 'debian'; see image_list)."),
-    name: z
-      .string()
-      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/)
-      .optional()
-      .describe('Unique name usable instead of the id.'),
-    memory_mb: z
-      .number()
-      .int()
-      .min(16)
-      .max(1_048_576)
-      .optional()
-      .describe('Hard memory limit, MiB (default 1024).'),
-    cpus: z.number().min(0.01).max(1024).optional().describe('CPU quota in CPUs (default 1).'),
-    pids: z.number().int().min(8).max(65_536).optional().describe('Max processes/threads (default 512).'),
+    name: nameSchema().optional().describe('Unique name usable instead of the id.'),
+    memory_mb: boundedNumber(LIMITS.memoryMb).optional().describe('Hard memory limit, MiB (default 1024).'),
+    cpus: boundedNumber(LIMITS.cpus).optional().describe('CPU quota in CPUs (default 1).'),
+    pids: boundedNumber(LIMITS.pids).optional().describe('Max processes/threads (default 512).'),
     disk_mb: diskMbArg.describe(
       'Disk limit, MiB, on what the sandbox writes; past it writes fail with ENOSPC/EDQUOT (default 10240).',
     ),
     disk_inodes: diskInodesArg,
-    ttl_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 24 * 3600)
+    ttl_s: boundedNumber(LIMITS.ttlSeconds)
       .optional()
       .describe('Kill the sandbox after this many seconds (extend with sandbox_extend).'),
     env: envArg.describe('Environment for every command in the sandbox.'),
-    labels: z
-      .record(z.string().min(1).max(63), z.string().max(256))
-      .refine((r) => Object.keys(r).length <= 64, 'at most 64 labels')
-      .optional(),
+    labels: labelsSchema().optional(),
     persistent: z
       .boolean()
       .optional()
       .describe('Keep the sandbox after this connection/session ends (default false).'),
-    template: z
-      .string()
-      .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/)
+    template: nameSchema()
       .optional()
       .describe(
         "Template to start from (see template_list; default 'default'): its image, with its Python modules already imported in the REPL. Give `image` only if it is the template's.",

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
+import { boundedNumber } from '../../bounds.ts';
 import { sandboxOut, sandboxShape } from '../shapes.ts';
 import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
@@ -10,12 +12,7 @@ export const sandboxExtend = defineTool({
   annotations: HINTS.write,
   input: z.object({
     sandbox: sandboxArg,
-    ttl_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 24 * 3600)
-      .describe('Seconds from now until the sandbox is reaped.'),
+    ttl_s: boundedNumber(LIMITS.ttlSeconds).describe('Seconds from now until the sandbox is reaped.'),
   }),
   output: sandboxShape,
   async run(a, { api, sandbox }) {

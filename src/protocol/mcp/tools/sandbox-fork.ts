@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { ForkRequest } from '../../../service/api.ts';
+import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
 import { defineTool, diskInodesArg, diskMbArg, envArg, HINTS, sandboxArg } from '../tool-kit.ts';
 
@@ -11,28 +13,20 @@ export const sandboxFork = defineTool({
   annotations: HINTS.create,
   input: z.object({
     sandbox: sandboxArg,
-    n: z.number().int().min(1).max(100).optional().describe('Number of children (default 1).'),
+    n: boundedNumber(LIMITS.forkChildren).optional().describe('Number of children (default 1).'),
     names: z
-      .array(z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/))
-      .max(100)
+      .array(nameSchema())
+      .max(LIMITS.forkChildren.max)
       .optional()
       .describe('Names for the children (exactly n).'),
-    memory_mb: z
-      .number()
-      .int()
-      .min(16)
-      .max(1_048_576)
+    memory_mb: boundedNumber(LIMITS.memoryMb)
       .optional()
       .describe("Children's memory limit, MiB (default: the source's)."),
     disk_mb: diskMbArg.describe(
       "Children's disk limit, MiB (default: the source's); it counts only what a child writes itself.",
     ),
     disk_inodes: diskInodesArg,
-    ttl_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 24 * 3600)
+    ttl_s: boundedNumber(LIMITS.ttlSeconds)
       .optional()
       .describe("Children's TTL in seconds (default: what is left of the source's)."),
     env: envArg.describe("Added to the source's environment in each child."),

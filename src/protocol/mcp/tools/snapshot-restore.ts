@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { ForkRequest } from '../../../service/api.ts';
+import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
 import { snapshotArg } from '../snapshot-shapes.ts';
 import { defineTool, HINTS } from '../tool-kit.ts';
@@ -12,18 +14,10 @@ export const snapshotRestore = defineTool({
   annotations: HINTS.create,
   input: z.object({
     snapshot: snapshotArg,
-    n: z.number().int().min(1).max(100).optional().describe('Number of sandboxes (default 1).'),
-    names: z
-      .array(z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/))
-      .max(100)
-      .optional(),
-    memory_mb: z.number().int().min(16).max(1_048_576).optional(),
-    ttl_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(30 * 24 * 3600)
-      .optional(),
+    n: boundedNumber(LIMITS.forkChildren).optional().describe('Number of sandboxes (default 1).'),
+    names: z.array(nameSchema()).max(LIMITS.forkChildren.max).optional(),
+    memory_mb: boundedNumber(LIMITS.memoryMb).optional(),
+    ttl_s: boundedNumber(LIMITS.ttlSeconds).optional(),
   }),
   output: z.object({
     snapshot: z.string(),

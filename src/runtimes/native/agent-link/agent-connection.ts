@@ -10,6 +10,8 @@ import { type ErrorCode, ForkboxError } from '../../../domain/errors.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import { encodeFrame, type Frame, FrameDecoder, type FrameHeader, MAX_BODY_BYTES } from './agent-frame.ts';
 import { createAgentLogRelay } from './agent-log.ts';
+import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS, deadlineFor } from './agent-timeouts.ts';
+import { LivenessWatch } from './liveness.ts';
 
 export const AGENT_PROTOCOL_VERSION = 1;
 
@@ -74,8 +76,16 @@ export interface AgentEvent {
 
 export interface RequestOptions {
   body?: Buffer;
-  /** Give up locally after this long (and send `cancel`); 0 or absent = wait for the agent. */
+  /**
+   * Give up locally after this long (and send `cancel`); 0 = no deadline. Absent: the op's deadline
+   * (agent-timeouts.ts: quick ops have one, exec and repl.eval none).
+   */
   timeoutMs?: number;
+  /**
+   * Whether the liveness watchdog covers this request (default true). False for a new sandbox's
+   * readiness ping, which its set-up answers only when done, under a deadline of its own.
+   */
+  watchdog?: boolean;
   onEvent?: (ev: AgentEvent) => void;
 }
 
@@ -175,6 +185,7 @@ interface Pending {
   onEvent: ((ev: AgentEvent) => void) | undefined;
   nextSeq: number;
   timer: NodeJS.Timeout | undefined;
+  watched: boolean;
 }
 
 export interface AgentConnectionOptions {
@@ -182,6 +193,10 @@ export interface AgentConnectionOptions {
   welcome?: boolean;
   /** Where the agent's `log` frames go (re-capped and rate-limited here); dropped when absent. */
   log?: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** Deadlines and the liveness bound (default DEFAULT_AGENT_TIMEOUTS). */
+  timeouts?: AgentTimeouts;
+  /** True while the agent is frozen on purpose (a paused sandbox): its silence is then no failure. */
+  suspended?: () => boolean;
 }
 
 export class AgentConnection {
@@ -190,6 +205,9 @@ export class AgentConnection {
   readonly #decoder = new FrameDecoder();
   readonly #pending = new Map<number, Pending>();
   readonly #closeListeners: ((err: ForkboxError) => void)[] = [];
+  readonly #unresponsiveListeners: ((err: ForkboxError) => void)[] = [];
+  readonly #timeouts: AgentTimeouts;
+  readonly #watch: LivenessWatch;
   #lastId = 0;
   #closedWith: ForkboxError | null = null;
   readonly #logRelay: ReturnType<typeof createAgentLogRelay>;
@@ -198,6 +216,14 @@ export class AgentConnection {
     this.hello = hello;
     this.#socket = socket;
     this.#logRelay = createAgentLogRelay(hello.sandboxId, opts.log);
+    this.#timeouts = opts.timeouts ?? DEFAULT_AGENT_TIMEOUTS;
+    this.#watch = new LivenessWatch({
+      livenessMs: this.#timeouts.livenessMs,
+      suspended: opts.suspended ?? (() => false),
+      waiting: () => [...this.#pending.values()].some((p) => p.watched),
+      ping: () => this.request('ping', {}, { watchdog: false, timeoutMs: 0 }),
+      onUnresponsive: (quietMs) => this.#unresponsive(quietMs),
+    });
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('error', () => {}); // 'close' follows and carries the consequence
     socket.on('close', () =>
@@ -220,7 +246,15 @@ export class AgentConnection {
     return this.#pending.size;
   }
 
-  on(event: 'close', listener: (err: ForkboxError) => void): this {
+  /**
+   * 'close': the connection ended (any reason; listeners get the error waiting callers got).
+   * 'unresponsive': the agent sent nothing for the liveness bound while requests waited; 'close' follows.
+   */
+  on(event: 'close' | 'unresponsive', listener: (err: ForkboxError) => void): this {
+    if (event === 'unresponsive') {
+      this.#unresponsiveListeners.push(listener);
+      return this;
+    }
     if (event !== 'close') throw new TypeError(`unknown event ${String(event)}`);
     if (this.#closedWith !== null) queueMicrotask(() => listener(this.#closedWith as ForkboxError));
     else this.#closeListeners.push(listener);
@@ -250,20 +284,32 @@ export class AgentConnection {
         reject(e);
         return;
       }
-      const p: Pending = { op, resolve, reject, onEvent: opts.onEvent, nextSeq: 0, timer: undefined };
-      if (opts.timeoutMs !== undefined && opts.timeoutMs > 0) {
+      const watched = opts.watchdog !== false;
+      const p: Pending = {
+        op,
+        resolve,
+        reject,
+        onEvent: opts.onEvent,
+        nextSeq: 0,
+        timer: undefined,
+        watched,
+      };
+      const timeoutMs = opts.timeoutMs ?? deadlineFor(op, this.#timeouts);
+      if (timeoutMs > 0) {
         p.timer = setTimeout(() => {
           this.#pending.delete(id);
           this.cancel(id);
           reject(
             new ForkboxError(
               'timeout',
-              `${op} got no answer from the sandbox agent within ${opts.timeoutMs} ms`,
+              `${op} got no answer from the agent of sandbox '${this.hello.sandboxId}' within ${timeoutMs} ms (it is overloaded or stuck); try again, or kill the sandbox if it keeps happening.`,
+              { op, timeoutMs },
             ),
           );
-        }, opts.timeoutMs);
+        }, timeoutMs);
       }
       this.#pending.set(id, p);
+      if (watched) this.#watch.arm();
       this.#socket.write(frame);
     });
     return { id, done };
@@ -289,6 +335,7 @@ export class AgentConnection {
 
   #onData(chunk: Buffer): void {
     if (this.#closedWith !== null) return;
+    this.#watch.heard();
     try {
       for (const frame of this.#decoder.push(chunk)) {
         this.#onFrame(frame);
@@ -386,9 +433,22 @@ export class AgentConnection {
     return value as Record<string, unknown>;
   }
 
+  #unresponsive(quietMs: number): void {
+    if (this.#closedWith !== null) return;
+    const secs = Math.round(quietMs / 100) / 10;
+    const err = new ForkboxError(
+      'sandbox_gone',
+      `the agent of sandbox '${this.hello.sandboxId}' stopped answering: nothing from it for ${secs} s while requests waited (it was stopped, frozen or wedged). The sandbox is marked failed and its processes are killed; create a new one.`,
+      { sandbox: this.hello.sandboxId, quietMs, reason: 'unresponsive' },
+    );
+    for (const l of this.#unresponsiveListeners.splice(0)) l(err);
+    this.#shutdown(err);
+  }
+
   #shutdown(err: ForkboxError): void {
     if (this.#closedWith !== null) return;
     this.#closedWith = err;
+    this.#watch.stop();
     this.#socket.destroy();
     const pending = [...this.#pending.values()];
     this.#pending.clear();

@@ -4,10 +4,17 @@
  * connects. A connection is trusted only after its hello names the inbox's owner and the kernel's
  * SO_PEERCRED says the peer is the expected process: a parent sandbox can reach its children's sockets
  * through /proc/<pid>/root, so a hello alone proves nothing.
+ *
+ * Everything in a sandbox can connect to its socket, so the socket is bounded before anything is read:
+ * a peer that cannot be the expected process (SO_PEERCRED, checked at accept) is closed at once, and an
+ * inbox holds at most `maxConnections` connections of which at most `maxUnverified` have not yet said an
+ * accepted hello. Refused connections are counted (RuntimeCounters → /metrics). A flood of connections
+ * then costs the daemon one accept and one close each, never a file descriptor kept.
  */
 import { chmodSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import type { Logger } from '../../../domain/logger.ts';
+import type { ControlRefusal, RuntimeCounters } from '../../../service/ports.ts';
 import { type Sys, socketFd } from '../host/sys.ts';
 import { type AgentHello, readHello } from './agent-connection.ts';
 
@@ -24,6 +31,11 @@ export interface AgentArrival {
 }
 
 export interface InboxOwner {
+  /**
+   * Whether this peer can be the owner's agent at all, from its credentials alone (before reading a byte):
+   * null when it can, else why not (for the log).
+   */
+  admits?(cred: PeerCred): string | null;
   /** Throws (with a reason for the log) when this peer may not speak for the owner. */
   verify(hello: AgentHello, cred: PeerCred): void;
   /** A verified agent connected. The owner sends `welcome` once it has placed the process. */
@@ -32,13 +44,59 @@ export interface InboxOwner {
   refused?(reason: string, hello: AgentHello): void;
 }
 
+/** Connections one inbox may hold: an agent has one, two while it replaces a dropped one. */
+export const MAX_INBOX_CONNECTIONS = 4;
+/** Of those, connections that have not yet said an accepted hello. */
+export const MAX_INBOX_UNVERIFIED = 2;
+
+interface Entry {
+  server: net.Server;
+  owner: InboxOwner;
+  path: string;
+  open: Set<net.Socket>;
+  unverified: number;
+  /** Refusals not yet logged (one warning per burst, not one per connection). */
+  quietRefusals: number;
+  lastWarnAt: number;
+}
+
 export function createInboxHub(deps: {
   sys: Sys;
   log: Pick<Logger, 'info' | 'warn'>;
   helloTimeoutMs?: number;
+  counters?: Pick<RuntimeCounters, 'controlConnectionRefused'>;
+  maxConnections?: number;
+  maxUnverified?: number;
 }) {
-  const servers = new Map<string, { server: net.Server; owner: InboxOwner; path: string }>();
+  const servers = new Map<string, Entry>();
   const helloTimeout = deps.helloTimeoutMs ?? 5000;
+  const maxConnections = deps.maxConnections ?? MAX_INBOX_CONNECTIONS;
+  const maxUnverified = deps.maxUnverified ?? MAX_INBOX_UNVERIFIED;
+
+  function refuse(id: string, entry: Entry, socket: net.Socket, reason: ControlRefusal, why: string): void {
+    socket.destroy();
+    deps.counters?.controlConnectionRefused(reason);
+    entry.quietRefusals += 1;
+    const now = Date.now();
+    if (now - entry.lastWarnAt >= 10_000) {
+      deps.log.warn(
+        { inbox: id, refused: entry.quietRefusals, reason, why },
+        'control socket connection(s) refused',
+      );
+      entry.quietRefusals = 0;
+      entry.lastWarnAt = now;
+    }
+  }
+
+  /** Why a connection from `cred` is refused before anything is read, or null. */
+  function whyRefuse(entry: Entry, cred: PeerCred): [ControlRefusal, string] | null {
+    const notHim = entry.owner.admits?.(cred) ?? null;
+    if (notHim !== null) return ['peer', notHim];
+    if (entry.open.size >= maxConnections) return ['limit', `${entry.open.size} connections already`];
+    if (entry.unverified >= maxUnverified)
+      return ['limit', `${entry.unverified} connections still without a hello`];
+    return null;
+  }
 
   function accept(id: string, socket: net.Socket): void {
     const entry = servers.get(id);
@@ -50,29 +108,39 @@ export function createInboxHub(deps: {
     try {
       cred = deps.sys.peerCred(socketFd(socket));
     } catch (e) {
-      deps.log.warn({ inbox: id, err: String(e) }, 'cannot read peer credentials; dropping connection');
-      socket.destroy();
+      refuse(id, entry, socket, 'peer', `cannot read peer credentials: ${String(e)}`);
       return;
     }
+    const why = whyRefuse(entry, cred);
+    if (why !== null) {
+      refuse(id, entry, socket, why[0], why[1]);
+      return;
+    }
+    entry.open.add(socket);
+    entry.unverified += 1;
+    let counted = true;
+    const verified = () => {
+      if (counted) entry.unverified -= 1;
+      counted = false;
+    };
+    socket.once('close', () => {
+      verified();
+      entry.open.delete(socket);
+    });
     readHello(socket, helloTimeout).then(
       (hello) => {
+        verified();
         try {
           entry.owner.verify(hello, cred);
         } catch (e) {
-          deps.log.warn({ inbox: id, pid: cred.pid, err: String(e) }, 'agent hello refused');
-          socket.destroy();
-          entry.owner.refused?.(e instanceof Error ? e.message : String(e), hello);
+          const reason = e instanceof Error ? e.message : String(e);
+          refuse(id, entry, socket, 'hello', reason);
+          entry.owner.refused?.(reason, hello);
           return;
         }
         entry.owner.onAgent({ socket, hello, cred });
       },
-      (e: unknown) => {
-        deps.log.warn(
-          { inbox: id, pid: cred.pid, err: String(e) },
-          'bad hello from agent; dropping connection',
-        );
-        socket.destroy();
-      },
+      (e: unknown) => refuse(id, entry, socket, 'hello', `bad hello from pid ${cred.pid}: ${String(e)}`),
     );
   }
 
@@ -85,7 +153,8 @@ export function createInboxHub(deps: {
         return;
       }
       rmSync(socketPath, { force: true });
-      const server = net.createServer({ allowHalfOpen: false }, (s) => accept(id, s));
+      // pauseOnConnect: nothing is read from a connection before its peer's credentials are checked.
+      const server = net.createServer({ allowHalfOpen: false, pauseOnConnect: true }, (s) => accept(id, s));
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(socketPath, () => {
@@ -98,11 +167,24 @@ export function createInboxHub(deps: {
       // chmod by path is safe here: the inbox directory is host-root-owned 0755, so nothing in it can
       // have been replaced by a symlink from inside the sandbox.
       chmodSync(socketPath, 0o666);
-      servers.set(id, { server, owner, path: socketPath });
+      servers.set(id, {
+        server,
+        owner,
+        path: socketPath,
+        open: new Set(),
+        unverified: 0,
+        quietRefusals: 0,
+        lastWarnAt: 0,
+      });
     },
 
     has(id: string): boolean {
       return servers.has(id);
+    },
+
+    /** Connections an inbox holds now (verified or not). */
+    connections(id: string): number {
+      return servers.get(id)?.open.size ?? 0;
     },
 
     close(id: string): void {

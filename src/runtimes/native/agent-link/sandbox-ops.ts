@@ -23,7 +23,7 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 export function createSandboxOps(deps: Deps) {
   const oomKills = async (rec: SandboxRecord): Promise<number> => {
     try {
-      return await deps.cgroups.oomKills(deps.paths.sandboxCgroup(runtimeId(rec)));
+      return await deps.cgroups.oomKills(deps.paths.cgroupOf(rec, runtimeId(rec)));
     } catch {
       return 0;
     }

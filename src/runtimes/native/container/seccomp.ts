@@ -15,6 +15,9 @@
 const EPERM = 1;
 const ENOSYS = 38;
 const EAFNOSUPPORT = 97;
+const AF_UNIX = 1;
+const AF_INET = 2;
+const AF_INET6 = 10;
 const AF_NETLINK = 16;
 const NETLINK_NETFILTER = 12;
 const CLONE_NEWUSER = 0x10000000;
@@ -330,9 +333,9 @@ const ALLOWED = [
   'eventfd2',
   'pipe',
   'pipe2',
-  // sockets (socket itself: below)
+  // sockets (socket itself: socketRules; no socketcall, the 32-bit multiplexer whose arguments seccomp
+  // cannot see — it would open any family)
   'socketpair',
-  'socketcall',
   'bind',
   'listen',
   'accept',
@@ -404,28 +407,38 @@ const ALLOWED = [
 type Arg = { index: number; value: number; valueTwo?: number; op: string };
 type Rule = { names: string[]; action: string; errnoRet?: number; args?: Arg[] };
 
+/** The address families a sandbox may open sockets in (`ip` needs netlink); every other one is refused. */
+export const SOCKET_FAMILIES_ALLOWED = [AF_UNIX, AF_INET, AF_INET6, AF_NETLINK] as const;
+
+/**
+ * socket(2) only for AF_UNIX, AF_INET, AF_INET6, and AF_NETLINK but not netfilter (nf_tables has a long
+ * CVE history: EAFNOSUPPORT). Every other family — AF_VSOCK reaches the host's hypervisor sockets and is
+ * not per sandbox; AF_PACKET, AF_ALG, AF_KEY, AF_TIPC, AF_RDS… widen the kernel surface — matches no rule
+ * and gets the profile's default, ENOSYS. seccomp compares all 64 bits of the argument, so a family with
+ * high bits set matches no EQ rule either. Rules for one call are alternatives; the conditions inside
+ * one rule all hold. (A refusal per family would be clearer, but libseccomp's 32-bit x86 table refuses
+ * two rules of the same action for socket, and one rule cannot compare one argument twice.)
+ */
+function socketRules(): Rule[] {
+  const eq = (index: number, value: number): Arg => ({ index, value, op: 'SCMP_CMP_EQ' });
+  const allow = (...args: Arg[]): Rule => ({ names: ['socket'], action: 'SCMP_ACT_ALLOW', args });
+  return [
+    allow(eq(0, AF_UNIX)),
+    allow(eq(0, AF_INET)),
+    allow(eq(0, AF_INET6)),
+    allow(eq(0, AF_NETLINK), { index: 2, value: NETLINK_NETFILTER, op: 'SCMP_CMP_NE' }),
+    {
+      names: ['socket'],
+      action: 'SCMP_ACT_ERRNO',
+      errnoRet: EAFNOSUPPORT,
+      args: [eq(0, AF_NETLINK), eq(2, NETLINK_NETFILTER)],
+    },
+  ];
+}
+
 const RULES: Rule[] = [
   { names: [...ALLOWED], action: 'SCMP_ACT_ALLOW' },
-  // socket(2) for every family but netfilter over netlink (nf_tables has a long CVE history). Rules for
-  // one call are alternatives; the conditions inside one rule all hold.
-  { names: ['socket'], action: 'SCMP_ACT_ALLOW', args: [{ index: 0, value: AF_NETLINK, op: 'SCMP_CMP_NE' }] },
-  {
-    names: ['socket'],
-    action: 'SCMP_ACT_ALLOW',
-    args: [
-      { index: 0, value: AF_NETLINK, op: 'SCMP_CMP_EQ' },
-      { index: 2, value: NETLINK_NETFILTER, op: 'SCMP_CMP_NE' },
-    ],
-  },
-  {
-    names: ['socket'],
-    action: 'SCMP_ACT_ERRNO',
-    errnoRet: EAFNOSUPPORT,
-    args: [
-      { index: 0, value: AF_NETLINK, op: 'SCMP_CMP_EQ' },
-      { index: 2, value: NETLINK_NETFILTER, op: 'SCMP_CMP_EQ' },
-    ],
-  },
+  ...socketRules(),
   // New namespaces yes (forking needs mount/pid/net/uts/ipc), a nested user namespace no: it re-grants a
   // full capability set over new namespaces and is the entry point of many kernel exploits.
   {

@@ -7,7 +7,7 @@
  * The tmpfs stays mounted while sandboxes live (they outlive a daemon restart, and their sockets and mounts
  * are in it); `close({ inUse: false })` unmounts it.
  */
-import { mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
 import type { Logger } from '../../../domain/logger.ts';
 import { type Mounts, readMountInfo } from './mounts.ts';
 import type { Sys } from './sys.ts';
@@ -20,6 +20,7 @@ export interface InboxFs {
 export function openInboxFs(opts: { dir: string; sys: Sys; mounts: Mounts; log: Logger }): InboxFs {
   const { dir, sys, mounts, log } = opts;
   mkdirSync(dir, { recursive: true, mode: 0o711 });
+  chmodSync(dir, 0o711);
   const here = readMountInfo().filter((m) => m.mountPoint === dir);
   let tmpfs = here.some((m) => m.fsType === 'tmpfs');
   if (!tmpfs && here.length === 0) {

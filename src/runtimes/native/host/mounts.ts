@@ -1,5 +1,5 @@
 /** Host-side mount helpers for the native runtime (mount(2) through koffi: no mount(8) process per call). */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { MNT_DETACH, MS, type Sys } from './sys.ts';
 
 export interface MountInfo {
@@ -57,6 +57,8 @@ export function createMounts(sys: Sys) {
       // A directory we just created cannot be a mount point yet: skip the mountinfo scan, which grows
       // with every live sandbox (it dominated forks of many children).
       const fresh = mkdirSync(dir, { recursive: true, mode: 0o755 }) !== undefined;
+      // 0755 whatever the umask: the sandbox's root (an unprivileged host uid) reaches its socket here.
+      if (fresh) chmodSync(dir, 0o755);
       if (fresh || !isMountPoint(dir)) sys.mount(dir, dir, null, MS.BIND, null);
       sys.mount(null, dir, null, MS.SHARED, null);
     },

@@ -1,5 +1,5 @@
 /** Reading /proc on the host. */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 
 export interface ProcStatus {
   ppid: number;
@@ -41,6 +41,47 @@ export function isAlive(pid: number, startTime?: number): boolean {
   const st = procStartTime(pid);
   if (st === undefined) return false;
   return startTime === undefined || st === startTime;
+}
+
+/** State letter of a process (field 3 of /proc/<pid>/stat: R, S, D, T, Z, X, …), or undefined when gone. */
+export function procState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether `pid` (started at `startTime`, when given) still runs: alive and not a zombie. A sandbox's PID 1
+ * that died stays a zombie until its parent (its template's or parent sandbox's agent) reaps it, and a
+ * frozen parent never does.
+ */
+export function isRunning(pid: number, startTime?: number): boolean {
+  if (!isAlive(pid, startTime)) return false;
+  const s = procState(pid);
+  return s !== undefined && s !== 'Z' && s !== 'X';
+}
+
+/** Host pids of the children of every thread of `pid` (/proc/<pid>/task/<tid>/children). */
+export function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tasks) {
+    try {
+      for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' '))
+        if (c.trim() !== '') out.push(Number(c));
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
 }
 
 /**

@@ -54,6 +54,15 @@ export interface Sys {
   tryLockExclusive(fd: number): boolean;
   /** SO_PEERCRED of a connected unix socket fd: pid/uid/gid as seen from this (host) pid namespace. */
   peerCred(fd: number): { pid: number; uid: number; gid: number };
+  /** getrlimit(RLIMIT_NOFILE). */
+  nofileLimit(): { soft: number; hard: number };
+  /** Raise RLIMIT_NOFILE's soft limit to its hard limit; returns the limits now in force. */
+  raiseNofileLimit(): { soft: number; hard: number };
+  /**
+   * Give this thread (the main thread: child processes are spawned from it) a new, anonymous, empty
+   * session keyring: keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL). Processes started afterwards inherit it.
+   */
+  joinAnonymousSessionKeyring(): void;
 }
 
 const ERRNO_NAMES: ReadonlyMap<number, string> = (() => {
@@ -94,6 +103,10 @@ const LOCK_EX = 2;
 const LOCK_NB = 4;
 const EINTR = 4;
 const EWOULDBLOCK = 11;
+const RLIMIT_NOFILE = 7;
+const KEYCTL_JOIN_SESSION_KEYRING = 1;
+/** keyctl(2)'s syscall number (libc has no wrapper; libkeyutils may not be installed). */
+const SYS_KEYCTL: Partial<Record<string, number>> = { x64: 250, arm64: 219 };
 
 type Fn = (...args: unknown[]) => number;
 
@@ -102,6 +115,9 @@ interface Libc {
   umount2: Fn;
   flock: Fn;
   getsockopt: Fn;
+  getrlimit: Fn;
+  setrlimit: Fn;
+  syscall: Fn;
 }
 
 function loadLibc(): Libc {
@@ -115,7 +131,16 @@ function loadLibc(): Libc {
     // optval/optlen are passed as raw Buffers: avoids registering a named struct type (koffi type names are
     // process-global, so a second createSys() would collide).
     getsockopt: lib.func('int getsockopt(int fd, int level, int name, void *optval, void *optlen)') as Fn,
+    // struct rlimit { rlim_t cur, max } as a raw 16-byte Buffer (rlim_t is 64-bit on x86_64 and aarch64).
+    getrlimit: lib.func('int getrlimit(int resource, void *rlim)') as Fn,
+    setrlimit: lib.func('int setrlimit(int resource, void *rlim)') as Fn,
+    syscall: lib.func('long syscall(long number, ...)') as Fn,
   };
+}
+
+/** rlim_t as a JS number; RLIM_INFINITY (all ones) becomes Infinity. */
+function rlimNumber(v: bigint): number {
+  return v === 0xffffffffffffffffn ? Number.POSITIVE_INFINITY : Number(v);
 }
 
 export function createSys(): Sys {
@@ -164,6 +189,31 @@ export function createSys(): Sys {
       }
       // Little-endian is what every platform forkbox's native runtime targets (x86_64, aarch64) uses.
       return { pid: cred.readInt32LE(0), uid: cred.readUInt32LE(4), gid: cred.readUInt32LE(8) };
+    },
+
+    nofileLimit() {
+      const buf = Buffer.alloc(16);
+      if (c().getrlimit(RLIMIT_NOFILE, buf) !== 0) throw new SysError('getrlimit', koffi.errno(), 'NOFILE');
+      return { soft: rlimNumber(buf.readBigUInt64LE(0)), hard: rlimNumber(buf.readBigUInt64LE(8)) };
+    },
+
+    raiseNofileLimit() {
+      const buf = Buffer.alloc(16);
+      if (c().getrlimit(RLIMIT_NOFILE, buf) !== 0) throw new SysError('getrlimit', koffi.errno(), 'NOFILE');
+      const hard = buf.readBigUInt64LE(8);
+      if (buf.readBigUInt64LE(0) !== hard) {
+        buf.writeBigUInt64LE(hard, 0);
+        if (c().setrlimit(RLIMIT_NOFILE, buf) !== 0)
+          throw new SysError('setrlimit', koffi.errno(), `NOFILE soft = hard = ${hard}`);
+      }
+      return this.nofileLimit();
+    },
+
+    joinAnonymousSessionKeyring() {
+      const nr = SYS_KEYCTL[process.arch];
+      if (nr === undefined) throw new SysError('keyctl', 38, `no syscall number known for ${process.arch}`);
+      const r = c().syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null);
+      if (r < 0) throw new SysError('keyctl', koffi.errno(), 'KEYCTL_JOIN_SESSION_KEYRING, NULL');
     },
   };
 }

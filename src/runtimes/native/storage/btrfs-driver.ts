@@ -1,5 +1,5 @@
 /**
- * The btrfs storage driver (DESIGN.md 2.2): every sandbox dir is a subvolume holding its overlay `upper`
+ * The btrfs storage driver (docs/STORAGE.md): every sandbox dir is a subvolume holding its overlay `upper`
  * and `work` (overlay renames between the two, and a rename across subvolumes fails with EXDEV), and
  * freezing an upper is a read-only snapshot of that subvolume: O(1) in the upper's size. A layer is
  * `<layers>/s-<id>/upper`. Disk limits are btrfs simple quotas on each sandbox subvolume

@@ -1,5 +1,5 @@
 /**
- * Where the btrfs storage driver keeps sandboxes and snapshot layers (DESIGN.md 2.2).
+ * Where the btrfs storage driver keeps sandboxes and snapshot layers (docs/STORAGE.md).
  *
  * - State dir already on btrfs: sandboxes are subvolumes in `<state>/sandboxes`, layers in `<state>/layers`.
  * - Otherwise: a sparse image file `<state>/btrfs.img` (FORKBOX_BTRFS_SIZE, default 64 GiB), formatted once,

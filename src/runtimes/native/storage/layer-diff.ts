@@ -1,5 +1,5 @@
 /**
- * Diff two sandboxes from their overlay layers on the host (DESIGN.md 2.4), without running anything in
+ * Diff two sandboxes from their overlay layers on the host (docs/ARCHITECTURE.md, "Diff"), without running anything in
  * them. Each view is upper over lowers; a 0/0 character device is a whiteout (deletes the path below);
  * a directory with `trusted.overlay.opaque=y` hides everything below it. The nearest common layer is the
  * longest common suffix of the two chains: only the layers above it are walked, and every path they

@@ -1,6 +1,6 @@
 /**
  * Storage drivers: how a sandbox's writable upper directory is frozen into a read-only layer that
- * forked children stack on (DESIGN.md 2.2).
+ * forked children stack on (docs/STORAGE.md).
  *
  * - `copy` (any filesystem): `cp -a --reflink=auto`. Correct everywhere; cost grows with the upper's size
  *   (free on filesystems with reflinks, e.g. XFS and btrfs).

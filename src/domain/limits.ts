@@ -1,0 +1,96 @@
+/**
+ * Every bound on what a caller may ask for, defined once. The engine checks requests against these
+ * (service/validate.ts), and the MCP tool schemas and the REST/OpenAPI schemas are derived from them
+ * (protocol/bounds.ts), so a value one surface accepts is never refused by another for being out of
+ * range. test/unit/limits-agree.test.ts holds the three to each bound's edges.
+ */
+
+/** A numeric range, both ends inclusive. `field` is the wire name used in messages. */
+export interface Bound {
+  readonly field: string;
+  readonly min: number;
+  readonly max: number;
+  /** Only whole numbers. */
+  readonly integer: boolean;
+}
+
+const bound = (field: string, min: number, max: number, integer = true): Bound => ({
+  field,
+  min,
+  max,
+  integer,
+});
+
+const MiB = 1024 * 1024;
+
+/** Per-sandbox resource limits, TTLs and per-call bounds. */
+export const LIMITS = {
+  /** Hard memory limit of a sandbox, MiB. */
+  memoryMb: bound('memory_mb', 16, 1024 * 1024),
+  /** CPU quota, in CPUs. */
+  cpus: bound('cpus', 0.01, 1024, false),
+  /** Processes and threads in a sandbox. */
+  pids: bound('pids', 8, 65_536),
+  /** Time to live, seconds (30 days at most). */
+  ttlSeconds: bound('ttl_seconds', 1, 30 * 24 * 3600),
+  /**
+   * A command's or a code run's timeout, seconds. The smallest supported value is 0.1 s: below it the
+   * agent's timer could not honour it, so it is refused rather than read as "no timeout".
+   */
+  timeoutSeconds: bound('timeout_seconds', 0.1, 24 * 3600, false),
+  /**
+   * Output returned inline per stream of a command (its head and tail), bytes; 0 returns none (all of
+   * it is in the spool file).
+   */
+  maxOutputBytes: bound('max_output_bytes', 0, 64 * MiB),
+  /** Bytes of each stream of a command kept in its spool file inside the sandbox. */
+  spoolBytes: bound('spool_bytes', 0, 4 * 1024 * MiB),
+  /** Children of one fork or restore call. */
+  forkChildren: bound('n', 1, 100),
+  /** How long one poll may wait for output, ms. */
+  pollWaitMs: bound('wait_ms', 0, 60_000),
+  /** A poll returns chunks after this sequence number (-1: from the start). */
+  afterSeq: bound('after_seq', -1, Number.MAX_SAFE_INTEGER),
+} as const satisfies Record<string, Bound>;
+
+/** Sizes and counts of strings, lists and maps in requests. */
+export const SIZES = {
+  /** One file written in one call, bytes. */
+  fileBytes: 64 * MiB,
+  /** Sandbox, snapshot and template names, characters. */
+  nameChars: 63,
+  /** Any path inside a sandbox, characters. */
+  pathChars: 4096,
+  /** Sandbox or snapshot references (id or name), characters. */
+  refChars: 128,
+  /** Environment variables per request, and each one's name and value. */
+  envVars: 256,
+  envNameChars: 256,
+  envValueChars: 32 * 1024,
+  /** Labels per sandbox, and each one's key and value. */
+  labels: 64,
+  labelKeyChars: 63,
+  labelValueChars: 256,
+  /** A command: argv entries, each entry, and a shell command line. */
+  argvEntries: 4096,
+  argChars: 128 * 1024,
+  cmdChars: 256 * 1024,
+  /** Python (or bash, node) source of one code run. */
+  codeChars: MiB - 1024,
+  idempotencyKeyChars: 256,
+} as const;
+
+/** Sandbox, snapshot and template names: a letter or digit, then letters, digits, '.', '_' or '-'. */
+export const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
+/** Environment variable names. */
+export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** How a bound reads in a message: "a whole number from 16 to 1048576". */
+export function describeBound(b: Bound): string {
+  return `${b.integer ? 'a whole number' : 'a number'} from ${b.min} to ${b.max}`;
+}
+
+/** Whether `v` is within the bound. */
+export function withinBound(b: Bound, v: number): boolean {
+  return Number.isFinite(v) && (!b.integer || Number.isInteger(v)) && v >= b.min && v <= b.max;
+}

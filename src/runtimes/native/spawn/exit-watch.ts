@@ -1,0 +1,76 @@
+/**
+ * Noticing sandboxes that end on their own. A sandbox's agent is its PID 1: when it dies (OOM, killed,
+ * crashed) the kernel ends the whole pid namespace and the agent's control connection closes. On every
+ * close the host does not expect, the watch looks at PID 1 for a short while: gone or a zombie means the
+ * sandbox ended, and it is reported (RuntimeEvents.onSandboxExited) with the reason — the OOM killer when
+ * its memory cgroup counted a new OOM kill. A live agent reconnects instead (a dropped connection), and the
+ * watch stops. An agent that stops answering (agent-link/liveness.ts) is reported the same way.
+ */
+import type { Logger } from '../../../domain/logger.ts';
+import type { Cgroups } from '../cgroups/index.ts';
+import { isRunning } from '../host/proc.ts';
+import type { LiveSandbox } from './live-sandbox.ts';
+
+/** How long after a close PID 1 is watched before the close is taken for a mere disconnection. */
+const WATCH_MS = 3000;
+const POLL_MS = 50;
+
+export interface ExitWatchDeps {
+  live: Map<string, LiveSandbox>;
+  cgroups: Pick<Cgroups, 'oomKills'>;
+  log: Pick<Logger, 'warn'>;
+  /** Whose pid namespace a sandbox lives in: false when that PID 1 (template or parent sandbox) is gone. */
+  parentRunning(sb: LiveSandbox): boolean;
+  onExited(id: string, reason: string): void;
+}
+
+export function createExitWatch(deps: ExitWatchDeps) {
+  const { live } = deps;
+  /** Still the runtime's live sandbox, not killed on request or already reported. */
+  const current = (sb: LiveSandbox) => live.get(sb.id) === sb && !sb.ended && !sb.tombstone;
+
+  async function reasonOf(sb: LiveSandbox): Promise<string> {
+    const ooms = await deps.cgroups.oomKills(sb.cgroup).catch(() => sb.oomSeen);
+    if (ooms > sb.oomSeen)
+      return `its agent (PID 1) was killed by the OOM killer: the sandbox reached its memory limit of ${Math.round(sb.memoryBytes / 2 ** 20)} MiB`;
+    if (!deps.parentRunning(sb))
+      return 'the PID 1 of the template or sandbox it was forked from died, which ends every sandbox in its pid namespace';
+    return 'its agent (PID 1) exited unexpectedly: it was killed or it crashed';
+  }
+
+  function report(sb: LiveSandbox, reason: string): void {
+    if (!current(sb)) return;
+    sb.ended = true;
+    deps.log.warn({ sandbox: sb.id, reason }, 'sandbox ended on its own');
+    deps.onExited(sb.id, reason);
+  }
+
+  return {
+    /** The sandbox's agent connection closed without the host asking: did its PID 1 die? */
+    connectionLost(sb: LiveSandbox): void {
+      if (!current(sb) || sb.hostPid <= 0) return;
+      const until = Date.now() + WATCH_MS;
+      const look = async (): Promise<void> => {
+        if (!current(sb) || sb.conn !== null) return; // killed on request, or reconnected
+        if (!isRunning(sb.hostPid, sb.startTime)) {
+          report(sb, await reasonOf(sb));
+          return;
+        }
+        if (Date.now() < until) setTimeout(() => void look(), POLL_MS).unref();
+      };
+      void look();
+    },
+
+    /** The agent stopped answering: the sandbox is given up. */
+    unresponsive(sb: LiveSandbox, message: string): void {
+      report(sb, message);
+    },
+
+    /** Remember the OOM count now, so that only a later OOM kill is blamed for a death. */
+    async noteOoms(sb: LiveSandbox): Promise<void> {
+      sb.oomSeen = await deps.cgroups.oomKills(sb.cgroup).catch(() => sb.oomSeen);
+    },
+  };
+}
+
+export type ExitWatch = ReturnType<typeof createExitWatch>;

@@ -1,0 +1,184 @@
+/**
+ * One wave of a spawn: prepare each child on the host (storage, overlay root, inbox, cgroup, control
+ * socket), ask the parent's agent to clone them all in one `fork` request, and wait for each to be ready.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, chownSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
+import type { Logger } from '../../../domain/logger.ts';
+import type { ForkChildSpec } from '../../../service/ports.ts';
+import type { Cgroups } from '../cgroups/index.ts';
+import { devTmpfsBytes } from '../container/dev-tmpfs.ts';
+import type { UidRange } from '../container/oci-spec.ts';
+import { deadline } from '../host/deadline.ts';
+import type { Mounts } from '../host/mounts.ts';
+import type { NativePaths } from '../host/paths.ts';
+import type { SnapshotDriver } from '../storage/snapshot-driver.ts';
+import { handleOf, LEAVES, type LiveSandbox, type ParentRef, type SpawnOutcome } from './live-sandbox.ts';
+import type { Releaser } from './release.ts';
+import type { SandboxLink } from './sandbox-link.ts';
+import { watchUnborn } from './unborn-watch.ts';
+
+export interface Prepared {
+  c: ForkChildSpec;
+  sb: LiveSandbox;
+  nonce: string;
+  ready: Promise<void>;
+}
+
+export interface ForkWaveDeps {
+  paths: NativePaths;
+  mounts: Mounts;
+  cgroups: Cgroups;
+  snapshots: SnapshotDriver;
+  log: Logger;
+  uidRange: UidRange;
+  live: Map<string, LiveSandbox>;
+  link: SandboxLink;
+  releaser: Releaser;
+  createTimeoutMs?: number;
+}
+
+function failed(id: string, e: unknown): SpawnOutcome {
+  const err = toForkboxError(e);
+  return { id, ok: false, error: new ForkboxError(err.code, `forking sandbox ${id} failed: ${err.message}`) };
+}
+
+export function createForkWaves(deps: ForkWaveDeps) {
+  const { paths, mounts, cgroups, live } = deps;
+
+  async function prepare(parent: ParentRef, c: ForkChildSpec, sourceId: string | null): Promise<Prepared> {
+    // upper and work come from the storage driver (on btrfs: one fresh subvolume holding both).
+    // Bounded by the child's disk limit where the driver enforces one (docs/STORAGE.md).
+    const { upper, work } = await deps.snapshots.createSandboxDir(paths.sandbox(c.id), {
+      bytes: c.limits.diskBytes,
+      inodes: c.limits.diskInodes,
+    });
+    // The sandbox's `/` is owned by its upper dir's owner: container root.
+    chownSync(upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
+    const pInbox = paths.inbox(parent.id);
+    const rootMnt = join(pInbox, c.id);
+    const inboxMnt = join(pInbox, `${c.id}-inbox`);
+    for (const d of [rootMnt, inboxMnt]) {
+      mkdirSync(d, { mode: 0o755 });
+      chmodSync(d, 0o755); // whatever the umask: the child (an unprivileged host uid) walks through them
+    }
+    // Both appear inside the parent at /.forkbox/inbox/<id>[-inbox] by mount propagation.
+    mounts.overlay(rootMnt, parent.lowers, upper, work);
+    mounts.sharedSelfBind(paths.inbox(c.id));
+    mounts.bind(paths.inbox(c.id), inboxMnt);
+    const cg = paths.sandboxCgroup(c.id);
+    // Leaves carry no limits of their own (the sandbox group holds them).
+    await cgroups.createGroup(cg, c.limits, LEAVES);
+    const sb: LiveSandbox = {
+      id: c.id,
+      hostPid: 0,
+      startTime: 0,
+      cgroup: cg,
+      conn: null,
+      connected: Promise.resolve(),
+      paused: false,
+      tombstone: false,
+      depth: parent.depth + 1,
+      lowers: parent.lowers,
+      templateId: parent.templateId,
+      parentId: sourceId,
+      spawnedIn: parent.id,
+      memoryBytes: c.limits.memoryBytes,
+      oomSeen: 0,
+      ended: false,
+    };
+    live.set(c.id, sb);
+    const nonce = randomBytes(16).toString('hex');
+    const { ready } = await deps.link.serve(sb, { nonce, parentPid: parent.hostPid });
+    return { c, sb, nonce, ready };
+  }
+
+  /** The fork request for one wave; resolves with the agent's per-child results (or rejects). */
+  async function askParent(parent: ParentRef, wave: Prepared[], sourceId: string | null) {
+    const { result } = await parent.conn.request('fork', {
+      children: wave.map(({ c, nonce }) => ({
+        sandbox_id: c.id,
+        nonce,
+        hostname: c.name.slice(0, 63),
+        root: `/.forkbox/inbox/${c.id}`,
+        inbox: `/.forkbox/inbox/${c.id}-inbox`,
+        env: c.env,
+        fork_index: c.forkIndex,
+        parent_id: sourceId,
+        tmpfs_bytes: devTmpfsBytes(c.limits.memoryBytes),
+      })),
+    });
+    return (Array.isArray(result.children) ? result.children : []) as {
+      sandbox_id?: unknown;
+      ok?: unknown;
+      error?: unknown;
+      pid?: unknown;
+    }[];
+  }
+
+  /**
+   * Ask the parent's agent to fork one wave of prepared children; record each one's outcome in `out`.
+   * Never rejects: every failure becomes that child's outcome.
+   */
+  async function forkWave(
+    parent: ParentRef,
+    wave: Prepared[],
+    sourceId: string | null,
+    out: Map<string, SpawnOutcome>,
+  ): Promise<void> {
+    if (wave.length === 0) return;
+    let results: Awaited<ReturnType<typeof askParent>> = [];
+    try {
+      results = await askParent(parent, wave, sourceId);
+    } catch (e) {
+      for (const { c } of wave) out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+    }
+    const unborn = watchUnborn(parent.hostPid);
+    await Promise.all(
+      wave.map(async ({ c, sb, ready }) => {
+        if (out.has(c.id)) return;
+        const r = results.find((x) => x.sandbox_id === c.id);
+        if (r?.ok !== true) {
+          const why = typeof r?.error === 'string' ? r.error : 'no result from the parent agent';
+          out.set(c.id, failed(c.id, new ForkboxError('internal', why)));
+          return;
+        }
+        const died =
+          typeof r.pid === 'number'
+            ? unborn.gone(r.pid).then((why) => {
+                throw new ForkboxError('internal', `the new sandbox died: ${why}`);
+              })
+            : new Promise<never>(() => undefined);
+        died.catch(() => undefined);
+        try {
+          await deadline<void>(
+            deps.createTimeoutMs ?? 10000,
+            `sandbox ${c.id} starting`,
+            (resolve, reject) => {
+              ready.then(resolve, reject);
+              died.catch(reject);
+            },
+          );
+          out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
+        } catch (e) {
+          out.set(c.id, failed(c.id, e));
+        }
+      }),
+    );
+    unborn.stop();
+    // Every child of the wave has pivoted into its root (or failed): the parent needs its mount points
+    // no more, and each one it keeps would be copied by every later child. Not before: a child's copy
+    // of the parent's inbox is a slave of the host's, so the host's unmount would reach it mid-set-up.
+    for (const { c } of wave) {
+      try {
+        deps.releaser.dropMountPoints(parent.id, c.id);
+      } catch (e) {
+        deps.log.warn({ sandbox: c.id, err: String(e) }, 'could not drop a new sandbox’s mount points');
+      }
+    }
+  }
+
+  return { prepare, forkWave };
+}

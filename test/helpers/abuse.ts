@@ -1,0 +1,92 @@
+/**
+ * Helpers for the abuse suite (test/abuse/): a real `forkbox serve` daemon with a client on its socket,
+ * host-side views of a sandbox (its PID 1, its cgroup) and waiting for a state with a deadline.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createDaemonClient } from '../../src/transports/daemon-client.ts';
+import { type ServedDaemon, startServe, stopServeAndClean } from './daemon.ts';
+import { makeStateDir, sandboxCgroupDir } from './native.ts';
+
+export interface AbuseDaemon extends ServedDaemon {
+  stateDir: string;
+  pid: number;
+  api: ReturnType<typeof createDaemonClient>;
+  stop(): Promise<void>;
+}
+
+/** A daemon on a fresh state dir, as a child process (`forkbox serve`), and a client on its socket. */
+export async function startDaemon(
+  opts: { env?: Record<string, string>; args?: string[]; umask?: string; stateDir?: string } = {},
+): Promise<AbuseDaemon> {
+  const stateDir = opts.stateDir ?? makeStateDir();
+  const served = await startServe(stateDir, opts.args ?? [], {
+    ...(opts.env ? { env: opts.env } : {}),
+    ...(opts.umask ? { umask: opts.umask } : {}),
+  });
+  const api = createDaemonClient({ socketPath: join(stateDir, 'forkbox.sock') });
+  const pid = served.child.pid;
+  if (pid === undefined) throw new Error('the daemon has no pid');
+  return {
+    ...served,
+    stateDir,
+    pid,
+    api,
+    async stop() {
+      api.close();
+      await stopServeAndClean(served.child, stateDir);
+    },
+  };
+}
+
+/** Host pid of a sandbox's PID 1 (its agent): the process of its `agent` leaf whose NSpid ends in 1. */
+export function agentPid(stateDir: string, id: string): number {
+  const procs = readFileSync(join(sandboxCgroupDir(stateDir, id, 'freezer'), 'agent', 'cgroup.procs'), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map(Number);
+  for (const pid of procs) {
+    const ns = /^NSpid:\s*(.*)$/m
+      .exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+      ?.trim()
+      .split(/\s+/);
+    if (ns?.[ns.length - 1] === '1') return pid;
+  }
+  throw new Error(`no PID 1 found in ${id}'s agent cgroup (processes: ${procs.join(', ')})`);
+}
+
+export function fdCount(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/** Poll `fn` until it returns a value other than undefined; fail with `what` after `ms`. */
+export async function waitFor<T>(
+  what: string,
+  ms: number,
+  fn: () => Promise<T | undefined> | T | undefined,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() >= deadline)
+      throw new Error(`${what}: not within ${ms} ms${last ? ` (last error: ${String(last)})` : ''}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Whether a process exists and is not a zombie. */
+export function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2)[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * An in-memory image catalog for tests over the fake runtime: the default image `debian` exists,
+ * builds and imports add records (with progress events like the real builders), an import of a path
+ * containing 'bad' fails as an unreadable root filesystem would.
+ */
+import { errors, ForkboxError } from '../../src/domain/errors.ts';
+import type { ImageRecord } from '../../src/domain/types.ts';
+import type { ImageCatalog } from '../../src/service/engine.ts';
+
+export function fakeImage(name: string, extra: Partial<ImageRecord> = {}): ImageRecord {
+  return {
+    name,
+    id: `img-${name}`,
+    layers: [`/fake/layers/${name}`],
+    createdAt: 0,
+    sizeBytes: 1000,
+    source: `debootstrap:${name}`,
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin' },
+    python: '/usr/bin/python3',
+    ...extra,
+  };
+}
+
+export function createFakeImages(
+  names: string[] = ['debian'],
+): ImageCatalog & { images: Map<string, ImageRecord> } {
+  const images = new Map(names.map((n) => [n, fakeImage(n)]));
+  const require = (name: string) => {
+    const i = images.get(name);
+    if (!i) throw errors.imageNotFound(name);
+    return i;
+  };
+  return {
+    images,
+    list: () => [...images.values()],
+    get: (name) => images.get(name),
+    require,
+    async buildDebian(o) {
+      const name = o.name ?? `debian-${o.suite ?? 'bookworm'}`;
+      o.onProgress?.({ phase: 'download', message: 'fetching', current: 1, total: 2 });
+      o.onProgress?.({ phase: 'download', message: 'fetching', current: 2, total: 2 });
+      o.onProgress?.({ phase: 'shift', message: 'shifting uids' });
+      const img = fakeImage(name, { source: `debootstrap:${o.suite ?? 'bookworm'}` });
+      images.set(name, img);
+      return img;
+    },
+    async importImage(name, source, o) {
+      o?.onProgress?.({ phase: 'extract', message: source });
+      if (source.includes('bad'))
+        throw new ForkboxError('invalid_argument', `cannot import ${source}: not a root filesystem`);
+      const img = fakeImage(name, { source: `import:${source}`, python: null, layers: [] });
+      images.set(name, img);
+      return img;
+    },
+    remove(name) {
+      require(name);
+      images.delete(name);
+    },
+  };
+}

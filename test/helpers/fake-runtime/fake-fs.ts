@@ -1,0 +1,182 @@
+/**
+ * A sandbox's filesystem in memory, with the semantics and error codes of the agent's `file.*`
+ * operations (src/agent/fileops.py as surfaced by the native runtime): paths are normalised from `/`,
+ * writes replace a file whole, directories need `recursive` to be deleted, a move does not overwrite
+ * unless asked. Copied whole on a fork (`clone`): children see the files of one instant.
+ */
+import { posix } from 'node:path';
+import { ForkboxError } from '../../../src/domain/errors.ts';
+import type { FileEntry, FileStat } from '../../../src/service/ports.ts';
+
+type FileNode = { kind: 'file'; data: Buffer; mode: number; mtimeMs: number };
+type DirNode = { kind: 'dir'; mode: number; mtimeMs: number };
+export type FsNode = FileNode | DirNode;
+
+/** The agent's error codes, surfaced as the native runtime maps them (agent-connection.ts). */
+const CODES = {
+  not_found: 'not_found',
+  is_a_directory: 'invalid_argument',
+  not_a_directory: 'invalid_argument',
+  exists: 'already_exists',
+  bad_request: 'invalid_argument',
+} as const;
+
+function fail(agentCode: keyof typeof CODES, message: string): ForkboxError {
+  return new ForkboxError(CODES[agentCode], message, { agentCode });
+}
+
+export function normalise(path: string): string {
+  if (typeof path !== 'string' || path.length === 0 || path.includes('\0'))
+    throw fail('bad_request', 'path must be a non-empty string without NUL bytes');
+  return posix.normalize(posix.join('/', path));
+}
+
+const parentOf = (p: string) => posix.dirname(p);
+const under = (p: string, dir: string) => (dir === '/' ? p !== '/' : p.startsWith(`${dir}/`));
+
+export class FakeFs {
+  readonly nodes: Map<string, FsNode>;
+
+  constructor(nodes?: Map<string, FsNode>) {
+    this.nodes = nodes ?? FakeFs.base();
+  }
+
+  /** What a fresh sandbox of the fake image holds. */
+  static base(): Map<string, FsNode> {
+    const t = Date.now();
+    const dir = (): DirNode => ({ kind: 'dir', mode: 0o755, mtimeMs: t });
+    const m = new Map<string, FsNode>();
+    for (const d of ['/', '/bin', '/etc', '/root', '/tmp', '/usr', '/var']) m.set(d, dir());
+    m.set('/etc/hostname', { kind: 'file', data: Buffer.from('sandbox\n'), mode: 0o644, mtimeMs: t });
+    return m;
+  }
+
+  clone(): FakeFs {
+    const copy = new Map<string, FsNode>();
+    for (const [k, v] of this.nodes)
+      copy.set(k, v.kind === 'file' ? { ...v, data: Buffer.from(v.data) } : { ...v });
+    return new FakeFs(copy);
+  }
+
+  get(path: string): FsNode | undefined {
+    return this.nodes.get(normalise(path));
+  }
+
+  read(path: string, opts: { offset?: number; length?: number } = {}): { data: Buffer; size: number } {
+    const p = normalise(path);
+    const n = this.nodes.get(p);
+    if (!n) throw fail('not_found', `${p}: No such file or directory`);
+    if (n.kind === 'dir') throw fail('is_a_directory', `${p} is a directory; use file.list`);
+    const start = opts.offset ?? 0;
+    const end = opts.length === undefined ? n.data.length : start + opts.length;
+    return { data: Buffer.from(n.data.subarray(start, end)), size: n.data.length };
+  }
+
+  private ensureParent(p: string, createDirs: boolean): void {
+    const parent = parentOf(p);
+    const n = this.nodes.get(parent);
+    if (!n) {
+      if (!createDirs)
+        throw fail('not_found', `directory ${parent} does not exist; pass create_dirs to create it`);
+      this.mkdir(parent, { parents: true });
+      return;
+    }
+    if (n.kind !== 'dir') throw fail('not_a_directory', `${parent} is not a directory`);
+  }
+
+  write(path: string, data: Buffer, opts: { mode?: number; createDirs?: boolean; append?: boolean } = {}) {
+    const p = normalise(path);
+    this.ensureParent(p, opts.createDirs === true);
+    const cur = this.nodes.get(p);
+    if (cur?.kind === 'dir') throw fail('is_a_directory', `${p} is a directory`);
+    const body = opts.append && cur?.kind === 'file' ? Buffer.concat([cur.data, data]) : Buffer.from(data);
+    this.nodes.set(p, { kind: 'file', data: body, mode: (opts.mode ?? 0o644) & 0o7777, mtimeMs: Date.now() });
+    return { size: body.length };
+  }
+
+  private entry(p: string, n: FsNode): FileEntry {
+    return {
+      path: p,
+      name: posix.basename(p) || '/',
+      type: n.kind,
+      size: n.kind === 'file' ? n.data.length : 4096,
+      mode: n.mode,
+      mtimeMs: n.mtimeMs,
+    };
+  }
+
+  list(path: string, opts: { recursive?: boolean; limit?: number } = {}) {
+    const root = normalise(path);
+    const n = this.nodes.get(root);
+    if (!n) throw fail('not_found', `${root}: No such file or directory`);
+    if (n.kind !== 'dir') throw fail('not_a_directory', `${root} is not a directory; use file.stat`);
+    const limit = opts.limit ?? 10_000;
+    const all = [...this.nodes.keys()]
+      .filter((k) => under(k, root) && (opts.recursive === true || parentOf(k) === root))
+      .sort();
+    const entries = all.slice(0, limit).map((k) => this.entry(k, this.nodes.get(k) as FsNode));
+    return { entries, truncated: all.length > limit };
+  }
+
+  stat(path: string): FileStat {
+    const p = normalise(path);
+    const n = this.nodes.get(p);
+    if (!n) throw fail('not_found', `${p}: No such file or directory`);
+    const { name: _name, ...rest } = this.entry(p, n);
+    return { ...rest, uid: 0, gid: 0 };
+  }
+
+  delete(path: string, opts: { recursive?: boolean } = {}): void {
+    const p = normalise(path);
+    if (p === '/') throw fail('bad_request', 'refusing to delete /');
+    const n = this.nodes.get(p);
+    if (!n) throw fail('not_found', `${p}: No such file or directory`);
+    if (n.kind === 'dir') {
+      if (opts.recursive !== true)
+        throw fail('is_a_directory', `${p} is a directory; pass recursive to delete it`);
+      for (const k of [...this.nodes.keys()]) if (under(k, p)) this.nodes.delete(k);
+    }
+    this.nodes.delete(p);
+  }
+
+  mkdir(path: string, opts: { parents?: boolean } = {}): void {
+    const p = normalise(path);
+    const cur = this.nodes.get(p);
+    if (cur) {
+      if (opts.parents !== false && cur.kind === 'dir') return;
+      throw fail('exists', `${p} already exists`);
+    }
+    const parent = this.nodes.get(parentOf(p));
+    if (!parent) {
+      if (opts.parents === false) throw fail('not_found', `${parentOf(p)}: No such file or directory`);
+      this.mkdir(parentOf(p), { parents: true });
+    } else if (parent.kind !== 'dir') throw fail('not_a_directory', `${parentOf(p)} is not a directory`);
+    this.nodes.set(p, { kind: 'dir', mode: 0o755, mtimeMs: Date.now() });
+  }
+
+  move(from: string, to: string, opts: { overwrite?: boolean } = {}): void {
+    const src = normalise(from);
+    const dst = normalise(to);
+    const n = this.nodes.get(src);
+    if (!n) throw fail('not_found', `${src}: No such file or directory`);
+    const existing = this.nodes.get(dst);
+    if (existing) {
+      if (opts.overwrite !== true)
+        throw fail('exists', `${dst} already exists; pass overwrite to replace it`);
+      if (existing.kind === 'dir' && n.kind !== 'dir')
+        throw fail('is_a_directory', `${dst} is a directory; a file cannot replace it`);
+      this.delete(dst, { recursive: true });
+    }
+    this.ensureParent(dst, false);
+    const moved = [...this.nodes.entries()].filter(([k]) => k === src || under(k, src));
+    for (const [k] of moved) this.nodes.delete(k);
+    for (const [k, v] of moved) this.nodes.set(dst + k.slice(src.length), v);
+  }
+
+  /** Bytes in regular files (the fake's disk usage). */
+  bytes(): number {
+    let n = 0;
+    for (const v of this.nodes.values()) if (v.kind === 'file') n += v.data.length;
+    return n;
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * One source of truth for limits: for every bound in domain/limits.ts, the MCP tool input schemas, the
+ * REST (and so OpenAPI) schemas and the engine agree at each edge — min−ε and max+ε refused by all
+ * three, min and max accepted by all three. A surface with its own numbers fails here.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { z } from 'zod';
+import { isForkboxError } from '../../src/domain/errors.ts';
+import { type Bound, LIMITS } from '../../src/domain/limits.ts';
+import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
+import {
+  codeBody,
+  createSandboxBody,
+  execBody,
+  extendBody,
+  forkBody,
+  pollQuery,
+} from '../../src/protocol/rest/local-schemas.ts';
+import type { ForkboxApi } from '../../src/service/api.ts';
+import { createTestEngine, type TestEngine } from '../helpers/test-engine.ts';
+
+type Engine = (api: ForkboxApi, ctx: { sandbox: string; execId: string }, v: number) => Promise<unknown>;
+
+interface Surface {
+  bound: Bound;
+  /** Tool name → the argument carrying the value, plus what else the tool requires. */
+  mcp: { tool: string; arg: string; base?: Record<string, unknown> }[];
+  rest: { schema: z.ZodType; field: string; base?: Record<string, unknown>; query?: boolean }[];
+  engine: Engine[];
+}
+
+const SURFACES: Surface[] = [
+  {
+    bound: LIMITS.memoryMb,
+    mcp: [
+      { tool: 'sandbox_create', arg: 'memory_mb' },
+      { tool: 'sandbox_fork', arg: 'memory_mb' },
+      { tool: 'snapshot_restore', arg: 'memory_mb', base: { snapshot: 's' } },
+    ],
+    rest: [
+      { schema: createSandboxBody, field: 'memoryMb' },
+      { schema: forkBody, field: 'memoryMb' },
+    ],
+    engine: [
+      (api, _c, v) => api.createSandbox({ memoryMb: v }),
+      (api, c, v) => api.forkSandbox(c.sandbox, { memoryMb: v }),
+    ],
+  },
+  {
+    bound: LIMITS.cpus,
+    mcp: [{ tool: 'sandbox_create', arg: 'cpus' }],
+    rest: [
+      { schema: createSandboxBody, field: 'cpus' },
+      { schema: forkBody, field: 'cpus' },
+    ],
+    engine: [
+      (api, _c, v) => api.createSandbox({ cpus: v }),
+      (api, c, v) => api.forkSandbox(c.sandbox, { cpus: v }),
+    ],
+  },
+  {
+    bound: LIMITS.pids,
+    mcp: [{ tool: 'sandbox_create', arg: 'pids' }],
+    rest: [
+      { schema: createSandboxBody, field: 'pids' },
+      { schema: forkBody, field: 'pids' },
+    ],
+    engine: [
+      (api, _c, v) => api.createSandbox({ pids: v }),
+      (api, c, v) => api.forkSandbox(c.sandbox, { pids: v }),
+    ],
+  },
+  {
+    bound: LIMITS.ttlSeconds,
+    mcp: [
+      { tool: 'sandbox_create', arg: 'ttl_s' },
+      { tool: 'sandbox_extend', arg: 'ttl_s' },
+      { tool: 'sandbox_fork', arg: 'ttl_s' },
+      { tool: 'snapshot_restore', arg: 'ttl_s', base: { snapshot: 's' } },
+    ],
+    rest: [
+      { schema: createSandboxBody, field: 'ttlSeconds' },
+      { schema: extendBody, field: 'ttlSeconds' },
+      { schema: forkBody, field: 'ttlSeconds' },
+    ],
+    engine: [
+      (api, _c, v) => api.createSandbox({ ttlSeconds: v }),
+      (api, c, v) => api.extendSandbox(c.sandbox, v),
+      (api, c, v) => api.forkSandbox(c.sandbox, { ttlSeconds: v }),
+    ],
+  },
+  {
+    bound: LIMITS.timeoutSeconds,
+    mcp: [
+      { tool: 'exec_run', arg: 'timeout_s', base: { command: 'true' } },
+      { tool: 'exec_start', arg: 'timeout_s', base: { command: 'true' } },
+      { tool: 'code_run', arg: 'timeout_s', base: { code: '1' } },
+    ],
+    rest: [
+      { schema: execBody, field: 'timeoutSeconds', base: { argv: ['true'] } },
+      { schema: codeBody, field: 'timeoutSeconds', base: { code: '1' } },
+    ],
+    engine: [
+      (api, c, v) => api.exec(c.sandbox, { argv: ['true'], timeoutSeconds: v }),
+      (api, c, v) => api.runCode(c.sandbox, { code: '1', timeoutSeconds: v }),
+      (api, c, v) => api.runCode(c.sandbox, { language: 'bash', code: 'true', timeoutSeconds: v }),
+    ],
+  },
+  {
+    bound: LIMITS.maxOutputBytes,
+    mcp: [
+      { tool: 'exec_run', arg: 'max_output_bytes', base: { command: 'true' } },
+      { tool: 'code_run', arg: 'max_output_bytes', base: { code: '1' } },
+    ],
+    rest: [
+      { schema: execBody, field: 'maxOutputBytes', base: { argv: ['true'] } },
+      { schema: codeBody, field: 'maxOutputBytes', base: { code: '1' } },
+    ],
+    engine: [
+      (api, c, v) => api.exec(c.sandbox, { argv: ['true'], maxOutputBytes: v }),
+      (api, c, v) => api.runCode(c.sandbox, { code: '1', maxOutputBytes: v }),
+    ],
+  },
+  {
+    bound: LIMITS.spoolBytes,
+    // Not an MCP argument: an MCP caller reads a long stream from its spool file at the daemon's size.
+    mcp: [],
+    rest: [{ schema: execBody, field: 'spoolBytes', base: { argv: ['true'] } }],
+    engine: [(api, c, v) => api.exec(c.sandbox, { argv: ['true'], spoolBytes: v })],
+  },
+  {
+    bound: LIMITS.forkChildren,
+    mcp: [
+      { tool: 'sandbox_fork', arg: 'n' },
+      { tool: 'snapshot_restore', arg: 'n', base: { snapshot: 's' } },
+    ],
+    rest: [{ schema: forkBody, field: 'n' }],
+    engine: [(api, c, v) => api.forkSandbox(c.sandbox, { n: v, memoryMb: 16 })],
+  },
+  {
+    bound: LIMITS.pollWaitMs,
+    mcp: [{ tool: 'exec_poll', arg: 'wait_ms', base: { exec_id: 'ex-1' } }],
+    rest: [{ schema: pollQuery, field: 'wait_ms', query: true }],
+    engine: [(api, c, v) => api.pollExec(c.sandbox, c.execId, { waitMs: v })],
+  },
+  {
+    bound: LIMITS.afterSeq,
+    mcp: [{ tool: 'exec_poll', arg: 'after_seq', base: { exec_id: 'ex-1' } }],
+    rest: [{ schema: pollQuery, field: 'after_seq', query: true }],
+    engine: [(api, c, v) => api.pollExec(c.sandbox, c.execId, { afterSeq: v })],
+  },
+];
+
+function edges(b: Bound): { v: number; ok: boolean; label: string }[] {
+  const eps = b.integer ? 1 : 0.01;
+  return [
+    { v: b.min - eps, ok: false, label: 'min−ε' },
+    { v: b.min, ok: true, label: 'min' },
+    { v: b.max, ok: true, label: 'max' },
+    { v: b.max + eps, ok: false, label: 'max+ε' },
+  ];
+}
+
+describe('limits: MCP, REST/OpenAPI and the engine agree at every bound’s edges', () => {
+  let t: TestEngine;
+  let ctx: { sandbox: string; execId: string };
+  before(async () => {
+    t = createTestEngine();
+    const sandbox = (await t.api.createSandbox({ name: 'edge' })).id;
+    const ex = await t.api.startExec(sandbox, { argv: ['true'] });
+    await t.api.pollExec(sandbox, ex.id, { waitMs: 10_000 });
+    ctx = { sandbox, execId: ex.id };
+  });
+  after(() => t.close());
+
+  for (const s of SURFACES) {
+    it(`${s.bound.field}: ${s.bound.min} to ${s.bound.max}`, async () => {
+      for (const e of edges(s.bound)) {
+        for (const m of s.mcp) {
+          const tool = CANONICAL_TOOLS.find((x) => x.name === m.tool);
+          assert.ok(tool, m.tool);
+          const r = tool.input.safeParse({ ...m.base, [m.arg]: e.v });
+          assert.equal(r.success, e.ok, `MCP ${m.tool}.${m.arg} at ${e.label} (${e.v})`);
+        }
+        for (const r of s.rest) {
+          const value = r.query ? String(e.v) : e.v;
+          const out = r.schema.safeParse({ ...r.base, [r.field]: value });
+          assert.equal(out.success, e.ok, `REST ${r.field} at ${e.label} (${e.v})`);
+        }
+        for (const [i, call] of s.engine.entries()) {
+          const refused = await call(t.api, ctx, e.v).then(
+            () => false,
+            (err: unknown) => {
+              assert.ok(isForkboxError(err), String(err));
+              if (err.code !== 'invalid_argument') throw err;
+              assert.match(err.message, new RegExp(s.bound.field));
+              return true;
+            },
+          );
+          assert.equal(!refused, e.ok, `engine call ${i} at ${e.label} (${e.v})`);
+        }
+      }
+    });
+  }
+
+  it('covers every bound', () => {
+    assert.deepEqual(
+      SURFACES.map((s) => s.bound.field).sort(),
+      Object.values(LIMITS)
+        .map((b) => b.field)
+        .sort(),
+    );
+  });
+});

@@ -5,6 +5,12 @@ import { boundedNumber } from '../../bounds.ts';
 import { defineTool, type ExtraContent, HINTS, sandboxArg } from '../tool-kit.ts';
 
 const DEFAULT_TIMEOUT_S = 300;
+/** A progress message carries at most this much of the output (its latest bytes). */
+const PROGRESS_TEXT_BYTES = 4096;
+
+function progressText(data: Buffer): string {
+  return data.subarray(Math.max(0, data.length - PROGRESS_TEXT_BYTES)).toString('utf8');
+}
 
 export const codeRun = defineTool({
   name: 'code_run',
@@ -32,12 +38,18 @@ export const codeRun = defineTool({
     images: z.number().describe('How many image content blocks follow.'),
     duration_ms: z.number(),
   }),
-  async run(a, { api, sandbox }) {
+  async run(a, { api, sandbox, signal, progress }) {
     const id = await sandbox(a.sandbox);
     const req: CodeRunRequest = { code: a.code, timeoutSeconds: a.timeout_s ?? DEFAULT_TIMEOUT_S };
     if (a.language !== undefined) req.language = a.language;
     if (a.max_output_bytes !== undefined) req.maxOutputBytes = a.max_output_bytes;
-    const r = await api.runCode(id, req);
+    // Cancelling the request (notifications/cancelled, the client's own timeout, a closed session)
+    // interrupts the code; output goes out as progress while it runs.
+    const r = await api.runCode(id, req, {
+      signal,
+      onOutput: (chunk) => progress(progressText(chunk.data)),
+      onPeek: (p) => progress(progressText(p.data)),
+    });
     const extra: ExtraContent[] = r.images.map((img) => ({
       type: 'image',
       data: img.dataB64,

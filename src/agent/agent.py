@@ -19,12 +19,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import fileops  # noqa: E402
 import sysc  # noqa: E402
-from channel import Channel, Loop, log  # noqa: E402
+from capture import valid_output_id  # noqa: E402
+from channel import AGENT_LOG, Channel, Loop, log  # noqa: E402
 from execs import Exec, OpError  # noqa: E402
 from outstream import SPOOL_DIR  # noqa: E402
 from spawner import Spawner  # noqa: E402
 from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header, recv_frame, send_frame  # noqa: E402
-from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, Repl, WorkerHandle  # noqa: E402
+from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, MAX_SPOOL_BYTES, Repl, WorkerHandle  # noqa: E402
 from worker import Worker  # noqa: E402
 
 AGENT_VERSION = "0.1.0"
@@ -88,9 +89,25 @@ class Agent:
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
         signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
-        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, _noop)  # a Python handler must exist for the wakeup fd to be written
+        self._install_signals()
         self.sel.register(self.wake_r, 1, self._on_wakeup)
+        AGENT_LOG.detach()  # a forked sandbox's agent starts with its source's log sink: not ours
+        try:
+            # Not dumpable: nothing the user runs (the worker forked off us keeps the flag, commands do not)
+            # can ptrace this process or read its /proc/<pid>/mem, environ or fd links without
+            # CAP_SYS_PTRACE, which no sandbox has (docs/SECURITY.md).
+            sysc.set_not_dumpable()  # again: a forked sandbox's agent never ran main()
+        except OSError as e:
+            log("cannot make the agent non-dumpable: %s" % e, "warn")
+
+    @staticmethod
+    def _install_signals():
+        """SIGCHLD wakes the loop. SIGTERM/SIGINT end the agent gracefully when it is not PID 1 (tests on the
+        host). As PID 1 of the sandbox they keep the default action: the kernel then drops them when they
+        come from inside the sandbox (a user cannot stop or end its agent), and from the host they end it."""
+        signal.signal(signal.SIGCHLD, _noop)  # a Python handler must exist for the wakeup fd to be written
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL if os.getpid() == 1 else _noop)
 
     # ---- main loop, signals, reaping ----
 
@@ -161,6 +178,8 @@ class Agent:
         pid = os.fork()
         if pid == 0:
             try:
+                parent_sock.close()  # the agent's end of the link: user code must never hold it
+                AGENT_LOG.detach()
                 self._close_in_worker(child_sock, sweep=adopt is None)
                 w = adopt if adopt is not None else Worker(become_child=become_child, greet=greet_host)
                 w.setup_process()
@@ -215,6 +234,7 @@ class Agent:
 
     def _welcomed(self):
         self.backoff = BACKOFF_MIN_S
+        AGENT_LOG.attach(self._send_log)
         if self.adopt is not None:
             # The host has moved this PID 1 into the sandbox's cgroups: the worker, forked off it when
             # Python is first needed, inherits them.
@@ -240,8 +260,19 @@ class Agent:
                                self.ever_connected))
         self.ever_connected = True
 
+    def _send_log(self, level, text, dropped):
+        conn = self.conn
+        if conn is None or conn.closed or not conn.welcomed:
+            raise OSError("no host connection")
+        h = {"t": "log", "level": level, "msg": text}
+        if dropped:
+            h["dropped"] = dropped
+        conn.send(h)
+
     def _on_conn_close(self, conn, reason):
-        log("host connection lost (%s); reconnecting" % reason)
+        if self.conn is conn:
+            AGENT_LOG.detach()
+        log("host connection lost (%s); reconnecting" % reason, "warn")
         for ex in conn.execs.values():
             ex.conn = None  # keeps running; later output is discarded, its result kept (exec.results)
         conn.execs = {}
@@ -406,8 +437,13 @@ class Agent:
             code = a.get("code")
             if not isinstance(code, str):
                 raise OpError("bad_request", "repl.eval needs code (a string)")
+            output_id = a.get("output_id")
+            if output_id is not None and not valid_output_id(output_id):
+                raise OpError("bad_request", "output_id must match [A-Za-z0-9_.-]{1,64}")
             args = {"code": code,
-                    "max_output_bytes": _int_arg(a, "max_output_bytes", DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT)}
+                    "max_output_bytes": _int_arg(a, "max_output_bytes", DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT),
+                    "output_id": output_id,
+                    "spool_bytes": _int_arg(a, "spool_bytes", 0, MAX_SPOOL_BYTES) if output_id else 0}
             self.repl.submit(conn, rid, "eval", args, _int_arg(a, "timeout_ms", 0))
         elif op == "repl.interrupt":
             self.repl.interrupt()
@@ -540,24 +576,25 @@ def become_child(spec, worker, host_sock=None):
     # the user's objects: pages stay shared, and no user object is ever finalized in the agent (which
     # could close an fd number the agent reuses).
     gc.freeze()
+    _null_std_fds()
     Agent(adopt=worker, host_sock=host_sock).run()
     os._exit(70)
 
 
-def _ensure_std_fds():
-    # Sockets must never land on fds 0-2: a stray print would then write into the host protocol.
+def _null_std_fds():
+    """fds 0-2 become /dev/null. What the runtime gave us there (runc's stdio: the host's container.log)
+    must never be reachable by anything in the sandbox, which inherits them; and a socket must never land
+    on them (a stray print would write into the host protocol). Diagnostics go out as `log` frames."""
+    nfd = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            nfd = os.open("/dev/null", os.O_RDWR)
-            if nfd != fd:
-                os.dup2(nfd, fd)
-                os.close(nfd)
+        if nfd != fd:
+            os.dup2(nfd, fd)
+    if nfd > 2:
+        os.close(nfd)
 
 
 def main():
-    _ensure_std_fds()
+    _null_std_fds()
     os.chdir("/")
     restrict_error = None
     try:

@@ -1,24 +1,37 @@
 """Event-loop plumbing for the agent: timers and a non-blocking framed socket. Standard library only."""
 
+import array
 import collections
 import heapq
 import itertools
 import selectors
-import sys
+import socket
 import time
 
+from agentlog import AgentLog
 from protocol import FrameReader, ProtocolError, encode_header, encode_raw
 
 RECV_CHUNK = 256 * 1024
 
+# The agent's diagnostics: no stdout or stderr of its own (fds 0-2 are /dev/null), so lines go to a
+# bounded ring and, while the host is connected, to it as `log` frames (agentlog.py).
+AGENT_LOG = AgentLog()
 
-def log(msg):
-    # Never stdout: the agent's stdout is the template's log file at best; keep one stream for diagnostics.
-    try:
-        sys.stderr.write("forkbox-agent: %s\n" % msg)
-        sys.stderr.flush()
-    except Exception:
-        pass
+
+def log(msg, level="info"):
+    AGENT_LOG.write(level, msg)
+
+
+class _WithFds:
+    """A queued frame whose first byte carries file descriptors (SCM_RIGHTS); on_sent runs once they left."""
+
+    __slots__ = ("data", "fds", "on_sent")
+
+    def __init__(self, data, fds, on_sent):
+        self.data, self.fds, self.on_sent = data, fds, on_sent
+
+    def __len__(self):
+        return len(self.data)
 
 
 class Timer:
@@ -93,6 +106,11 @@ class Channel:
     def send(self, header, body=b""):
         self.send_raw(encode_header(header), body)
 
+    def send_with_fds(self, header, fds, on_sent):
+        """Send one frame with `fds` attached (a Unix socket's peer gets copies); on_sent() runs when they
+        are on their way (the caller may then close its own copies), never when the channel closes first."""
+        self._queue(_WithFds(encode_raw(encode_header(header)), list(fds), on_sent))
+
     def send_raw(self, header_bytes, body=b""):
         if len(body) > 65536:
             # Queue a large body as its own buffer instead of copying it into one frame buffer.
@@ -116,7 +134,13 @@ class Channel:
         while self.out:
             head = self.out[0]
             try:
-                n = self.sock.send(memoryview(head)[self.off :])
+                if isinstance(head, _WithFds):
+                    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", head.fds))]
+                    n = self.sock.sendmsg([head.data], anc)
+                    self.out[0], on_sent, head = head.data, head.on_sent, head.data  # the fds left with byte 0
+                    on_sent()
+                else:
+                    n = self.sock.send(memoryview(head)[self.off :])
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:

@@ -59,6 +59,7 @@ _SYS_CLONE = {"x86_64": 56, "aarch64": 220}
 
 # Device nodes a fresh /dev gets, bound from this sandbox's /dev (never the whole parent /dev: siblings
 # would then share /dev/shm, terminals and mqueues).
+TMPFS_MIN_BYTES, TMPFS_MAX_BYTES = 1 << 20, 64 << 20
 _DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -166,58 +167,79 @@ def loopback_up():
 
 
 def open_regular_files(skip_fds=()):
-    """The regular files this process has open: [(fd, path, flags, pos)], read before pivoting.
+    """What this process has open past fds 0-2, read before pivoting: ([(fd, path, flags, pos)], [fd]).
 
-    A forked fd still points at the source's file, so writes through it would land in the source;
-    the child reopens each by path in its own root instead. Pipes, sockets, memfds and deleted files
-    cannot be carried.
+    A forked fd still points at the source's object. Files, directories and devices opened by path are
+    reopened by that path in the child's own root (writes through the old fd would land in the source,
+    and a directory fd would let the child openat() into the source's tree). Everything else (pipes,
+    sockets, memfds, eventfds and other anonymous inodes, deleted files) would be a channel between two
+    sandboxes: the child gets /dev/null on those fd numbers instead (the second list).
     """
-    found = []
+    found, cut = [], []
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd in skip_fds or fd <= 2:
             continue
         try:
             path = os.readlink("/proc/self/fd/%d" % fd)
-            if not path.startswith("/") or path.endswith(" (deleted)") or path.startswith("/memfd:"):
-                continue
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                continue
-            flags, pos = None, 0
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            continue  # the fd of the listdir itself, closed by now
+        by_path = path.startswith("/") and not path.endswith(" (deleted)") and not path.startswith("/memfd:")
+        if not by_path or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISCHR(mode)):
+            cut.append(fd)
+            continue
+        flags, pos = None, 0
+        try:
             with open("/proc/self/fdinfo/%d" % fd) as f:
                 for line in f:
                     if line.startswith("flags:"):
                         flags = int(line.split()[1], 8)
                     elif line.startswith("pos:"):
                         pos = int(line.split()[1])
-            if flags is not None:
-                found.append((fd, path, flags, pos))
         except OSError:
-            continue
-    return found
+            pass
+        if flags is None:
+            cut.append(fd)
+        else:
+            found.append((fd, path, flags, pos))
+    return found, cut
 
 
-def _reopen(files):
+def _reopen(carried):
+    files, cut = carried
     strip = os.O_CREAT | os.O_TRUNC | os.O_EXCL
     for fd, path, flags, pos in files:
         try:
             nfd = os.open(path, flags & ~strip)
-            os.lseek(nfd, pos, os.SEEK_SET)
-            os.dup2(nfd, fd, inheritable=False)
+            if pos:
+                os.lseek(nfd, pos, os.SEEK_SET)
+            os.dup2(nfd, fd, inheritable=not flags & os.O_CLOEXEC)
             os.close(nfd)
         except OSError:
-            # The path is gone in the child's root; the fd is left pointing at the source's file.
-            # Closing it is safer than letting the child write into its parent.
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            cut.append(fd)  # gone in the child's root: never leave it pointing into the source
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        for fd in cut:
+            if fd != null:
+                os.dup2(null, fd, inheritable=False)
+    finally:
+        if null not in cut:
+            os.close(null)
 
 
-def _fresh_dev(newroot):
+def tmpfs_size(spec):
+    """Bytes for each of the child's /dev and /dev/shm (the host derives it from the memory limit)."""
+    n = spec.get("tmpfs_bytes")
+    if not isinstance(n, int) or isinstance(n, bool):
+        return TMPFS_MAX_BYTES
+    return min(TMPFS_MAX_BYTES, max(TMPFS_MIN_BYTES, n))
+
+
+def _fresh_dev(newroot, size):
     dev = newroot + "/dev"
     os.makedirs(dev, exist_ok=True)
-    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k")
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=%d" % size)
     for node in _DEV_NODES:
         target = dev + "/" + node
         with open(target, "w"):
@@ -228,7 +250,7 @@ def _fresh_dev(newroot):
     # A new devpts instance: the child's terminals are its own, not its parent's or siblings'.
     mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5")
     os.symlink("pts/ptmx", dev + "/ptmx")
-    mount("shm", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=65536k")
+    mount("shm", dev + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=%d" % size)
     try:
         mount("mqueue", dev + "/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError:
@@ -250,7 +272,7 @@ def _setup_child(spec, cwd, files):
     mount(spec["inbox"], newroot + "/.forkbox/inbox", None, MS_BIND)
     mount("/.forkbox/bin", newroot + "/.forkbox/bin", None, MS_BIND)
     mount(None, newroot + "/.forkbox/bin", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    _fresh_dev(newroot)
+    _fresh_dev(newroot, tmpfs_size(spec))
     # proc before pivoting: the kernel refuses a new proc in a user namespace unless a fully visible
     # proc is already mounted (mnt_already_visible). We are PID 1 of the new pid ns, so it shows ours.
     mount("proc", newroot + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)

@@ -5,13 +5,17 @@ frame = u32 header_len (BE) | u32 body_len (BE) | header: UTF-8 JSON object | bo
 Standard library only, Python >= 3.8.
 """
 
+import array
 import json
+import os
+import socket
 import struct
 
 PROTOCOL_VERSION = 1
 MAX_HEADER = 1 << 20  # 1 MiB
 MAX_BODY = 16 << 20  # 16 MiB
 MIN_HEADER = 2  # the smallest JSON object, "{}"
+MAX_FDS = 4  # fds accepted with one frame on the worker link (an eval carries 2)
 
 _LENS = struct.Struct(">II")
 
@@ -113,6 +117,47 @@ def recv_frame(sock):
     if raw is None:
         raise ProtocolError("connection closed in the middle of a frame")
     return _parse_header(raw[:hlen]), raw[hlen:]
+
+
+def close_fds(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def recv_frame_fds(sock):
+    """Blocking read of one frame and of the fds sent with its first bytes. Returns None on a clean EOF,
+    else (header, body, fds)."""
+    fds = []
+    lens = b""
+    cmsg_space = socket.CMSG_SPACE(MAX_FDS * 4)
+    flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+    try:
+        while len(lens) < 8:
+            data, anc, _flags, _addr = sock.recvmsg(8 - len(lens), cmsg_space, flags)
+            for level, kind, raw in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    a = array.array("i")
+                    a.frombytes(raw[: len(raw) - len(raw) % a.itemsize])
+                    fds.extend(a)
+            if not data:
+                if lens:
+                    raise ProtocolError("connection closed in the middle of a frame")
+                close_fds(fds)
+                return None
+            lens += data
+        hlen, blen = _LENS.unpack(lens)
+        if hlen < MIN_HEADER or hlen > MAX_HEADER or blen > MAX_BODY:
+            raise ProtocolError("bad frame lengths %d/%d" % (hlen, blen))
+        raw = _recv_exact(sock, hlen + blen)
+        if raw is None:
+            raise ProtocolError("connection closed in the middle of a frame")
+        return _parse_header(raw[:hlen]), raw[hlen:], fds
+    except BaseException:
+        close_fds(fds)
+        raise
 
 
 def send_frame(sock, header, body=b""):

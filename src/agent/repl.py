@@ -9,23 +9,31 @@ import signal
 import time
 
 from channel import log
+from replout import EvalOutput, Lingering
 
 DEFAULT_MAX_OUTPUT = 1 << 20
-MAX_OUTPUT_LIMIT = 2 << 20  # stdout+stderr travel JSON-escaped inside one frame of <= 16 MiB
+MAX_OUTPUT_LIMIT = 2 << 20  # per stream: what the host keeps inline per call
+MAX_SPOOL_BYTES = 1 << 30  # per stream, in the spool file inside the sandbox
 INTERRUPT_GRACE_S = 2.0
+START_GRACE_S = 10.0  # an interrupt asked for before the code started: restart if it never starts
 
 
 class Item:
     """One queued repl.eval or fork request."""
 
-    __slots__ = ("conn", "id", "kind", "args", "wid", "timeout_ms", "timed_out", "interrupted", "timers", "t0")
+    __slots__ = ("conn", "id", "kind", "args", "wid", "timeout_ms", "timed_out", "interrupted", "cancelled",
+                 "timers", "t0", "out", "started", "sigint_pending", "escalate")
 
     def __init__(self, conn, req_id, kind, args, wid, timeout_ms=0):
         self.conn, self.id, self.kind, self.args, self.wid = conn, req_id, kind, args, wid
         self.timeout_ms = timeout_ms
-        self.timed_out = self.interrupted = False
+        self.timed_out = self.interrupted = self.cancelled = False
         self.timers = []
         self.t0 = time.monotonic()
+        self.out = None  # EvalOutput: the eval's stdout/stderr pipes, read by the agent
+        self.started = False  # the worker said the code runs (a SIGINT now raises KeyboardInterrupt in it)
+        self.sigint_pending = False  # an interrupt asked for before that: sent on `started`
+        self.escalate = False  # a restart follows the SIGINT if the code does not stop (timeout, cancel)
 
 
 class WorkerHandle:
@@ -56,6 +64,7 @@ def _lost_result(item, reason):
         },
         "timed_out": item.timed_out,
         "interrupted": item.timed_out or item.interrupted,
+        "cancelled": item.cancelled,
         "restarted": True,
         "truncated": False,
         "images": [],
@@ -78,6 +87,7 @@ class Repl:
         self._wid = 0
         self._starts = collections.deque(maxlen=5)
         self._start_timer = None
+        self.lingering = Lingering()  # pipes of finished evals a background process still writes to
 
     # ---- requests ----
 
@@ -100,19 +110,41 @@ class Repl:
         w = self.worker
         if w is not None and w.current is not None and w.current.kind == "eval":
             w.current.interrupted = True
-            _signal_group(w.pid, signal.SIGINT)
+            self._sigint(w.current, escalate=False)
+
+    def _sigint(self, item, escalate=True):
+        """SIGINT to the worker's group for `item`, then a restart if it has not answered INTERRUPT_GRACE_S
+        later. Before the worker said the code started, a SIGINT would be ignored (or hit the worker's
+        own loop): it is held until then, with a longer deadline in case the code never starts."""
+        w = self.worker
+        if w is None or w.current is not item:
+            return
+        if escalate and not item.escalate:
+            item.escalate = True
+            grace = INTERRUPT_GRACE_S if item.started else START_GRACE_S
+            item.timers.append(self.agent.loop.add_timer(grace, lambda: self._kill_if_stuck(item)))
+        if not item.started:
+            item.sigint_pending = True
+            return
+        _signal_group(w.pid, signal.SIGINT)
 
     def cancel(self, conn, req_id):
+        """Cancel of a running eval: SIGINT (KeyboardInterrupt, state kept), then, if the worker has not
+        answered INTERRUPT_GRACE_S later, a restart (state lost; the result says so)."""
         w = self.worker
         if w is not None and w.current is not None and w.current.conn is conn and w.current.id == req_id:
-            self.interrupt()
+            item = w.current
+            if item.kind == "eval" and not item.cancelled:
+                item.cancelled = True
+                item.interrupted = True
+                self._sigint(item)
             return True
         for item in self.queue:
             if item.conn is conn and item.id == req_id:
                 self.queue.remove(item)
                 if item.kind == "eval":
                     r = _lost_result(item, "")
-                    r.update(restarted=False, interrupted=True, error={
+                    r.update(restarted=False, interrupted=True, cancelled=True, error={
                         "type": "Cancelled", "message": "cancelled before it started", "traceback": ""})
                     self.agent.send_res(conn, req_id, r)
                 else:
@@ -165,7 +197,7 @@ class Repl:
             for t in item.timers:
                 t.cancel()
             if item.kind == "eval":
-                self.agent.send_res(item.conn, item.id, _lost_result(item, reason))
+                self._answer(item, _lost_result(item, reason))
             else:
                 self.agent.send_error(item.conn, item.id, "internal", "the REPL worker died during the fork: %s" % reason)
         if not self.agent.shutting_down:
@@ -182,22 +214,50 @@ class Repl:
         if w is None or w.current is not None or not self.queue:
             return
         item = self.queue.popleft()
-        w.current = item
         if item.kind == "eval":
-            w.channel.send({"t": "eval", "id": item.wid, "code": item.args["code"],
-                            "max_output_bytes": item.args["max_output_bytes"]})
+            a = item.args
+            try:
+                item.out = EvalOutput(self.agent, item.conn, item.id, a["max_output_bytes"], a.get("output_id"),
+                                      a.get("spool_bytes", 0))
+            except OSError as e:  # out of fds: answer this one, keep the worker
+                self.agent.send_error(item.conn, item.id, "internal", "cannot capture the output: %s" % e)
+                self._pump()
+                return
+            w.current = item
+            # The write ends of the two pipes go to the worker with the request; it puts them on fds 1 and 2.
+            w.channel.send_with_fds({"t": "eval", "id": item.wid, "code": a["code"],
+                                     "max_output_bytes": a["max_output_bytes"]},
+                                    item.out.worker_fds, item.out.release_worker_fds)
             if item.timeout_ms:
                 item.timers.append(self.agent.loop.add_timer(item.timeout_ms / 1000.0, lambda: self._timeout(item)))
         else:
+            w.current = item
             w.channel.send({"t": "fork", "id": item.wid, "children": item.args["children"]})
+
+    def _answer(self, item, result):
+        """Answer an eval once its output is read to the end: the tails, then the result with the output's
+        totals and spool files. stdout/stderr travel as events only (replout.py)."""
+        out, item.out = item.out, None
+        result["stdout"] = result["stderr"] = ""
+        if out is None:
+            self.agent.send_res(item.conn, item.id, result)
+            return
+
+        def done(fields):
+            cut = bool(result.get("truncated"))  # the worker cut the value's repr
+            result.update(fields)
+            result["truncated"] = cut or bool(fields.get("truncated"))
+            self.agent.send_res(item.conn, item.id, result)
+
+        out.release_worker_fds()  # not sent yet (the worker died first): the pipes must reach EOF
+        out.finish(done)
 
     def _timeout(self, item):
         w = self.worker
         if w is None or w.current is not item:
             return
         item.timed_out = True
-        _signal_group(w.pid, signal.SIGINT)
-        item.timers.append(self.agent.loop.add_timer(INTERRUPT_GRACE_S, lambda: self._kill_if_stuck(item)))
+        self._sigint(item)
 
     def _kill_if_stuck(self, item):
         if self.worker is not None and self.worker.current is item:
@@ -207,7 +267,19 @@ class Repl:
         w = self.worker
         if w is None or w.channel is not ch:
             return
+        if header.get("t") == "log":  # from the worker, so from the user: a field of a rate-limited line
+            log("REPL worker: %s" % (str(header.get("msg"))[:2000],), "warn")
+            return
         item = w.current
+        if header.get("t") == "started" and item is not None and item.kind == "eval" and header.get("id") == item.wid:
+            if not item.started:
+                item.started = True
+                if item.sigint_pending:
+                    self._sigint(item, escalate=False)
+                    if item.escalate:  # the restart deadline counts from the SIGINT now sent
+                        item.timers.append(self.agent.loop.add_timer(INTERRUPT_GRACE_S,
+                                                                     lambda: self._kill_if_stuck(item)))
+            return
         if header.get("t") != "result" or item is None or header.get("id") != item.wid:
             self.lost("it sent an unexpected message")
             return
@@ -223,9 +295,11 @@ class Repl:
         w.current = None
         if item.kind == "eval":
             result["timed_out"] = item.timed_out
-            result["interrupted"] = bool(result.get("interrupted")) or (item.timed_out and not result.get("ok"))
+            result["interrupted"] = bool(result.get("interrupted")) or (
+                (item.timed_out or item.cancelled) and not result.get("ok"))
+            result["cancelled"] = item.cancelled
             result["restarted"] = False
-            self.agent.send_res(item.conn, item.id, result)
+            self._answer(item, result)
         elif "error" in result:
             self.agent.send_error(item.conn, item.id, "internal", "fork failed: %s" % result["error"])
         else:

@@ -4,7 +4,10 @@ It is forked from the agent (so it has the agent's code in memory and can perfor
 and talks to it over a socketpair with the same framing as the host protocol:
 
   agent -> worker  {t: "eval", id, code, max_output_bytes}      -> {t: "result", id} + body = JSON result
+                   + 2 fds (SCM_RIGHTS): write ends of the eval's stdout and stderr pipes (replout.py)
   agent -> worker  {t: "fork", id, children}                     -> {t: "result", id} + body = JSON result
+  worker -> agent  {t: "started", id}  (the cell's code runs now: SIGINT interrupts it from here on)
+  worker -> agent  {t: "log", msg}  (start-up diagnostics; the agent logs them, rate-limited)
 
 This process runs user code: everything here is best effort against a user who can rewrite it at will;
 the agent treats the worker as untrusted too.
@@ -19,32 +22,13 @@ import linecache
 import os
 import signal
 import sys
-import tempfile
 import time
 import traceback
 
-from protocol import MAX_BODY, recv_frame, send_frame
+from protocol import MAX_BODY, close_fds, recv_frame_fds, send_frame
 
 _THIS_FILE = os.path.abspath(__file__)
 _LINECACHE_KEEP = 500
-
-
-def _capture_fd(name):
-    """A file that lives in memory (memfd) to catch one stream of one eval at the fd level."""
-    try:
-        return os.memfd_create(name, os.MFD_CLOEXEC)
-    except (AttributeError, OSError):
-        f = tempfile.TemporaryFile()
-        fd = os.dup(f.fileno())
-        f.close()
-        return fd
-
-
-def _read_capped(fd, cap):
-    size = os.fstat(fd).st_size
-    n = min(size, max(cap, 0))
-    data = os.pread(fd, n, 0) if n else b""
-    return data.decode("utf-8", "replace"), size > n
 
 
 def _strip_worker_frames(te, seen):
@@ -111,6 +95,7 @@ class Worker:
         self._become_child = become_child
         self._greet = greet
         self.fork_source_id = None  # the sandbox a forked child came from (FORKBOX_PARENT_ID)
+        self.notes = []  # start-up diagnostics for the agent's log (bounded: one per prewarm module)
 
     # ---- process set-up ----
 
@@ -150,7 +135,8 @@ class Worker:
             try:
                 __import__(name)
             except BaseException as e:
-                print("forkbox: prewarm import of %r failed: %r" % (name, e), file=sys.stderr)
+                # Sent to the agent's log once serving (the worker's stderr is /dev/null between evals).
+                self.notes.append("prewarm import of %r failed: %r" % (name, e))
 
     # ---- serving ----
 
@@ -159,17 +145,25 @@ class Worker:
         self.sock = sock
         code = 0
         try:
+            notes, self.notes = self.notes[:32], []
+            for note in notes:
+                send_frame(sock, {"t": "log", "msg": note[:2000]})
             while True:
-                frame = recv_frame(sock)
+                frame = recv_frame_fds(sock)
                 if frame is None:
                     break
-                header, _body = frame
+                header, _body, fds = frame
                 t = header.get("t")
-                if t == "eval":
-                    result = self.eval(header.get("code"), header.get("max_output_bytes"))
+                if t == "eval" and len(fds) == 2:
+                    result = self.eval(header.get("code"), header.get("max_output_bytes"), fds, header.get("id"))
+                elif t == "eval":
+                    close_fds(fds)
+                    result = {"error": "eval without its two output pipes"}
                 elif t == "fork":
+                    close_fds(fds)
                     result = self.fork(header.get("children"))
                 else:
+                    close_fds(fds)
                     result = {"error": "unknown worker request %r" % (t,)}
                 send_frame(sock, {"t": "result", "id": header.get("id")}, self._encode_result(result))
         except BaseException:
@@ -222,27 +216,28 @@ class Worker:
 
     # ---- eval ----
 
-    def eval(self, code, max_output_bytes):
+    def eval(self, code, max_output_bytes, out_fds, eval_id=None):
+        """Run one cell with fds 1 and 2 on `out_fds` (the write ends of the agent's pipes), then put back
+        what was there and close them: the agent reads the output as it comes, bounded (replout.py)."""
         t0 = time.monotonic()
         if not isinstance(code, str):
             code = ""
         cap = max_output_bytes if isinstance(max_output_bytes, int) and max_output_bytes >= 0 else 1 << 20
-        out_fd = _capture_fd("forkbox-stdout")
-        err_fd = _capture_fd("forkbox-stderr")
         _flush_std()
         saved = []
-        for target, fd in ((1, out_fd), (2, err_fd)):
+        for target, fd in zip((1, 2), out_fds):
             try:
                 saved.append(os.dup(target))
             except OSError:
                 saved.append(None)
             os.dup2(fd, target)
+        close_fds(out_fds)
         value = error = None
         interrupted = False
         images = []
         try:
             try:
-                value, error, interrupted = self._execute(code, cap)
+                value, error, interrupted = self._execute(code, cap, eval_id)
             except KeyboardInterrupt as e:  # SIGINT landed just outside the user's code
                 error, interrupted = _error_of(e), True
             images = _collect_figures()
@@ -254,25 +249,19 @@ class Worker:
                 else:
                     os.dup2(fd, target)
                     os.close(fd)
-        stdout, t1 = _read_capped(out_fd, cap)
-        stderr, t2 = _read_capped(err_fd, cap - len(stdout.encode("utf-8", "replace")))
-        os.close(out_fd)
-        os.close(err_fd)
         return {
             "ok": error is None,
             "value": value,
-            "stdout": stdout,
-            "stderr": stderr,
             "error": error,
             "timed_out": False,
             "interrupted": interrupted,
             "restarted": False,
-            "truncated": t1 or t2,
+            "truncated": value is not None and len(value) > cap,
             "images": images,
             "duration_ms": (time.monotonic() - t0) * 1000.0,
         }
 
-    def _execute(self, code, cap):
+    def _execute(self, code, cap, eval_id=None):
         """Run `code` in the globals; returns (repr of trailing expression or None, error or None, interrupted)."""
         self.counter += 1
         filename = "<repl-%d>" % self.counter
@@ -293,6 +282,9 @@ class Worker:
         result = None
         self.running = True
         try:
+            # From here a SIGINT raises KeyboardInterrupt in the cell: the agent holds its interrupts (cancel,
+            # timeout) until it has this, so none is lost in the gap before the code runs.
+            send_frame(self.sock, {"t": "started", "id": eval_id})
             exec(body, g)
             if expr is not None:
                 result = eval(expr, g)
@@ -309,5 +301,5 @@ class Worker:
         except BaseException as e:
             text = "<repr failed: %s: %s>" % (type(e).__name__, e)
         if len(text) > cap:
-            text = text[:cap] + "..."
+            text = text[:cap] + "..."  # len > cap tells eval() it was cut
         return text, None, False

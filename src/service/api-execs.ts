@@ -2,7 +2,7 @@
 import type { CodeRunRequest, ExecOutcome, ForkboxApi, RunOptions } from './api.ts';
 import type { CallerContext } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
-import type { ReplResult } from './ports.ts';
+import type { ReplEvalOptions, ReplResult } from './ports.ts';
 import { checkRunBounds } from './validate.ts';
 
 type ExecApi = Pick<
@@ -59,10 +59,12 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
       const language = req.language ?? 'python';
       const timeoutMs = Math.round((req.timeoutSeconds ?? 0) * 1000);
       if (language === 'python') {
-        return runtime.replEval(rec, req.code, {
-          timeoutMs,
-          ...(req.maxOutputBytes === undefined ? {} : { maxOutputBytes: req.maxOutputBytes }),
-        });
+        const o: ReplEvalOptions = { timeoutMs };
+        if (req.maxOutputBytes !== undefined) o.maxOutputBytes = req.maxOutputBytes;
+        if (opts?.onOutput) o.onOutput = opts.onOutput;
+        if (opts?.onPeek) o.onPeek = opts.onPeek;
+        if (opts?.signal) o.signal = opts.signal;
+        return runtime.replEval(rec, req.code, o);
       }
       const argv = language === 'bash' ? ['bash', '-c', req.code] : ['node', '-e', req.code];
       const o = await execs.run(

@@ -169,7 +169,10 @@ export interface RunOptions {
    * and the tail: everything the inline result holds, in order.
    */
   onOutput?: (c: ExecOutputChunk) => void;
-  /** While a stream's output is past its head: its latest bytes, at most every 2 s (for progress). */
+  /**
+   * While a stream's output is past its head (an exec's or Python code's): its latest bytes, at most every
+   * 2 s (for progress; not part of the result).
+   */
   onPeek?: (p: ExecPeek) => void;
   /** The exec's id, as soon as it is recorded (before the command runs): to cancel or poll it by id. */
   onStarted?: (execId: string) => void;

@@ -257,6 +257,20 @@ export interface ExecHandle {
   cancel(): void;
 }
 
+export interface ReplEvalOptions {
+  timeoutMs?: number;
+  /** Inline budget per stream (head + tail). */
+  maxOutputBytes?: number;
+  /** How much of each stream to keep in a spool file inside the sandbox (0 = none). */
+  spoolBytes?: number;
+  /** The head of each stream as it arrives. */
+  onOutput?: (chunk: ExecOutputChunk) => void;
+  /** The latest bytes of a stream flowing past its head (at most every 2 s; for progress, not kept). */
+  onPeek?: (p: ExecPeek) => void;
+  /** Aborting interrupts the code (KeyboardInterrupt), escalating to a restart; a queued call is dropped. */
+  signal?: AbortSignal;
+}
+
 export interface ReplResult {
   ok: boolean;
   value: string | null;
@@ -265,6 +279,8 @@ export interface ReplResult {
   error: { type: string; message: string; traceback: string } | null;
   timedOut: boolean;
   interrupted: boolean;
+  /** The call was cancelled (RunOptions.signal): interrupted while running, or dropped before it ran. */
+  cancelled?: boolean;
   restarted: boolean;
   truncated: boolean;
   oomKilled: boolean;
@@ -416,11 +432,7 @@ export interface Runtime {
    * leftovers were reported), is killed — the execs still running among them end for real.
    */
   recoverExecs(rec: SandboxRecord, running: string[], keep: string[]): Promise<RecoveredExec[]>;
-  replEval(
-    rec: SandboxRecord,
-    code: string,
-    opts: { timeoutMs?: number; maxOutputBytes?: number },
-  ): Promise<ReplResult>;
+  replEval(rec: SandboxRecord, code: string, opts: ReplEvalOptions): Promise<ReplResult>;
   replRestart(rec: SandboxRecord): Promise<void>;
 
   readFile(

@@ -6,7 +6,7 @@
 import type { ExecRecord, ImageRecord } from '../domain/types.ts';
 import { FILE_SIZE_HEADER } from '../protocol/rest/wire.ts';
 import type { ExecOutcome, ForkboxApi, ProgressEvent } from '../service/api.ts';
-import type { ExecOutputChunk } from '../service/ports.ts';
+import type { ExecOutputChunk, ReplResult } from '../service/ports.ts';
 import type { Requester } from './daemon-request.ts';
 
 const seg = (s: string) => encodeURIComponent(s);
@@ -68,6 +68,18 @@ export function sandboxCalls(
   };
 }
 
+/** An NDJSON `output` line handler: the chunk to onOutput, other lines ignored. */
+function outputLines(onOutput: (c: ExecOutputChunk) => void) {
+  return (line: Record<string, unknown>): void => {
+    if (line.type !== 'output') return;
+    onOutput({
+      seq: line.seq as number,
+      stream: line.stream === 'stderr' ? 'stderr' : 'stdout',
+      data: Buffer.from(String(line.data), 'base64'),
+    });
+  };
+}
+
 /** Commands (sync and background) and the REPL. */
 export function execCalls(
   rq: Requester,
@@ -126,8 +138,13 @@ export function execCalls(
     },
     cancelExec,
     listExecs: (id) => call({ method: 'GET', path: sb(id, '/execs') }),
-    runCode: (id, req, opts) =>
-      call({ method: 'POST', path: sb(id, '/code'), json: req, signal: opts?.signal }),
+    runCode(id, req, opts) {
+      // With onOutput the daemon streams the code's output as NDJSON lines before the result.
+      const r = { method: 'POST' as const, path: sb(id, '/code'), json: req, signal: opts?.signal };
+      const onOutput = opts?.onOutput;
+      if (!onOutput) return call<ReplResult>(r);
+      return streamCall<ReplResult>(r, outputLines(onOutput));
+    },
     async resetCode(id) {
       await call({ method: 'POST', path: sb(id, '/code/reset') });
     },

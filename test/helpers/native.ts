@@ -114,6 +114,11 @@ export function skipUnlessNative(t: TestContext): boolean {
  * `forkbox/<state-id>/sandboxes/<id>` (the state dir's id scopes them to their daemon).
  */
 export function sandboxCgroupDir(stateDir: string, id: string, controller: string): string {
+  return `/sys/fs/cgroup/${controller}/${sandboxCgroupRel(stateDir, id)}`;
+}
+
+/** A sandbox's cgroup path relative to a hierarchy's root: forkbox/<state id>/sandboxes/<id>. */
+export function sandboxCgroupRel(stateDir: string, id: string): string {
   const stateId = readFileSync(join(stateDir, 'state-id'), 'utf8').trim();
-  return `/sys/fs/cgroup/${controller}/forkbox/${stateId}/sandboxes/${id}`;
+  return `forkbox/${stateId}/sandboxes/${id}`;
 }

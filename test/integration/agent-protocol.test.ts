@@ -4,7 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +26,8 @@ import {
   readHello,
 } from '../../src/runtimes/native/agent-link/agent-connection.ts';
 import { encodeFrame } from '../../src/runtimes/native/agent-link/agent-frame.ts';
+import { replEvalOver } from '../../src/runtimes/native/agent-link/repl-eval.ts';
+import type { ExecPeek, ReplEvalOptions } from '../../src/service/ports.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const AGENT = fileURLToPath(new URL('../../src/agent/agent.py', import.meta.url));
@@ -56,10 +66,28 @@ function closeServer(server: net.Server): Promise<void> {
   return new Promise((r) => server.close(() => r()));
 }
 
-async function accept(host: Host): Promise<{ conn: AgentConnection; socket: net.Socket }> {
+interface LogLine {
+  fields: Record<string, unknown>;
+  msg: string;
+}
+
+/** A logger that keeps what the agent's `log` frames became on the host. */
+function recordingLog(lines: LogLine[]) {
+  const keep = (fields: object, msg?: string) =>
+    lines.push({ fields: fields as Record<string, unknown>, msg: msg ?? '' });
+  return { info: keep, warn: keep, error: keep };
+}
+
+async function accept(host: Host, lines?: LogLine[]): Promise<{ conn: AgentConnection; socket: net.Socket }> {
   const socket = await host.next();
   const hello = await readHello(socket, 5000);
-  return { conn: createAgentConnection(socket, hello), socket };
+  return { conn: createAgentConnection(socket, hello, lines ? { log: recordingLog(lines) } : {}), socket };
+}
+
+/** Resident memory of a process in bytes. */
+function rssOf(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb ?? 0) * 1024;
 }
 
 interface ExecOutcome {
@@ -94,17 +122,27 @@ function runExec(
   return { id: handle.id, done };
 }
 
-async function repl(conn: AgentConnection, code: string, extra: Record<string, unknown> = {}) {
-  return (await conn.request('repl.eval', { code, ...extra })).result as {
-    ok: boolean;
-    value: string | null;
-    stdout: string;
-    stderr: string;
-    error: { type: string; message: string; traceback: string } | null;
-    timed_out: boolean;
-    interrupted: boolean;
-    restarted: boolean;
-    truncated: boolean;
+/** repl.eval through the host's own code (repl-eval.ts), in the shape of the agent's result. */
+async function repl(
+  conn: AgentConnection,
+  code: string,
+  extra: { max_output_bytes?: number; timeout_ms?: number } = {},
+) {
+  const o: ReplEvalOptions = {};
+  if (extra.max_output_bytes !== undefined) o.maxOutputBytes = extra.max_output_bytes;
+  if (extra.timeout_ms !== undefined) o.timeoutMs = extra.timeout_ms;
+  const r = await replEvalOver(conn, code, o);
+  return {
+    ok: r.ok,
+    value: r.value,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    error: r.error,
+    timed_out: r.timedOut,
+    interrupted: r.interrupted,
+    restarted: r.restarted,
+    truncated: r.truncated,
+    streams: r.streams,
   };
 }
 
@@ -165,6 +203,7 @@ describe('agent protocol (real agent on the host)', {
         FORKBOX_ROLE: 'sandbox',
         FORKBOX_SANDBOX_ID: 'test1',
         FORKBOX_PREWARM: 'colorsys, json',
+        FORKBOX_OUTPUT_DIR: join(dir, 'out'),
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
@@ -409,10 +448,104 @@ describe('agent protocol (real agent on the host)', {
     assert.equal(out.stderr, 'e\n');
     assert.equal(out.value, null);
     const big = await repl(conn, "print('y' * 1_500_000)", { max_output_bytes: 2_000_000 });
-    assert.equal(big.stdout.length, 1_500_001); // the result travels in the body (over the header limit)
-    const cut = await repl(conn, "print('z' * 5000)", { max_output_bytes: 100 });
-    assert.equal(cut.stdout.length, 100);
+    assert.equal(big.stdout.length, 1_500_001); // head events, within the budget: nothing left out
+    assert.equal(big.truncated, false);
+    // Over the budget: the head (75 bytes), a marker naming the file, the tail (25 bytes).
+    const cut = await repl(conn, "print('z' * 4999 + 'E')", { max_output_bytes: 100 });
     assert.equal(cut.truncated, true);
+    assert.equal(cut.streams?.stdout.totalBytes, 5001);
+    assert.equal(cut.streams?.stdout.shownBytes, 100);
+    assert.equal(cut.streams?.stdout.omittedBytes, 4901);
+    const file = cut.streams?.stdout.file ?? '';
+    assert.ok(file.startsWith(join(dir, 'out')), file);
+    assert.equal(readFileSync(file, 'utf8'), `${'z'.repeat(4999)}E\n`); // the whole stream
+    assert.ok(cut.stdout.startsWith('z'.repeat(75)));
+    assert.ok(cut.stdout.endsWith(`${'z'.repeat(23)}E\n`));
+    assert.match(cut.stdout, /4901 bytes of stdout omitted here; the whole stdout is in /);
+  });
+
+  it('the agent holds no fd of its runtime: fds 0-2 are /dev/null, the worker has only its end of the link', () => {
+    const fds = (pid: number) =>
+      readdirSync(`/proc/${pid}/fd`).map((fd) => ({
+        fd: Number(fd),
+        target: readlinkSync(`/proc/${pid}/fd/${fd}`),
+      }));
+    const agentFds = fds(agent.pid ?? 0);
+    for (const f of agentFds.filter((x) => x.fd <= 2))
+      assert.equal(f.target, '/dev/null', `agent fd ${f.fd}`);
+    const workerFds = fds(workerPid);
+    for (const f of workerFds.filter((x) => x.fd <= 2))
+      assert.equal(f.target, '/dev/null', `worker fd ${f.fd}`);
+    const agentSockets = new Set(agentFds.map((f) => f.target).filter((t) => t.startsWith('socket:')));
+    const shared = workerFds.filter((f) => agentSockets.has(f.target));
+    assert.deepEqual(
+      shared,
+      [],
+      'the worker holds a socket the agent holds (its end of the link, or the host link)',
+    );
+  });
+
+  it('repl output goes through bounded pipes: a flood keeps the agent small, the REPL usable', async () => {
+    await repl(conn, 'kept = "flood"');
+    const before = rssOf(agent.pid ?? 0);
+    // 256 MiB in 1 MiB lines; inline budget 64 KiB per stream, a 1 MiB spool file.
+    const peeks: ExecPeek[] = [];
+    const r = await replEvalOver(
+      conn,
+      "line = 'f' * ((1 << 20) - 1)\nfor _ in range(256):\n    print(line)\nprint('END')",
+      {
+        maxOutputBytes: 64 * 1024,
+        spoolBytes: 1 << 20,
+        onPeek: (p) => peeks.push(p),
+      },
+    );
+    assert.equal(r.ok, true, r.error?.traceback);
+    assert.equal(r.truncated, true);
+    assert.equal(r.streams?.stdout.totalBytes, 256 * (1 << 20) + 4);
+    assert.equal(r.streams?.stdout.shownBytes, 64 * 1024);
+    assert.equal(r.streams?.stdout.spooledBytes, 1 << 20);
+    assert.ok(r.stdout.endsWith('f\nEND\n'), r.stdout.slice(-40));
+    assert.match(r.stdout, /bytes of stdout omitted here; the whole stdout is in /);
+    // The first peek goes out as soon as the head is full: the latest bytes and the count so far.
+    assert.ok(peeks.length > 0, 'a peek while the output flowed past the head');
+    for (const p of peeks) {
+      assert.equal(p.stream, 'stdout');
+      assert.ok(p.data.length > 0 && p.data.length <= 2048);
+      assert.ok(p.totalBytes >= 48 * 1024 && p.totalBytes <= 256 * (1 << 20) + 4, String(p.totalBytes));
+    }
+    // The agent held at most a head and a tail ring per stream, not the 256 MiB.
+    const growth = rssOf(agent.pid ?? 0) - before;
+    assert.ok(growth < 32 * 1024 * 1024, `the agent grew by ${growth} bytes`);
+    assert.equal((await repl(conn, 'kept')).value, "'flood'");
+  });
+
+  it('a cancelled eval is interrupted and keeps its state; one that ignores the interrupt gets a restart', async () => {
+    await repl(conn, 'kept = 7');
+    const busy = async () => (await conn.request('stats')).result.repl_busy === true;
+    const ac = new AbortController();
+    const running = replEvalOver(conn, 'while True:\n    pass', { signal: ac.signal });
+    await waitFor(busy, { what: 'the eval to run' });
+    ac.abort();
+    const r = await running;
+    assert.equal(r.cancelled, true);
+    assert.equal(r.interrupted, true);
+    assert.equal(r.restarted, false);
+    assert.equal(r.error?.type, 'KeyboardInterrupt');
+    assert.equal((await repl(conn, 'kept')).value, '7');
+    // Abort once the code is inside its try (it says so): an earlier interrupt would end it.
+    const ac2 = new AbortController();
+    const stuck = replEvalOver(
+      conn,
+      "while True:\n    try:\n        print('inside', flush=True)\n        while True: pass\n    except KeyboardInterrupt:\n        pass",
+      { signal: ac2.signal, onOutput: () => ac2.abort() },
+    );
+    const s2 = await stuck;
+    assert.equal(s2.cancelled, true);
+    assert.equal(s2.restarted, true);
+    assert.equal(s2.error?.type, 'WorkerRestarted');
+    workerPid = (await conn.request('stats')).result.worker_pid as number;
+    assert.equal((await repl(conn, '1 + 1')).value, '2');
+    await repl(conn, 'x = 41'); // what the next test starts from
   });
 
   it('repl timeout interrupts an infinite loop and keeps state; restart loses it', async () => {
@@ -526,7 +659,7 @@ describe('agent protocol (real agent on the host)', {
     assert.equal((await repl(conn, 'x')).value, '41');
   });
 
-  it('reconnects to a new server on the same path and keeps its REPL state', async () => {
+  it('reconnects to a new server on the same path and keeps its REPL state; its log comes as log frames', async () => {
     await repl(conn, 'y = "kept"');
     conn.close();
     await closeServer(host.server);
@@ -542,10 +675,16 @@ describe('agent protocol (real agent on the host)', {
     await closeServer(refuser);
     rmSync(sockPath, { force: true });
     host = await listen(sockPath);
-    ({ conn, socket } = await accept(host));
+    const lines: LogLine[] = [];
+    ({ conn, socket } = await accept(host, lines));
     assert.equal(conn.hello.reconnect, true);
     assert.equal(conn.hello.workerPid, workerPid);
     assert.equal((await repl(conn, 'y')).value, "'kept'");
+    // What the agent logged while no host listened arrives once one does, as a field under a fixed message.
+    await waitFor(() => lines.length > 0, { what: 'a log line of the agent' });
+    assert.equal(lines[0]?.msg, 'sandbox agent log');
+    assert.equal(lines[0]?.fields.sandbox, 'test1');
+    assert.match(String(lines[0]?.fields.text), /host connection lost/);
   });
 
   it('host side: a malformed frame from an agent rejects its requests with agent_protocol', async () => {

@@ -406,6 +406,28 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     assert.equal(gone.error.type, 'NameError');
   });
 
+  it('cancelling code_run interrupts the Python code and keeps the REPL state', async () => {
+    await ok('code_run', { code: 'kept = "not lost"' });
+    const ac = new AbortController();
+    let progressed = false;
+    const p = call(
+      'code_run',
+      { code: "print('looping', flush=True)\nwhile True:\n    pass" },
+      {
+        signal: ac.signal,
+        onprogress: () => {
+          progressed = true;
+          ac.abort();
+        },
+      },
+    );
+    await assert.rejects(p);
+    assert.ok(progressed, 'the loop had started (its output came as progress)');
+    // The next call waits for the cancelled one in the REPL's queue: it answers only once the loop stopped.
+    const v = await ok<{ value: string; ok: boolean }>('code_run', { code: 'kept' });
+    assert.equal(v.value, "'not lost'");
+  });
+
   it('files: write, read, edit, list, stat, move, delete, with etags', async () => {
     const w = await ok<{ etag: string; size: number }>('file_write', {
       path: '/work/a/b.txt',

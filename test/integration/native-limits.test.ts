@@ -4,10 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { totalmem } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { pidsLimitHits } from '../helpers/cgroup-files.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { type NativeFixture, nativeUnavailable, openNative, sandboxCgroupRel } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
@@ -51,7 +52,7 @@ describe('native sandbox limits', { skip: skip ?? false }, () => {
 
   it('contains a fork bomb with the pids limit and the host stays responsive', async () => {
     const { id } = await api.createSandbox({ pids: 64 });
-    const rel = `forkbox/sandboxes/${id}`;
+    const rel = sandboxCgroupRel(fx.stateDir, id);
     assert.equal(pidsLimitHits(rel), 0, 'no fork was refused before the bomb');
     // The bomb backgrounds itself, so the exec returns while it keeps forking: wait until the kernel
     // refuses a fork at the limit, then look at the group.
@@ -103,10 +104,19 @@ describe('native sandbox limits', { skip: skip ?? false }, () => {
   });
 
   it('refuses a create that would overcommit host memory, naming the limit', async () => {
-    await assert.rejects(api.createSandbox({ memoryMb: 1024 * 1024 }), (e: Error & { code?: string }) => {
-      assert.equal(e.code, 'resource_exhausted');
-      assert.match(e.message, /FORKBOX_OVERCOMMIT_RATIO/);
-      return true;
-    });
+    // Limits may add up to host memory × 64 (the default ratio): enough 1 TiB limits pass it.
+    const ceiling = totalmem() * 64;
+    const big: string[] = [];
+    try {
+      while ((big.length + 1) * 2 ** 40 <= ceiling)
+        big.push((await api.createSandbox({ memoryMb: 2 ** 20 })).id);
+      await assert.rejects(api.createSandbox({ memoryMb: 2 ** 20 }), (e: Error & { code?: string }) => {
+        assert.equal(e.code, 'resource_exhausted');
+        assert.match(e.message, /FORKBOX_OVERCOMMIT_RATIO/);
+        return true;
+      });
+    } finally {
+      for (const id of big) await api.killSandbox(id);
+    }
   });
 });

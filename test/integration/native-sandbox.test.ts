@@ -8,7 +8,13 @@ import { after, before, describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
 import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative, sandboxCgroupDir } from '../helpers/native.ts';
+import {
+  type NativeFixture,
+  nativeUnavailable,
+  openNative,
+  sandboxCgroupDir,
+  sandboxCgroupRel,
+} from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
@@ -196,7 +202,7 @@ describe('native sandboxes', { skip: skip ?? false }, () => {
 
   it('kills a sandbox during a running exec and releases its mounts, cgroups and disk', async () => {
     const s = await api.createSandbox({});
-    const cgroup = `forkbox/sandboxes/${s.id}`;
+    const cgroup = sandboxCgroupRel(fx.stateDir, s.id);
     assert.equal(await cgroups.exists(cgroup), true, 'the live sandbox has its cgroup');
     let started!: () => void;
     const isRunning = new Promise<void>((r) => {

@@ -238,8 +238,11 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
     },
     cancelExec: async (c) => c.json(await A(c).cancelExec(id(c), execId(c))),
     runCode: async (c) => {
-      const body = parseOrThrow(codeBody, await jsonBody(c), 'code request');
-      return c.json(await A(c).runCode(id(c), stripUndefined(body)));
+      const req = stripUndefined(parseOrThrow(codeBody, await jsonBody(c), 'code request'));
+      // A client that goes away cancels the code (KeyboardInterrupt, then a REPL restart if it must).
+      const signal = c.req.raw.signal;
+      if (!wantsNdjson(c)) return c.json(await A(c).runCode(id(c), req, { signal }));
+      return ndjson(c, (emit) => A(c).runCode(id(c), req, { signal, onOutput: (ch) => emit(chunkLine(ch)) }));
     },
     resetCode: async (c) => {
       await A(c).resetCode(id(c));

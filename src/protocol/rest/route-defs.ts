@@ -334,9 +334,9 @@ export const ROUTES = {
   runCode: def(
     'post',
     '/v1/sandboxes/{id}/code',
-    'Run code in the sandbox’s persistent REPL',
+    'Run code in the sandbox’s persistent REPL (Accept: application/x-ndjson streams output lines; closing the request cancels the code)',
     { params: sandboxId, body: jsonBody(codeBody) },
-    { schema: anyObject },
+    { schema: anyObject, ndjson: true },
     ['code'],
   ),
   resetCode: def(

@@ -22,6 +22,7 @@ import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS } from './agent-link/agent-t
 import { createExecOps } from './agent-link/exec-ops.ts';
 import { createExecSpawners } from './agent-link/exec-spawners.ts';
 import type { InboxHub } from './agent-link/inbox-hub.ts';
+import { queuedUnlessCancelled } from './agent-link/repl-queue.ts';
 import { createSandboxOps } from './agent-link/sandbox-ops.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { UidRange } from './container/oci-spec.ts';
@@ -163,7 +164,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     live,
     ...ops,
     ...execOps,
-    replEval: (rec, code, opts) => withRepl(rid(rec), () => ops.replEval(rec, code, opts)),
+    replEval: (rec, code, opts) =>
+      queuedUnlessCancelled(withRepl, rid(rec), opts.signal, () => ops.replEval(rec, code, opts)),
     replRestart: (rec) => withRepl(rid(rec), () => ops.replRestart(rec)),
     setEvents(e) {
       events = e;

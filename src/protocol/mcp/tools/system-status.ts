@@ -26,6 +26,7 @@ export const systemStatus = defineTool({
           memory_limit: s.capabilities.limits.memory,
           pids_limit: s.capabilities.limits.pids,
           cpu_limit: s.capabilities.limits.cpu,
+          disk_limit: s.capabilities.limits.disk,
           network: s.capabilities.network,
         }).flatMap(([k, on]) => (on ? [k] : [])),
         sandboxes: s.sandboxes,

@@ -7,7 +7,9 @@
 import type { Socket } from 'node:net';
 import { z } from 'zod';
 import { type ErrorCode, ForkboxError } from '../../../domain/errors.ts';
+import type { Logger } from '../../../domain/logger.ts';
 import { encodeFrame, type Frame, FrameDecoder, type FrameHeader, MAX_BODY_BYTES } from './agent-frame.ts';
+import { createAgentLogRelay } from './agent-log.ts';
 import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS, deadlineFor } from './agent-timeouts.ts';
 import { LivenessWatch } from './liveness.ts';
 
@@ -189,6 +191,8 @@ interface Pending {
 export interface AgentConnectionOptions {
   /** Send `welcome` at once (default true). */
   welcome?: boolean;
+  /** Where the agent's `log` frames go (re-capped and rate-limited here); dropped when absent. */
+  log?: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** Deadlines and the liveness bound (default DEFAULT_AGENT_TIMEOUTS). */
   timeouts?: AgentTimeouts;
   /** True while the agent is frozen on purpose (a paused sandbox): its silence is then no failure. */
@@ -206,10 +210,12 @@ export class AgentConnection {
   readonly #watch: LivenessWatch;
   #lastId = 0;
   #closedWith: ForkboxError | null = null;
+  readonly #logRelay: ReturnType<typeof createAgentLogRelay>;
 
   constructor(socket: Socket, hello: AgentHello, opts: AgentConnectionOptions = {}) {
     this.hello = hello;
     this.#socket = socket;
+    this.#logRelay = createAgentLogRelay(hello.sandboxId, opts.log);
     this.#timeouts = opts.timeouts ?? DEFAULT_AGENT_TIMEOUTS;
     this.#watch = new LivenessWatch({
       livenessMs: this.#timeouts.livenessMs,
@@ -395,6 +401,8 @@ export class AgentConnection {
             : new ForkboxError('internal', `exec event handler failed: ${String(e)}`),
         );
       }
+    } else if (header.t === 'log') {
+      if (!this.#logRelay.take(header)) this.#violation('bad log frame');
     } else {
       this.#violation(`unexpected message kind '${header.t.slice(0, 32)}'`);
     }

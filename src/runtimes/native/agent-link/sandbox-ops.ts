@@ -2,12 +2,12 @@
 import { randomBytes } from 'node:crypto';
 import { runtimeId } from '../../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
-import type { FileEntry, FileStat, ReplResult } from '../../../service/ports.ts';
+import type { FileEntry, FileStat, ReplEvalOptions, ReplResult } from '../../../service/ports.ts';
 import type { Cgroups } from '../cgroups/index.ts';
 import type { NativePaths } from '../host/paths.ts';
 import type { AgentConnection } from './agent-connection.ts';
+import { replEvalOver } from './repl-eval.ts';
 
-const DEFAULT_CAP = 1024 * 1024;
 /** File transfers are split into frames of this size (the protocol's body limit is 16 MiB). */
 const CHUNK = 8 * 1024 * 1024;
 
@@ -29,36 +29,12 @@ export function createSandboxOps(deps: Deps) {
     }
   };
 
-  async function replEval(
-    rec: SandboxRecord,
-    code: string,
-    opts: { timeoutMs?: number; maxOutputBytes?: number },
-  ): Promise<ReplResult> {
+  async function replEval(rec: SandboxRecord, code: string, opts: ReplEvalOptions): Promise<ReplResult> {
     const c = await deps.connOf(rec);
     const before = await oomKills(rec);
-    const { result: r } = await c.request('repl.eval', {
-      code,
-      timeout_ms: opts.timeoutMs ?? 0,
-      max_output_bytes: opts.maxOutputBytes ?? DEFAULT_CAP,
-    });
-    const restarted = r.restarted === true;
-    const after = restarted ? await oomKills(rec) : before;
-    const e = r.error as { type?: unknown; message?: unknown; traceback?: unknown } | null | undefined;
-    const images = Array.isArray(r.images) ? (r.images as { mime?: unknown; data_b64?: unknown }[]) : [];
-    return {
-      ok: r.ok === true,
-      value: typeof r.value === 'string' ? r.value : null,
-      stdout: str(r.stdout),
-      stderr: str(r.stderr),
-      error: e ? { type: str(e.type), message: str(e.message), traceback: str(e.traceback) } : null,
-      timedOut: r.timed_out === true,
-      interrupted: r.interrupted === true,
-      restarted,
-      truncated: r.truncated === true,
-      oomKilled: after > before,
-      images: images.map((i) => ({ mime: str(i.mime) || 'image/png', dataB64: str(i.data_b64) })),
-      durationMs: num(r.duration_ms),
-    };
+    const r = await replEvalOver(c, code, opts);
+    const after = r.restarted ? await oomKills(rec) : before;
+    return { ...r, oomKilled: after > before };
   }
 
   const toStat = (r: Record<string, unknown>): FileStat => {

@@ -88,7 +88,10 @@ export function createTemplates(deps: TemplateDeps) {
       },
       onAgent({ socket, hello }) {
         h.conn?.close();
-        const conn = createAgentConnection(socket, hello, deps.timeouts ? { timeouts: deps.timeouts } : {});
+        const conn = createAgentConnection(socket, hello, {
+          log,
+          ...(deps.timeouts ? { timeouts: deps.timeouts } : {}),
+        });
         h.conn = conn;
         conn.on('close', () => {
           if (h.conn === conn) h.conn = null;

@@ -9,6 +9,7 @@ import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import type { ForkChildSpec } from '../../../service/ports.ts';
 import type { Cgroups } from '../cgroups/index.ts';
+import { devTmpfsBytes } from '../container/dev-tmpfs.ts';
 import type { UidRange } from '../container/oci-spec.ts';
 import { deadline } from '../host/deadline.ts';
 import type { Mounts } from '../host/mounts.ts';
@@ -106,6 +107,7 @@ export function createForkWaves(deps: ForkWaveDeps) {
         env: c.env,
         fork_index: c.forkIndex,
         parent_id: sourceId,
+        tmpfs_bytes: devTmpfsBytes(c.limits.memoryBytes),
       })),
     });
     return (Array.isArray(result.children) ? result.children : []) as {

@@ -112,6 +112,7 @@ export function createSandboxLink(deps: SandboxLinkDeps) {
             // welcome and the readiness ping in one write
             socket.cork();
             const conn = createAgentConnection(socket, hello, {
+              log,
               timeouts: deps.timeouts,
               suspended: () => sb.paused,
             });

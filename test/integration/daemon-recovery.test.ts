@@ -9,7 +9,6 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
-import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
 import {
@@ -96,7 +95,6 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     );
     // Nothing frozen, nothing half-mounted: every forkbox cgroup is thawed, and the only mounts under
     // the state dir are the template's root and inbox.
-    const cgroups = detectCgroups();
     for (const id of [a.id, b.id]) {
       assert.equal(
         readFileSync(`${sandboxCgroupDir(stateDir, id, 'freezer')}/freezer.state`, 'utf8').trim(),

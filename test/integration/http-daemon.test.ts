@@ -11,6 +11,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { DEFAULT_LABEL } from '../../src/protocol/mcp/default-sandbox.ts';
 import { type Listener, startListener } from '../../src/transports/http-listener.ts';
+import { withBulk } from '../helpers/mcp-result.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
@@ -158,7 +159,7 @@ describe('forkbox serve --listen: HTTP daemon over the real engine', { skip: ski
       arguments: { command: "python3 -c 'print(6*7)'" },
     })) as CallToolResult;
     assert.notEqual(r.isError, true, text(r));
-    assert.equal((r.structuredContent as { stdout: string }).stdout, '42\n');
+    assert.equal(withBulk(r).stdout, '42\n');
     const alice = fx.opened.engine.scoped({ tenant: 'alice' });
     const defaults = await alice.listSandboxes({ labels: { [DEFAULT_LABEL]: 'true' } });
     assert.equal(defaults.length, 1);
@@ -203,7 +204,7 @@ describe('forkbox serve --listen: HTTP daemon over the real engine', { skip: ski
         arguments: { command: "python3 -c 'print(6*7)'" },
       })) as CallToolResult;
       assert.notEqual(r.isError, true, text(r));
-      assert.equal((r.structuredContent as { stdout: string }).stdout, '42\n');
+      assert.equal(withBulk(r).stdout, '42\n');
       const bob = fx.opened.engine.scoped({ tenant: 'bob' });
       const defaults = await bob.listSandboxes({ labels: { [DEFAULT_LABEL]: 'true' } });
       assert.equal(

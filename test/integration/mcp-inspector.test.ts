@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { withBulk } from '../helpers/mcp-result.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -33,6 +34,7 @@ interface Envelope {
     tools?: { name: string }[];
     isError?: boolean;
     structuredContent?: { exit_code?: number | null; stdout?: string };
+    content?: { type: string; text?: string; _meta?: Record<string, unknown> }[];
   };
   error?: { code?: string; message?: string };
 }
@@ -103,8 +105,9 @@ describe('MCP Inspector CLI against forkbox', { skip: skip ?? false }, () => {
   function assertFortyTwo(r: { code: number | null; json: Envelope; stderr: string }) {
     assert.equal(r.code, 0, `${JSON.stringify(r.json)}\n${r.stderr}`);
     assert.notEqual(r.json.result?.isError, true);
-    assert.equal(r.json.result?.structuredContent?.exit_code, 0);
-    assert.equal(r.json.result?.structuredContent?.stdout, '42\n');
+    const out = withBulk(r.json.result ?? {});
+    assert.equal(out.exit_code, 0);
+    assert.equal(out.stdout, '42\n');
   }
 
   it('stdio: lists the tools', async () => {

@@ -16,8 +16,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { openEngine } from '../../src/composition.ts';
-import { FIELD_META } from '../../src/protocol/mcp/tool-result.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
+import { withBulk } from '../helpers/mcp-result.ts';
 import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
@@ -26,19 +26,6 @@ const BIN = join(ROOT, 'bin/forkbox.js');
 const TOKEN = 'tok-recovery-3c5e7a9b1d2f4e6a8c0b';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const text = (r: CallToolResult): string => (r.content[0]?.type === 'text' ? r.content[0].text : '');
-
-/**
- * The structured content with its bulk fields (stdout, stderr, file content) put back: each travels once,
- * as its own text block marked with the field it holds (protocol/mcp/tool-result.ts).
- */
-function withBulk(r: CallToolResult): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...(r.structuredContent as Record<string, unknown>) };
-  for (const b of r.content) {
-    const field = b._meta?.[FIELD_META];
-    if (b.type === 'text' && typeof field === 'string') out[field] = b.text;
-  }
-  return out;
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

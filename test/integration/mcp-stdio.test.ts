@@ -16,6 +16,7 @@ import { openEngine } from '../../src/composition.ts';
 import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
 import { socketPathFor } from '../../src/transports/daemon-launcher.ts';
+import { withBulk } from '../helpers/mcp-result.ts';
 import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
@@ -60,7 +61,8 @@ describe('forkbox mcp (stdio)', { skip: skip ?? false }, () => {
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
     transport = new StdioClientTransport({
       command: process.execPath,
-      args: [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'mcp'],
+      // No session grace: the connection's sandboxes end with it (the grace itself: sessions-grace.test.ts).
+      args: [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'mcp', '--session-grace', '0'],
       env,
       cwd: ROOT,
       stderr: 'pipe',
@@ -79,7 +81,7 @@ describe('forkbox mcp (stdio)', { skip: skip ?? false }, () => {
   async function ok<T>(name: string, args: Record<string, unknown>): Promise<T> {
     const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
     assert.notEqual(r.isError, true, `${name}: ${text(r)}\nstderr: ${stderr.join('')}`);
-    return r.structuredContent as T;
+    return withBulk(r) as T;
   }
 
   it('lists the canonical tools', async () => {
@@ -103,7 +105,7 @@ describe('forkbox mcp (stdio)', { skip: skip ?? false }, () => {
     assert.deepEqual(transportErrors, [], 'nothing but protocol messages on stdout');
   });
 
-  it("removes the connection's sandboxes when it closes, except persistent ones", async () => {
+  it("with --session-grace 0, removes the connection's sandboxes when it closes, except persistent ones", async () => {
     const api = createDaemonClient({ socketPath: socketPathFor(stateDir) });
     try {
       const kept = await ok<{ id: string; persistent: boolean }>('sandbox_create', {

@@ -8,7 +8,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxError } from '../../src/domain/errors.ts';
-import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { MAX_FORK_DEPTH } from '../../src/runtimes/native/native-runtime.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
@@ -261,7 +260,6 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
       assert.equal(c.ok, false);
       assert.match(c.error?.message ?? '', /set-up failed inside the new sandbox: .*\/dev\/null/);
     }
-    const cgroups = detectCgroups();
     const failed = (await api.listSandboxes({ all: true })).filter(
       (x) => x.parentId === s && x.state === 'failed',
     );

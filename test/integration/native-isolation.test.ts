@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { type NativeFixture, nativeUnavailable, openNative, sandboxCgroupDir } from '../helpers/native.ts';
 

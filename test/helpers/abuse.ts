@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from './daemon.ts';
 import { makeStateDir, sandboxCgroupDir } from './native.ts';
+import { waitFor as pollUntil } from './wait-for.ts';
 
 export interface AbuseDaemon extends ServedDaemon {
   stateDir: string;
@@ -59,25 +60,23 @@ export function fdCount(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;
 }
 
-/** Poll `fn` until it returns a value other than undefined; fail with `what` after `ms`. */
+/**
+ * Poll `fn` until it returns a value other than undefined (which may be falsy); fail naming `what` after
+ * `ms`. The shared poll loop of wait-for.ts, in the (what, ms, fn) form these tests read best in.
+ */
 export async function waitFor<T>(
   what: string,
   ms: number,
   fn: () => Promise<T | undefined> | T | undefined,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
+  const boxed = await pollUntil(
+    async () => {
       const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() >= deadline)
-      throw new Error(`${what}: not within ${ms} ms${last ? ` (last error: ${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+      return v === undefined ? undefined : { v };
+    },
+    { what, timeoutMs: ms, intervalMs: 25 },
+  );
+  return boxed.v;
 }
 
 /** Whether a process exists and is not a zombie. */

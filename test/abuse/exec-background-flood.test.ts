@@ -8,32 +8,29 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
-import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import type { DaemonClient } from '../../src/transports/daemon-client.ts';
+import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
 import { processesIn, rssMiB, sampleRss, until } from '../helpers/exec-probe.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 const RSS_GROWTH_BOUND_MIB = 64;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('abuse: background exec output flood with a lagging poller', { skip: skip ?? false }, () => {
-  let stateDir = '';
-  let daemon: ServedDaemon | undefined;
+  let daemon: AbuseDaemon | undefined;
   let api: DaemonClient;
 
   before(async () => {
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    api = createDaemonClient({ url: daemon.url });
+    daemon = await startDaemon();
+    api = daemon.api;
   });
   after(async () => {
-    api?.close();
-    await stopServeAndClean(daemon?.child, stateDir);
+    await daemon?.stop();
   });
 
   it('keeps the daemon bounded, tells the poller what it missed and where, and cancel ends it', async () => {
-    const pid = daemon?.child.pid ?? 0;
+    const pid = daemon?.pid ?? 0;
     const { id } = await api.createSandbox({});
     await api.exec(id, { argv: ['true'] });
     const before = rssMiB(pid);

@@ -9,26 +9,23 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
-import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import type { DaemonClient } from '../../src/transports/daemon-client.ts';
+import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
 import { processesIn } from '../helpers/exec-probe.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
 describe('abuse: processes left running after an exec exits', { skip: skip ?? false }, () => {
-  let stateDir = '';
-  let daemon: ServedDaemon | undefined;
+  let daemon: AbuseDaemon | undefined;
   let api: DaemonClient;
 
   before(async () => {
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    api = createDaemonClient({ url: daemon.url });
+    daemon = await startDaemon();
+    api = daemon.api;
   });
   after(async () => {
-    api?.close();
-    await stopServeAndClean(daemon?.child, stateDir);
+    await daemon?.stop();
   });
 
   it('counts them, keeps them, and cancel after the exit ends them all', async () => {

@@ -8,10 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
-import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import type { DaemonClient } from '../../src/transports/daemon-client.ts';
+import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
 import { rssMiB, sampleRss } from '../helpers/exec-probe.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 /** The daemon sees at most head + tail of each stream (1 MiB each by default): far below this. */
@@ -19,22 +19,19 @@ const RSS_GROWTH_BOUND_MIB = 64;
 const FLOOD = 10 * 1024 * 1024 * 1024;
 
 describe('abuse: 10 GB output flood from an exec', { skip: skip ?? false }, () => {
-  let stateDir = '';
-  let daemon: ServedDaemon | undefined;
+  let daemon: AbuseDaemon | undefined;
   let api: DaemonClient;
 
   before(async () => {
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    api = createDaemonClient({ url: daemon.url });
+    daemon = await startDaemon();
+    api = daemon.api;
   });
   after(async () => {
-    api?.close();
-    await stopServeAndClean(daemon?.child, stateDir);
+    await daemon?.stop();
   });
 
   it('ends with head and tail inline, the rest spooled, the daemon bounded and the sandbox usable', async () => {
-    const pid = daemon?.child.pid ?? 0;
+    const pid = daemon?.pid ?? 0;
     const { id } = await api.createSandbox({});
     await api.exec(id, { argv: ['true'] }); // warm: the daemon's steady state, not its first exec
     const before = rssMiB(pid);

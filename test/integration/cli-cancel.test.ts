@@ -53,7 +53,9 @@ describe('Ctrl-C of the CLI', { skip: skip ?? false }, () => {
         procs = sandboxProcesses(cli, id);
         return procs.length === 0 ? procs : undefined;
       },
-      () => `no process left in ${id} after the interrupt (still there: ${procs.join(', ')})`,
+      () =>
+        `no process left in ${id} after the interrupt (still there: ${procs.join(', ')}); ` +
+        `daemon log tail:\n${daemon?.log().slice(-4000) ?? ''}`,
     );
     assert.deepEqual(left, []);
     // The sandbox itself lives on: only the command was stopped.

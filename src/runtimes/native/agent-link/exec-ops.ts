@@ -75,9 +75,11 @@ export function createExecOps(deps: ExecOpsDeps) {
     events: ExecEvents | undefined,
     c: AgentConnection,
     onId: (id: number) => void,
+    onSlot: (slot: SpawnSlot) => void,
   ) {
     for (let attempt = 0; ; attempt++) {
       const slot = await deps.spawners.acquire(host, c);
+      onSlot(slot);
       const router = createOutputRouter(spec, events, () => slot.release());
       const s = c.stream('exec', execArgs(spec, slot), { onEvent: router.onEvent });
       onId(s.id);
@@ -102,18 +104,33 @@ export function createExecOps(deps: ExecOpsDeps) {
     let streamId: number | null = null;
     let conn: AgentConnection | null = null;
     let cancelled = false;
+    let slotNow: SpawnSlot | null = null;
     let stdinQueue: Promise<unknown> = Promise.resolve();
     const host = deps.hostOf(rec);
+    /** End every process of the exec's group (once the spawner has left it). */
+    const endTree = (slot: SpawnSlot) => {
+      trees.kill(host.cgroup, slot.tree, slot).catch(() => undefined);
+    };
     const started = (async () => {
       conn = await deps.connOf(rec);
       return { conn, before: await deps.oomKills(rec) };
     })();
     const result = (async (): Promise<ExecResult> => {
       const { conn: c, before } = await started;
-      const { r, router, slot } = await send(host, spec, events, c, (id) => {
-        streamId = id;
-        if (cancelled) c.cancel(id);
-      });
+      const { r, router, slot } = await send(
+        host,
+        spec,
+        events,
+        c,
+        (id) => {
+          streamId = id;
+          if (cancelled) c.cancel(id);
+        },
+        (s) => {
+          slotNow = s;
+          if (cancelled) endTree(s);
+        },
+      );
       const timedOut = r.timed_out === true;
       const wasCancelled = r.cancelled === true || cancelled;
       const signal = r.signal === null || r.signal === undefined ? null : num(r.signal);
@@ -154,8 +171,10 @@ export function createExecOps(deps: ExecOpsDeps) {
       cancel() {
         if (cancelled) return;
         cancelled = true;
-        // The agent kills the process group at once; the result then ends the rest of the tree by its group.
+        // The agent kills the process group at once, and the host ends the exec's group itself too: a
+        // cancel does not depend on the agent acting on it (nor on its result arriving).
         if (conn && streamId !== null) conn.cancel(streamId);
+        if (slotNow) endTree(slotNow);
       },
     };
   }

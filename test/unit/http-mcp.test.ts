@@ -16,6 +16,7 @@ import { createTestEngine, type RecordedApi, type TestEngine } from '../helpers/
 
 const A = 'alice-token-0123456789abcdef';
 const B = 'bob-token-0123456789abcdef';
+const H = 'host-token-0123456789abcdef';
 
 function setup(
   t: TestEngine = createTestEngine(),
@@ -43,7 +44,7 @@ function setup(
       },
     },
     version: 't',
-    tokens: createTokenStore(parseTokenFile(`${A} alice\n${B} bob\n`)),
+    tokens: createTokenStore(parseTokenFile(`${A} alice\n${B} bob\n${H} default\n`)),
     guard: () => guardConfig({ listenHost: '127.0.0.1', port: 7777 }),
     mcp,
   });
@@ -138,6 +139,26 @@ describe('http app: MCP', () => {
     assert.equal((await apis.get('bob')?.listSandboxes())?.length, 1, "bob's default sandbox");
     assert.equal(apis.get('alice'), undefined, 'nothing touched alice');
     await client.close();
+    await http.close();
+    await t.close();
+  });
+
+  it('host-wide tools are listed only to the host tenant, in both eras', async () => {
+    const { t, http, connect } = setup(createTestEngine(), { maxSessionsPerTenant: 4 });
+    const names = async (token: string, mode?: 'auto' | { pin: string }) => {
+      const { client } = await connect(token, mode);
+      const list = (await client.listTools()).tools.map((x) => x.name);
+      await client.close();
+      return list;
+    };
+    const hostOnly = ['template_define', 'template_delete'];
+    for (const mode of [{ pin: '2026-07-28' } as const, undefined]) {
+      const bob = await names(B, mode);
+      assert.ok(bob.includes('template_list'), 'other tenants still see the templates');
+      for (const n of hostOnly) assert.ok(!bob.includes(n), `${n} is not offered to tenant bob`);
+      const host = await names(H, mode);
+      for (const n of hostOnly) assert.ok(host.includes(n), `${n} is offered to the host tenant`);
+    }
     await http.close();
     await t.close();
   });

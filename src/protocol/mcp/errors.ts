@@ -39,6 +39,8 @@ const REWRITES: readonly [RegExp, string][] = [
     "(the host's operator can build one with 'forkbox images build debian')",
   ],
   [/[Rr]un 'forkbox (doctor|gc)'/g, "ask the host's operator to run 'forkbox $1'"],
+  [/\('forkbox ls', 'forkbox kill <id>'\)/g, '(sandbox_list, then sandbox_kill)'],
+  [/Check 'forkbox doctor'/g, "Ask the host's operator to check 'forkbox doctor'"],
 ];
 
 /** The message as an MCP caller should read it (tools instead of CLI commands). */

@@ -30,7 +30,7 @@ export interface LegacySessionOptions {
   maxBodyBytes: number;
   sessionApi(tenant: string, session: string): ForkboxApi;
   attachSession(session: string, opts: { graceMs: number }): (end?: { graceMs?: number }) => void;
-  serverFor(api: ForkboxApi, defaults: DefaultSandbox): McpServer;
+  serverFor(api: ForkboxApi, defaults: DefaultSandbox, tenant: string): McpServer;
   authOf(caller: LegacyCaller): AuthInfo;
   log?: ToolLog;
 }
@@ -79,7 +79,7 @@ export function createLegacySessions(o: LegacySessionOptions) {
   async function make(sid: string, caller: LegacyCaller): Promise<LegacySession> {
     const detach = o.attachSession(sid, { graceMs: o.graceMs });
     const defaults = createDefaultSandbox(undefined, { owner: sessionOwner(sid) });
-    const server = o.serverFor(o.sessionApi(caller.tenant, sid), defaults);
+    const server = o.serverFor(o.sessionApi(caller.tenant, sid), defaults, caller.tenant);
     let closed = false;
     const entry: LegacySession = {
       tenant: caller.tenant,

@@ -19,6 +19,7 @@
 import type { AuthInfo, McpRequestContext } from '@modelcontextprotocol/server';
 import { createMcpHandler, isLegacyRequest, legacyStatelessFallback } from '@modelcontextprotocol/server';
 import type { ForkboxApi } from '../../service/api.ts';
+import { DEFAULT_TENANT } from '../../service/caller.ts';
 import { onResponseDone } from '../http/limits.ts';
 import { createConformanceFixtures } from './conformance-fixtures.ts';
 import { createLegacySessions, type LegacySessionOptions } from './http-legacy.ts';
@@ -92,10 +93,11 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   const statelessDefaults = new Map<string, DefaultSandbox>();
   // One fixture set for the listener's life: its requestState key must outlive the per-request servers.
   const fixtures = opts.fixtures ? createConformanceFixtures() : undefined;
-  const serverFor = (api: ForkboxApi, defaults: DefaultSandbox) =>
+  const serverFor = (api: ForkboxApi, defaults: DefaultSandbox, tenant: string) =>
     createForkboxMcpServer({
       api,
       defaults,
+      hostTenant: tenant === DEFAULT_TENANT,
       version: opts.version,
       fixtures,
       outputBytes: opts.outputBytes,
@@ -113,7 +115,7 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
       defaults = createDefaultSandbox(undefined, { owner: defaultSandboxOwner('token', key) });
       statelessDefaults.set(key, defaults);
     }
-    return serverFor(caller.api, defaults);
+    return serverFor(caller.api, defaults, caller.tenant);
   };
   const onerror = (e: Error) => opts.log?.debug({ err: e.message }, 'mcp http');
   const modern = createMcpHandler(factory, {

@@ -29,6 +29,11 @@ export interface ForkboxMcpServerOptions {
   fixtures?: ConformanceFixtures | undefined;
   /** Inline output per stream of exec_run, code_run and exec_poll when a call does not say (bytes). */
   outputBytes?: number | undefined;
+  /**
+   * Whether the caller is the host's own tenant (default true: stdio and the local socket). Other tenants
+   * are not offered host-wide tools (template_define, template_delete), which would only refuse them.
+   */
+  hostTenant?: boolean | undefined;
   /** Progress heartbeat period and result bound (tool-runner.ts). */
   runner?: RunnerOptions | undefined;
 }
@@ -52,7 +57,10 @@ export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer
     outputBytes: opts.outputBytes ?? DEFAULT_MCP_OUTPUT_BYTES,
     log,
   };
-  for (const tool of selectTools(opts.toolsets)) registerTool(server, tool, base, opts.runner);
+  for (const tool of selectTools(opts.toolsets)) {
+    if (tool.hostOnly && opts.hostTenant === false) continue;
+    registerTool(server, tool, base, opts.runner);
+  }
   opts.fixtures?.register(server);
   return server;
 }

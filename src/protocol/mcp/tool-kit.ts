@@ -57,6 +57,8 @@ export interface ToolDef<I extends z.ZodObject = z.ZodObject, O extends z.ZodObj
    * as its own text content block, and left out of structuredContent and of the advertised output schema.
    */
   bulk?: readonly (keyof z.input<O> & string)[];
+  /** Changes host-wide configuration: listed only to the host's own tenant (others could not use it). */
+  hostOnly?: boolean;
   run(args: z.output<I>, ctx: ToolContext): Promise<ToolOutput<z.input<O>>>;
 }
 

@@ -28,8 +28,9 @@ export const templateDefine = defineTool({
   name: 'template_define',
   title: 'Define a template',
   description:
-    "Define or replace a template: an image plus Python modules pre-imported in sandboxes made from it. Host-wide: only the host's own tenant may; others get permission_denied (import modules with code_run instead).",
+    'Define or replace a template: an image plus Python modules pre-imported in sandboxes made from it. Host-wide; listed only to the host tenant.',
   annotations: HINTS.write,
+  hostOnly: true,
   input: z.object({
     name: templateNameArg,
     image: z.string().min(1).max(128).optional().describe('Image (default debian)'),

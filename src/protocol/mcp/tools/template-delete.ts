@@ -6,8 +6,9 @@ export const templateDelete = defineTool({
   name: 'template_delete',
   title: 'Delete a template',
   description:
-    "Delete a template (not while sandboxes made from it live). Host-wide: only the host's own tenant may.",
+    'Delete a template (not while sandboxes made from it live). Host-wide; listed only to the host tenant.',
   annotations: HINTS.destroy,
+  hostOnly: true,
   input: z.object({ name: templateNameArg }),
   output: z.object({ deleted: z.string() }),
   async run(a, { api }) {

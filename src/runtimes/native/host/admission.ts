@@ -97,7 +97,8 @@ function positive(name: string, v: number, env: string): number {
   return v;
 }
 
-const ADVICE =
+/** What a refused create or fork can do next (surfaces rewrite the CLI commands, e.g. MCP). */
+export const ADVICE =
   "Kill sandboxes you no longer need ('forkbox ls', 'forkbox kill <id>') and try again; forks of a small REPL need little";
 
 export function createAdmission(opts: AdmissionOptions): Admission {

@@ -88,6 +88,9 @@ class Repl:
         self._starts = collections.deque(maxlen=5)
         self._start_timer = None
         self.lingering = Lingering()  # pipes of finished evals a background process still writes to
+        # The worker was restarted and no caller has been told: its eval was cancelled (the caller went
+        # away before the answer) or it died between evals. The next answered eval says restarted=True.
+        self.untold_restart = False
 
     # ---- requests ----
 
@@ -179,6 +182,7 @@ class Repl:
     def restart(self, reason):
         self.deferred = None  # a restart drops the user state, forked or not
         self.lost(reason)
+        self.untold_restart = False  # asked for (code_reset): its caller knows
         if self.worker is None and self._start_timer is None and not self.agent.shutting_down:
             self.start()
 
@@ -200,6 +204,8 @@ class Repl:
                 self._answer(item, _lost_result(item, reason))
             else:
                 self.agent.send_error(item.conn, item.id, "internal", "the REPL worker died during the fork: %s" % reason)
+        if item is None or item.cancelled:
+            self.untold_restart = True
         if not self.agent.shutting_down:
             self.start()
 
@@ -239,6 +245,10 @@ class Repl:
         totals and spool files. stdout/stderr travel as events only (replout.py)."""
         out, item.out = item.out, None
         result["stdout"] = result["stderr"] = ""
+        if not item.cancelled and self.untold_restart:
+            # State was lost since this caller's previous answer: say so now (ok and value stand).
+            result["restarted"] = True
+            self.untold_restart = False
         if out is None:
             self.agent.send_res(item.conn, item.id, result)
             return

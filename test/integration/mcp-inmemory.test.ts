@@ -390,6 +390,15 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     assert.equal(c.state, 'cancelled');
     const list = await ok<{ execs: { exec_id: string }[] }>('exec_list');
     assert.ok(list.execs.some((e) => e.exec_id === sleeper.exec_id));
+
+    // A retried exec_start with the same idempotency key is the same exec: the command runs once.
+    const args = { command: 'echo run >> /tmp/idem-runs', idempotency_key: 'retry-1' };
+    const first = await ok<{ exec_id: string }>('exec_start', args);
+    const again = await ok<{ exec_id: string }>('exec_start', args);
+    assert.equal(again.exec_id, first.exec_id);
+    await ok('exec_poll', { exec_id: first.exec_id, wait_ms: 5000 });
+    const runs = await ok<{ stdout: string }>('exec_run', { command: 'cat /tmp/idem-runs' });
+    assert.equal(runs.stdout, 'run\n', 'the command ran once');
   });
 
   it('code_run keeps Python state and returns trailing values; code_reset clears it', async () => {

@@ -22,6 +22,7 @@ import { type BenchResult, renderTable } from './lib/report.ts';
 import { mcpOverhead } from './mcp.ts';
 import { memoryPerSandbox } from './memory.ts';
 import { outputFlood } from './output-flood.ts';
+import { otherFloods } from './other-floods.ts';
 import { peerRunc } from './peer.ts';
 import { replEval } from './repl-eval.ts';
 import { retentionBench } from './retention.ts';
@@ -37,6 +38,7 @@ const BENCHMARKS: Benchmark[] = [
   retentionBench,
   mcpOverhead,
   outputFlood,
+  otherFloods,
   cliStartup,
   peerRunc,
 ];

@@ -11,9 +11,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { sandboxCgroupDir } from '../helpers/cgroup-files.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { processesIn, until } from '../helpers/exec-probe.ts';
-import { makeStateDir, nativeUnavailable, sandboxCgroupDir } from '../helpers/native.ts';
+import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 

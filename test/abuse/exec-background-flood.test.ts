@@ -15,7 +15,6 @@ import { nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 const RSS_GROWTH_BOUND_MIB = 64;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('abuse: background exec output flood with a lagging poller', { skip: skip ?? false }, () => {
   let daemon: AbuseDaemon | undefined;
@@ -44,7 +43,12 @@ describe('abuse: background exec output flood with a lagging poller', { skip: sk
       first = await api.pollExec(id, rec.id, { afterSeq: -1, waitMs: 5000 });
       while (first.chunks.length === 0)
         first = await api.pollExec(id, rec.id, { afterSeq: -1, waitMs: 5000 });
-      await sleep(8000);
+      // A long silence: the poller looks again only once the command has flooded 32 MiB (its spool file
+      // inside the sandbox says how much), far more than the daemon keeps for it.
+      const spool = `/tmp/.forkbox-output/${rec.id}.stdout`;
+      await until('32 MiB of output flooded past the poller', async () => {
+        return (await api.statFile(id, spool)).size >= 32 * 1024 * 1024;
+      });
       late = await api.pollExec(id, rec.id, { afterSeq: first.nextSeq });
     } finally {
       max = sampler.stop();

@@ -36,15 +36,17 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     return Number(readFileSync(join(stateDir, 'lock.pid'), 'utf8').trim());
   }
   async function waitGone(pid: number): Promise<void> {
-    for (let i = 0; i < 100; i++) {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`process ${pid} did not exit`);
+    await waitFor(
+      () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { what: `process ${pid} exits`, intervalMs: 50 },
+    );
   }
 
   before(() => {

@@ -204,12 +204,16 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     await fails(
       'sandbox_fork',
       { sandbox: src.id, n: min - 1 },
-      new RegExp(`^invalid arguments for sandbox_fork: \`n\`: Too small: expected number to be >=${min}\\. .*\\[code: invalid_argument\\]$`),
+      new RegExp(
+        `^invalid arguments for sandbox_fork: \`n\`: Too small: expected number to be >=${min}\\. .*\\[code: invalid_argument\\]$`,
+      ),
     );
     await fails(
       'sandbox_fork',
       { sandbox: src.id, n: max + 1 },
-      new RegExp(`^invalid arguments for sandbox_fork: \`n\`: Too big: expected number to be <=${max}\\. .*\\[code: invalid_argument\\]$`),
+      new RegExp(
+        `^invalid arguments for sandbox_fork: \`n\`: Too big: expected number to be <=${max}\\. .*\\[code: invalid_argument\\]$`,
+      ),
     );
     // Diff two forks after each changed a different file, then keep one of them with a merge.
     const [c1, c2] = r.children.map((c) => c.id ?? '') as [string, string];

@@ -8,14 +8,24 @@
  * exec group holds a process, and the sandbox runs commands again.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { sandboxCgroupDir } from '../helpers/cgroup-files.ts';
+import { hostProcessesOf } from '../helpers/cli.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { processesIn, until } from '../helpers/exec-probe.ts';
-import { makeStateDir, nativeUnavailable, sandboxCgroupDir } from '../helpers/native.ts';
+import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
+const cmdline = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return ''; // it ended
+  }
+};
 
 describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: skip ?? false }, () => {
   let stateDir = '';
@@ -39,14 +49,18 @@ describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: s
       const rec = await api.startExec(id, { cmd: `setsid sleep 96${i} & sleep 97${i}` });
       running.push(rec.id);
     }
-    const meanwhile = await api.startExec(id, { cmd: 'sleep 3; exit 7' });
+    // It ends when told to, through the sandbox's inbox (a host directory bound at /.forkbox/inbox).
+    const meanwhile = await api.startExec(id, {
+      cmd: 'until [ -e /.forkbox/inbox/go-7 ]; do sleep 0.05; done; exit 7',
+    });
     await until('all of them to run', async () => (await processesIn(api, id, 'sleep 9')).length === 20);
     const old = daemon?.child;
     old?.kill('SIGKILL');
     await new Promise((r) => old?.once('exit', r));
     api.close();
     // The short one ends while no daemon runs; the others keep running until the restart.
-    await new Promise((r) => setTimeout(r, 5000));
+    writeFileSync(join(stateDir, 'inbox', id, 'go-7'), '');
+    await until('the short one to end', () => hostProcessesOf(id).every((p) => !cmdline(p).includes('go-7')));
     daemon = await startServe(stateDir);
     api = createDaemonClient({ url: daemon.url });
     for (const execId of running) {

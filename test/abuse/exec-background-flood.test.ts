@@ -12,10 +12,10 @@ import type { DaemonClient } from '../../src/transports/daemon-client.ts';
 import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
 import { processesIn, rssMiB, sampleRss, until } from '../helpers/exec-probe.ts';
 import { nativeUnavailable } from '../helpers/native.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
 const RSS_GROWTH_BOUND_MIB = 64;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('abuse: background exec output flood with a lagging poller', { skip: skip ?? false }, () => {
   let daemon: AbuseDaemon | undefined;
@@ -44,15 +44,23 @@ describe('abuse: background exec output flood with a lagging poller', { skip: sk
       first = await api.pollExec(id, rec.id, { afterSeq: -1, waitMs: 5000 });
       while (first.chunks.length === 0)
         first = await api.pollExec(id, rec.id, { afterSeq: -1, waitMs: 5000 });
-      await sleep(8000);
-      late = await api.pollExec(id, rec.id, { afterSeq: first.nextSeq });
+      // A long silence: the poller looks again only once the daemon has let 8 MiB go past its position
+      // (a poll does not consume, so looking is free); a daemon that never says so fails here.
+      late = await waitFor(
+        async () => {
+          const p = await api.pollExec(id, rec.id, { afterSeq: first.nextSeq });
+          const m = p.missed.find((x) => x.stream === 'stdout');
+          return (m?.bytes ?? 0) >= 8 * 1024 * 1024 ? p : undefined;
+        },
+        { what: '8 MiB of output went past the lagging poller', timeoutMs: 60_000, intervalMs: 200 },
+      );
     } finally {
       max = sampler.stop();
     }
     const missed = late.missed.find((m) => m.stream === 'stdout');
     assert.ok(missed, `a poller that lagged is told: ${JSON.stringify(late.missed)}`);
     assert.notEqual(missed.from, null, 'its position is known');
-    assert.ok((missed.bytes ?? 0) > 1024 * 1024, `it missed megabytes (${missed.bytes})`);
+    assert.ok((missed.bytes ?? 0) >= 8 * 1024 * 1024, `it missed megabytes (${missed.bytes})`);
     assert.equal(missed.file, `/tmp/.forkbox-output/${rec.id}.stdout`);
     // Bytes it missed are there, as far as the spool file reaches (64 MiB by default).
     const from = missed.from ?? 0;

@@ -13,11 +13,11 @@
  * reason and its processes are gone, and other sandboxes keep working.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
 import { type AbuseDaemon, agentPid, running, startDaemon, waitFor } from '../helpers/abuse.ts';
-import { nativeUnavailable, sandboxCgroupDir } from '../helpers/native.ts';
+import { sandboxCgroupDirsLeft } from '../helpers/cgroup-files.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
 
 const why = nativeUnavailable();
 
@@ -70,8 +70,9 @@ describe('abuse: a frozen agent', () => {
     assert.match(failed.endReason ?? '', /stopped answering/);
     // Released: its processes and cgroup are gone.
     await waitFor('its PID 1 is gone', 30_000, () => (running(pid1) ? undefined : true));
-    const cg = sandboxCgroupDir(d.stateDir, frozen.id, 'memory');
-    await waitFor('its cgroup is removed', 30_000, () => (existsSync(cg) ? undefined : true));
+    await waitFor('its cgroup is removed', 30_000, () =>
+      sandboxCgroupDirsLeft(d.stateDir, frozen.id).length > 0 ? undefined : true,
+    );
     // The others were served all along.
     assert.equal((await d.api.exec(other.id, { argv: ['echo', 'fine'] })).stdout, 'fine\n');
     const again = await d.api.createSandbox({});

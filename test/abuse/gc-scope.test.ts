@@ -14,14 +14,15 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type AbuseDaemon, agentPid, running, startDaemon } from '../helpers/abuse.ts';
-import { nativeUnavailable, sandboxCgroupDir } from '../helpers/native.ts';
+import { controllerDir, sandboxCgroupDir } from '../helpers/cgroup-files.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
 
 const why = nativeUnavailable();
 
 describe('abuse: gc of one daemon against another daemon’s sandboxes', () => {
   let a: AbuseDaemon;
   let b: AbuseDaemon;
-  const legacy = `/sys/fs/cgroup/freezer/forkbox/sandboxes/abuse-gc-${randomBytes(4).toString('hex')}`;
+  const legacy = controllerDir('freezer', `forkbox/sandboxes/abuse-gc-${randomBytes(4).toString('hex')}`);
 
   before(async () => {
     if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);

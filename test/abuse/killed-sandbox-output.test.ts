@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import type { ForkboxApi } from '../../src/service/api.ts';
+import { until } from '../helpers/exec-probe.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const MiB = 1024 * 1024;
@@ -21,13 +22,7 @@ const MiB = 1024 * 1024;
 const OUTPUT = 16 * MiB;
 
 /** Poll `check` until it holds; fail naming `what` past the deadline (a bound on waiting, not a timing). */
-async function waitFor(what: string, check: () => boolean, deadlineMs = 120_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`still not true after ${deadlineMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const waitFor = (what: string, check: () => boolean, deadlineMs = 120_000) => until(what, check, deadlineMs);
 
 describe('exec output of a killed sandbox in forkbox.db', () => {
   let fx: NativeFixture;

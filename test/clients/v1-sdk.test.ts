@@ -14,6 +14,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ROOT, type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { until } from '../helpers/exec-probe.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
@@ -35,13 +36,7 @@ function fields(r: Result): SC {
   return out;
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+const waitFor = (what: string, check: () => Promise<boolean>, ms = 30_000) => until(what, check, ms);
 
 function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir: string) => Transport) {
   describe(`v1 SDK over ${kind}`, { skip: skip ?? false }, () => {

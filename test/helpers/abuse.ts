@@ -5,8 +5,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
+import { sandboxCgroupDir } from './cgroup-files.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from './daemon.ts';
-import { makeStateDir, sandboxCgroupDir } from './native.ts';
+import { makeStateDir } from './native.ts';
 import { waitFor as pollUntil } from './wait-for.ts';
 
 export interface AbuseDaemon extends ServedDaemon {

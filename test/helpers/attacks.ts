@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { ForkboxApi } from '../../src/service/api.ts';
+import { type Controller, cgroupVersion, controllerDir, procsRecursive } from './cgroup-files.ts';
+import { waitFor as pollUntil } from './wait-for.ts';
 
 /** A random token for names that must not collide with anything on the host or in other tests. */
 export function token(prefix = 'fbx'): string {
@@ -16,21 +18,17 @@ export function token(prefix = 'fbx'): string {
 
 type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
 
-/** Poll `check` until it returns a truthy value; fail with `what` (and the last value) at the deadline. */
-export async function waitFor<T>(
+/**
+ * Poll `check` until it returns a truthy value; fail with `what` (and the last value) at the deadline. The
+ * shared poll loop of wait-for.ts, in the (what, check) form these tests read best in.
+ */
+export function waitFor<T>(
   what: string,
   check: () => T | Promise<T>,
   deadlineMs = 20_000,
   everyMs = 100,
 ): Promise<Truthy<T>> {
-  const end = Date.now() + deadlineMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await check();
-    if (last) return last as Truthy<T>;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+  return pollUntil(check, { what, timeoutMs: deadlineMs, intervalMs: everyMs }) as Promise<Truthy<T>>;
 }
 
 /**
@@ -104,43 +102,36 @@ export function hostPidsWith(needle: string): number[] {
   return out;
 }
 
-/** The cgroup (v1 controller `controller`, or the v2 unified group) a host process is in, as a path. */
-export function cgroupDirOf(pid: number, controller: string): string | null {
+/** The cgroup directory holding `controller`'s files that a host process is in (v1 or v2). */
+export function cgroupDirOf(pid: number, controller: Controller): string | null {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
   } catch {
     return null;
   }
+  if (cgroupVersion() === 'v2') {
+    const unified = /^0::(.*)$/m.exec(text)?.[1];
+    return unified ? controllerDir(controller, unified) : null;
+  }
   for (const line of text.trim().split('\n')) {
     const [, ctrls, rel] = /^\d+:([^:]*):(.*)$/.exec(line) ?? [];
     if (rel === undefined || ctrls === undefined) continue;
-    if (ctrls.split(',').includes(controller)) return join('/sys/fs/cgroup', controller, rel);
+    if (ctrls.split(',').includes(controller)) return controllerDir(controller, rel);
   }
-  const unified = /^0::(.*)$/m.exec(text)?.[1];
-  return unified && readdirSync('/sys/fs/cgroup').includes('cgroup.controllers')
-    ? join('/sys/fs/cgroup', unified)
-    : null;
+  return null;
 }
 
 /**
  * Host pids of every process in sandbox `id`'s cgroup, found from one of its processes (`pid`): the
  * ancestor group named after the sandbox (whatever leaves exist below it), read recursively.
  */
-export function sandboxHostPids(pid: number, id: string, controller = 'pids'): number[] {
+export function sandboxHostPids(pid: number, id: string, controller: Controller = 'pids'): number[] {
   const leaf = cgroupDirOf(pid, controller);
   assert.ok(leaf, `host pid ${pid} has no ${controller} cgroup`);
   let dir = leaf;
   while (basename(dir) !== id && dirname(dir) !== dir) dir = dirname(dir);
-  if (basename(dir) !== id) dir = leaf;
-  const out: number[] = [];
-  const walk = (d: string) => {
-    for (const line of readFileSync(join(d, 'cgroup.procs'), 'utf8').split('\n'))
-      if (line) out.push(Number(line));
-    for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(join(d, e.name));
-  };
-  walk(dir);
-  return out;
+  return procsRecursive(basename(dir) === id ? dir : leaf);
 }
 
 /**

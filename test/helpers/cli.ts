@@ -8,6 +8,7 @@ import { type ChildProcess, type SpawnSyncReturns, spawn, spawnSync } from 'node
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './daemon.ts';
+import { waitFor as pollUntil } from './wait-for.ts';
 
 export const BIN = join(ROOT, 'bin/forkbox.js');
 /** Longest a single CLI call may take before it counts as stuck (fork/snapshot under load included). */
@@ -62,27 +63,27 @@ export function cliFor(stateDir: string): Cli {
   };
 }
 
-/** Poll `probe` until it returns a value that is not undefined; fail the test after `ms`. */
+/**
+ * Poll `probe` until it returns a value that is not undefined; fail the test after `ms`. The shared poll
+ * loop of wait-for.ts, in the form these tests read best in.
+ */
 export async function waitFor<T>(
   probe: () => T | undefined | Promise<T | undefined>,
   what: string | (() => string),
   ms = 30_000,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
+  const boxed = await pollUntil(
+    async () => {
       const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      const w = typeof what === 'string' ? what : what();
-      assert.fail(`timed out after ${ms} ms waiting for ${w}${last ? ` (last error: ${String(last)})` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+      return v === undefined ? undefined : { v };
+    },
+    { what: typeof what === 'string' ? what : 'the condition', timeoutMs: ms, intervalMs: 200 },
+  ).catch((e: unknown) => {
+    // A `what` function says what was seen last, so it is asked only once the wait has failed.
+    if (typeof what === 'string') throw e;
+    throw new Error(`timed out after ${ms} ms waiting for ${what()}`, { cause: e });
+  });
+  return boxed.v;
 }
 
 /** The exit code of a started CLI (128+n when a signal ended it); fails the test after `ms`. */

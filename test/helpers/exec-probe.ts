@@ -1,8 +1,7 @@
 /** Helpers for tests of execs against a real daemon or engine: processes in a sandbox, RSS, waiting. */
 import { readFileSync } from 'node:fs';
 import type { ForkboxApi } from '../../src/service/api.ts';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { waitFor } from './wait-for.ts';
 
 /** Processes in the sandbox whose command line starts with `prefix` (seen from inside, with ps). */
 export async function processesIn(api: ForkboxApi, id: string, prefix: string): Promise<string[]> {
@@ -22,13 +21,9 @@ export function rssMiB(pid: number): number {
   return Number(m[1]) / 1024;
 }
 
-/** Poll `f` until it returns true; fail naming `what` after `ms`. */
+/** Poll `f` until it returns true; fail naming `what` after `ms` (the shared loop of wait-for.ts). */
 export async function until(what: string, f: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await f())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(100);
-  }
+  await waitFor(f, { what, timeoutMs: ms, intervalMs: 100 });
 }
 
 /** Sample a process's RSS every 100 ms until stopped; returns the maximum seen (MiB). */

@@ -108,17 +108,3 @@ export function skipUnlessNative(t: TestContext): boolean {
   }
   return false;
 }
-
-/**
- * A sandbox's cgroup directory in one cgroup v1 controller's hierarchy: sandboxes live under
- * `forkbox/<state-id>/sandboxes/<id>` (the state dir's id scopes them to their daemon).
- */
-export function sandboxCgroupDir(stateDir: string, id: string, controller: string): string {
-  return `/sys/fs/cgroup/${controller}/${sandboxCgroupRel(stateDir, id)}`;
-}
-
-/** A sandbox's cgroup path relative to a hierarchy's root: forkbox/<state id>/sandboxes/<id>. */
-export function sandboxCgroupRel(stateDir: string, id: string): string {
-  const stateId = readFileSync(join(stateDir, 'state-id'), 'utf8').trim();
-  return `forkbox/${stateId}/sandboxes/${id}`;
-}

@@ -24,18 +24,21 @@ const PYTHON = process.env.FORKBOX_TEST_PYTHON ?? 'python3';
 const hasPython = spawnSync(PYTHON, ['--version']).status === 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+import { waitFor } from '../helpers/wait-for.ts';
+
 async function until<T>(
   what: string,
   f: () => Promise<T | undefined> | T | undefined,
   ms = 20_000,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+  const boxed = await waitFor(
+    async () => {
+      const v = await f();
+      return v === undefined ? undefined : { v };
+    },
+    { what, timeoutMs: ms, intervalMs: 50 },
+  );
+  return boxed.v;
 }
 
 function run(conn: AgentConnection, args: Record<string, unknown>) {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { SandboxInfo } from '../../src/service/api.ts';
+import { isFrozen, sandboxCgroupRel } from '../helpers/cgroup-files.ts';
 import { type Cli, cliFor, sandboxProcesses, waitFor } from '../helpers/cli.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
@@ -163,13 +164,15 @@ describe('CLI sandbox commands against a real daemon', { skip: skip ?? false }, 
     const paused = cli.json<SandboxInfo>('pause', id);
     assert.equal(paused.state, 'paused');
     assert.equal(cli.json<SandboxInfo>('inspect', id).state, 'paused');
+    // The kernel holds every process of it stopped: its group is frozen, so no CPU time is added
+    // between two looks, however far apart (here: a refused exec, a whole CLI round trip).
+    assert.equal(isFrozen(sandboxCgroupRel(stateDir, id)), true, 'its cgroup is frozen');
     const p0 = cpu();
-    // However long we look, a frozen sandbox uses no CPU: the busy loop would add ~0.5 s here.
-    await new Promise((r) => setTimeout(r, 500));
-    assert.equal(cpu(), p0, 'no CPU time while paused');
     assert.match(cli.fails(4, 'exec', id, '--', 'true'), /paused.*forkbox resume/);
+    assert.equal(cpu(), p0, 'no CPU time while paused');
 
     assert.equal(cli.json<SandboxInfo>('resume', id).state, 'running');
+    assert.equal(isFrozen(sandboxCgroupRel(stateDir, id)), false, 'its cgroup is thawed');
     assert.deepEqual(sandboxProcesses(cli, id), before, 'the same process, alive');
     const r0 = cpu();
     await waitFor(() => (cpu() > r0 ? true : undefined), 'CPU time to grow again after resume');

@@ -11,13 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
-import {
-  makeStateDir,
-  nativeUnavailable,
-  quietLog,
-  sandboxCgroupDir,
-  storageMounts,
-} from '../helpers/native.ts';
+import { isFrozen, sandboxCgroupRel } from '../helpers/cgroup-files.ts';
+import { makeStateDir, nativeUnavailable, quietLog, storageMounts } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
@@ -41,15 +36,17 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     return Number(readFileSync(join(stateDir, 'lock.pid'), 'utf8').trim());
   }
   async function waitGone(pid: number): Promise<void> {
-    for (let i = 0; i < 100; i++) {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`process ${pid} did not exit`);
+    await waitFor(
+      () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { what: `process ${pid} exits`, intervalMs: 50 },
+    );
   }
 
   before(() => {
@@ -96,10 +93,7 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     // Nothing frozen, nothing half-mounted: every forkbox cgroup is thawed, and the only mounts under
     // the state dir are the template's root and inbox.
     for (const id of [a.id, b.id]) {
-      assert.equal(
-        readFileSync(`${sandboxCgroupDir(stateDir, id, 'freezer')}/freezer.state`, 'utf8').trim(),
-        'THAWED',
-      );
+      assert.equal(isFrozen(sandboxCgroupRel(stateDir, id)), false, `${id}'s cgroup is thawed`);
     }
     const templates = readdirSync(join(stateDir, 'templates'));
     assert.equal(templates.length, 1);

@@ -13,6 +13,7 @@ import { DEFAULT_LABEL } from '../../src/protocol/mcp/default-sandbox.ts';
 import { type Listener, startListener } from '../../src/transports/http-listener.ts';
 import { withBulk } from '../helpers/mcp-result.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
 const TOKEN_A = 'tok-alice-5f1c9e2d7a8b4c3e9f0a1b2c';
@@ -181,14 +182,11 @@ describe('forkbox serve --listen: HTTP daemon over the real engine', { skip: ski
     await hijack.body?.cancel();
 
     await transport.terminateSession();
-    const deadline = Date.now() + 15_000;
-    let state = '';
-    while (Date.now() < deadline) {
-      state = (await alice.getSandbox(defaults[0]?.id as string)).state;
-      if (state === 'killed') break;
-      await new Promise((res) => setTimeout(res, 200));
-    }
-    assert.equal(state, 'killed', 'the session default sandbox ends with the session');
+    await waitFor(async () => (await alice.getSandbox(defaults[0]?.id as string)).state === 'killed', {
+      what: 'the session default sandbox ends with the session',
+      timeoutMs: 15_000,
+      intervalMs: 200,
+    });
   });
 
   for (const mode of [{ pin: '2026-07-28' }, 'auto'] as const) {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
+import { LIMITS } from '../../src/domain/limits.ts';
 import { DEFAULT_LABEL } from '../../src/protocol/mcp/default-sandbox.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
@@ -198,7 +199,22 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     }
     const got = await ok<{ children: string[] }>('sandbox_get', { sandbox: src.id });
     assert.deepEqual([...got.children].sort(), r.children.map((c) => c.id).sort());
-    await fails('sandbox_fork', { sandbox: src.id, n: 0 }, /n|101|greater|>=|too_small/i);
+    // The bound of LIMITS.forkChildren, named by the schema's message on either side.
+    const { min, max } = LIMITS.forkChildren;
+    await fails(
+      'sandbox_fork',
+      { sandbox: src.id, n: min - 1 },
+      new RegExp(
+        `^invalid arguments for sandbox_fork: \`n\`: Too small: expected number to be >=${min}\\. .*\\[code: invalid_argument\\]$`,
+      ),
+    );
+    await fails(
+      'sandbox_fork',
+      { sandbox: src.id, n: max + 1 },
+      new RegExp(
+        `^invalid arguments for sandbox_fork: \`n\`: Too big: expected number to be <=${max}\\. .*\\[code: invalid_argument\\]$`,
+      ),
+    );
     // Diff two forks after each changed a different file, then keep one of them with a merge.
     const [c1, c2] = r.children.map((c) => c.id ?? '') as [string, string];
     await ok('file_write', { sandbox: c1, path: '/tmp/one.txt', content: 'one\n' });
@@ -517,14 +533,33 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
   });
 
   it('wait_for_text waits for a marker written later, and times out cleanly', async () => {
-    await ok('exec_start', { command: 'sleep 0.7; echo "server ready" >> /tmp/app.log' });
-    const w = await ok<{ found: boolean; waited_ms: number }>('wait_for_text', {
+    // The marker is appended only once a reader has closed the log (inotify IN_CLOSE_NOWRITE): the only
+    // reader is the tool, so `found` means it read again after a read that did not find it.
+    const appendAfterRead = [
+      'import ctypes, os',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'fd = libc.inotify_init()',
+      "open('/tmp/app.log', 'w').write('starting\\n')",
+      "assert libc.inotify_add_watch(fd, b'/tmp/app.log', 0x10) >= 0",
+      "open('/tmp/ready-to-watch', 'w').close()",
+      'os.read(fd, 4096)',
+      "open('/tmp/app.log', 'a').write('server ready\\n')",
+    ].join('\n');
+    await ok('exec_start', { argv: ['python3', '-c', appendAfterRead] });
+    await waitFor(
+      async () => {
+        const r = await call('file_stat', { path: '/tmp/ready-to-watch' });
+        return r.isError !== true;
+      },
+      { what: 'the log is watched' },
+    );
+    const w = await ok<{ found: boolean; size: number | null }>('wait_for_text', {
       path: '/tmp/app.log',
       marker: 'ready',
-      timeout_s: 10,
+      timeout_s: 60,
     });
     assert.equal(w.found, true);
-    assert.ok(w.waited_ms >= 300, `waited ${w.waited_ms} ms`);
+    assert.equal(w.size, 'starting\nserver ready\n'.length);
     const t = await ok<{ found: boolean }>('wait_for_text', {
       path: '/tmp/app.log',
       marker: 'never',

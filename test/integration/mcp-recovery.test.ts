@@ -19,12 +19,12 @@ import { openEngine } from '../../src/composition.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { withBulk } from '../helpers/mcp-result.ts';
 import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'bin/forkbox.js');
 const TOKEN = 'tok-recovery-3c5e7a9b1d2f4e6a8c0b';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const text = (r: CallToolResult): string => (r.content[0]?.type === 'text' ? r.content[0].text : '');
 
 function freePort(): Promise<number> {
@@ -77,18 +77,20 @@ describe('MCP recovery: SIGKILL and SIGTERM of a serving daemon', { skip: skip ?
       { stdio: ['ignore', 'ignore', fd], cwd: ROOT },
     );
     closeSync(fd);
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (child.exitCode !== null)
-        throw new Error(`forkbox serve exited: ${readFileSync(logFile(), 'utf8')}`);
-      const up = await fetch(`${base}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (up) return child;
-      if (Date.now() > deadline) throw new Error(`forkbox serve did not come up: ${readFileSync(logFile())}`);
-      await sleep(100);
-    }
+    const up = await waitFor(
+      async () => {
+        if (child.exitCode !== null) return 'exited';
+        return fetch(`${base}/healthz`).then(
+          (r) => (r.ok ? 'up' : undefined),
+          () => undefined,
+        );
+      },
+      { what: 'forkbox serve answers /healthz', timeoutMs: 60_000, intervalMs: 100 },
+    ).catch((e: unknown) => {
+      throw new Error(`${String(e)}: ${readFileSync(logFile(), 'utf8')}`);
+    });
+    if (up === 'exited') throw new Error(`forkbox serve exited: ${readFileSync(logFile(), 'utf8')}`);
+    return child;
   }
 
   async function httpClient(): Promise<Client> {
@@ -114,14 +116,14 @@ describe('MCP recovery: SIGKILL and SIGTERM of a serving daemon', { skip: skip ?
 
   /** Wait until an exec whose command matches `re` is listed as running in `sandbox`. */
   async function runningExec(client: Client, sandbox: string | undefined, re: RegExp): Promise<Exec> {
-    const deadline = Date.now() + 15_000;
-    while (Date.now() < deadline) {
-      const { execs } = await ok<{ execs: Exec[] }>(client, 'exec_list', sandbox ? { sandbox } : {});
-      const e = execs.find((x) => re.test(x.command.join(' ')));
-      if (e?.state === 'running') return e;
-      await sleep(100);
-    }
-    throw new Error(`no running exec matching ${re}`);
+    return waitFor(
+      async () => {
+        const { execs } = await ok<{ execs: Exec[] }>(client, 'exec_list', sandbox ? { sandbox } : {});
+        const e = execs.find((x) => re.test(x.command.join(' ')));
+        return e?.state === 'running' ? e : undefined;
+      },
+      { what: `an exec matching ${re} runs`, timeoutMs: 15_000, intervalMs: 100 },
+    );
   }
 
   before(async () => {

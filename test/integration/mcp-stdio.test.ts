@@ -18,6 +18,7 @@ import { createDaemonClient } from '../../src/transports/daemon-client.ts';
 import { socketPathFor } from '../../src/transports/daemon-launcher.ts';
 import { withBulk } from '../helpers/mcp-result.ts';
 import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -37,9 +38,11 @@ async function stopDaemonAndClean(stateDir: string): Promise<void> {
   const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : NaN;
   if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {
     process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + 20_000;
-    while (processAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (processAlive(pid)) process.kill(pid, 'SIGKILL');
+    await waitFor(() => !processAlive(pid), {
+      what: `daemon ${pid} exits on SIGTERM`,
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    }).catch(() => process.kill(pid, 'SIGKILL'));
   }
   const opened = await openEngine({ stateDir, log: quietLog() });
   await opened.close({ killSandboxes: true });
@@ -118,14 +121,11 @@ describe('forkbox mcp (stdio)', { skip: skip ?? false }, () => {
       const id = live[0]?.id ?? '';
       assert.equal(live[0]?.persistent, false);
       await client.close();
-      const deadline = Date.now() + 15_000;
-      let state = 'running';
-      while (Date.now() < deadline) {
-        state = (await api.getSandbox(id)).state;
-        if (state === 'killed') break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      assert.equal(state, 'killed');
+      await waitFor(async () => (await api.getSandbox(id)).state === 'killed', {
+        what: `the default sandbox ${id} is killed once its client closed`,
+        timeoutMs: 15_000,
+        intervalMs: 200,
+      });
       assert.equal((await api.getSandbox(kept.id)).state, 'running');
     } finally {
       api.close();

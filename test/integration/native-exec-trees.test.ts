@@ -8,23 +8,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
+import { until } from '../helpers/exec-probe.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Processes in the sandbox whose command line contains `marker` (seen from inside, with ps). */
 async function countIn(api: ForkboxApi, id: string, marker: string): Promise<number> {
   const r = await api.exec(id, { argv: ['ps', '-eo', 'args='] });
   return r.stdout.split('\n').filter((l) => l.includes(marker) && !l.includes('ps -eo')).length;
-}
-
-async function until(what: string, f: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await f())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 describe('native exec process trees and bounded output', { skip: skip ?? false }, () => {

@@ -12,12 +12,12 @@ import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { MAX_FORK_DEPTH } from '../../src/runtimes/native/native-runtime.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import {
-  type NativeFixture,
-  nativeUnavailable,
-  openNative,
-  sandboxCgroupDir,
-  snapshotLayers,
-} from '../helpers/native.ts';
+  cpuWeightRelative,
+  sandboxCgroupDirsLeft,
+  sandboxCgroupRel,
+  sandboxProcs,
+} from '../helpers/cgroup-files.ts';
+import { type NativeFixture, nativeUnavailable, openNative, snapshotLayers } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -196,10 +196,7 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
       '40',
     );
     // While it forks, the source weighs as much as its children together; after, it is back to normal.
-    assert.equal(
-      readFileSync(`${sandboxCgroupDir(fx.stateDir, s, 'cpu')}/cpu.shares`, 'utf8').trim(),
-      '1024',
-    );
+    assert.equal(cpuWeightRelative(sandboxCgroupRel(fx.stateDir, s)), 1);
     await api.killSandbox(s, { cascade: true });
   });
 
@@ -215,10 +212,7 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     const indexes = new Set<string>();
     for (const k of ids) indexes.add(await sh(k, 'echo $FORKBOX_FORK_INDEX'));
     assert.equal(indexes.size, 20, 'every child has its own fork index');
-    const procs = (id: string) =>
-      readFileSync(`${sandboxCgroupDir(fx.stateDir, id, 'pids')}/cgroup.procs`, 'utf8')
-        .trim()
-        .split('\n');
+    const procs = (id: string) => sandboxProcs(fx.stateDir, id);
     // Each child is one process (its agent, holding the copied REPL state) until Python is needed; the
     // commands above added one more: the spawner that starts commands (src/agent/spawner.py).
     assert.equal(procs(ids[19] ?? '').length, 2);
@@ -265,7 +259,7 @@ describe('forking a running sandbox', { skip: skip ?? false }, () => {
     );
     assert.equal(failed.length, 2);
     for (const f of failed) {
-      assert.equal(existsSync(sandboxCgroupDir(fx.stateDir, f.id, 'memory')), false, 'no cgroup left');
+      assert.deepEqual(sandboxCgroupDirsLeft(fx.stateDir, f.id), [], 'no cgroup left');
       assert.equal(existsSync(join(fx.stateDir, 'sandboxes', f.id)), false, 'no sandbox dir left');
       assert.equal(existsSync(join(fx.stateDir, 'inbox', f.id)), false, 'no inbox left');
     }

@@ -7,7 +7,8 @@ import { readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative, sandboxCgroupDir } from '../helpers/native.ts';
+import { sandboxProcs } from '../helpers/cgroup-files.ts';
+import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -76,11 +77,7 @@ describe('native sandbox isolation', { skip: skip ?? false }, () => {
   it('is root inside but an unprivileged uid on the host', async () => {
     assert.equal((await sh(a, 'id -u')).stdout.trim(), '0');
     await api.runCode(a, { code: '1' }); // the REPL worker is forked off PID 1 when first needed
-    // cgroup v1: the pids controller has the sandbox's group; its leaves exist only in freezer.
-    const pids = readFileSync(`${sandboxCgroupDir(fx.stateDir, a, 'pids')}/cgroup.procs`, 'utf8')
-      .trim()
-      .split('\n')
-      .filter((p) => p !== '');
+    const pids = sandboxProcs(fx.stateDir, a);
     assert.ok(pids.length >= 2, 'agent and REPL worker are in the sandbox cgroup');
     for (const pid of pids) {
       const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];

@@ -7,8 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { totalmem } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { pidsLimitHits } from '../helpers/cgroup-files.ts';
-import { type NativeFixture, nativeUnavailable, openNative, sandboxCgroupRel } from '../helpers/native.ts';
+import { pidsLimitHits, sandboxCgroupRel } from '../helpers/cgroup-files.ts';
+import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();

@@ -8,13 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
 import { detectCgroups } from '../../src/runtimes/native/cgroups/index.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import {
-  type NativeFixture,
-  nativeUnavailable,
-  openNative,
-  sandboxCgroupDir,
-  sandboxCgroupRel,
-} from '../helpers/native.ts';
+import { sandboxCgroupDirsLeft, sandboxCgroupRel } from '../helpers/cgroup-files.ts';
+import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
@@ -221,7 +216,8 @@ describe('native sandboxes', { skip: skip ?? false }, () => {
     assert.match(settled.message, /killed/);
     assert.equal((await api.getSandbox(s.id)).state, 'killed');
     assert.equal(existsSync(`${fx.stateDir}/sandboxes/${s.id}`), false);
-    assert.equal(existsSync(sandboxCgroupDir(fx.stateDir, s.id, 'memory')), false);
+    assert.deepEqual(sandboxCgroupDirsLeft(fx.stateDir, s.id), [], 'no directory of its cgroup is left');
+    assert.equal(await cgroups.exists(cgroup), false);
     assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(s.id), false);
     await rejectsWith(api.exec(s.id, { argv: ['true'] }), 'conflict', /killed/);
   });

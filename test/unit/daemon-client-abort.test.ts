@@ -11,14 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { waitFor as waitUntil } from '../helpers/wait-for.ts';
 
 /** Poll `cond` until it holds; fail after `ms`. */
 async function waitFor(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitUntil(cond, { what, timeoutMs: ms, intervalMs: 10 });
 }
 
 /** `p`, or a failure naming `what` after `ms`. */

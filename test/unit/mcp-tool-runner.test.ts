@@ -12,6 +12,7 @@ import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol
 import { buildToolResult, cutMiddle, FIELD_META } from '../../src/protocol/mcp/tool-result.ts';
 import type { ExecOutcome, ExecRequest, ForkboxApi, RunOptions } from '../../src/service/api.ts';
 import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 async function connect(api: ForkboxApi, runner = {}) {
   const server = createForkboxMcpServer({
@@ -24,8 +25,16 @@ async function connect(api: ForkboxApi, runner = {}) {
   await server.connect(st);
   const client = new Client({ name: 'test', version: '1' });
   await client.connect(ct);
+  // Progress notifications as they arrive on the wire, before the client drops those of ended requests.
+  let progressOnWire = 0;
+  const deliver = ct.onmessage;
+  ct.onmessage = (m, extra) => {
+    if ('method' in m && m.method === 'notifications/progress') progressOnWire++;
+    deliver?.(m, extra);
+  };
   return {
     client,
+    progressOnWire: () => progressOnWire,
     call: async (name: string, args: Record<string, unknown> = {}) =>
       (await client.callTool({ name, arguments: args })) as CallToolResult,
     async close() {
@@ -73,11 +82,7 @@ function blockingExec(base: RecordedApi) {
 }
 
 async function until(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(cond, { what, timeoutMs: 20_000, intervalMs: 10 });
 }
 
 describe('tool arguments', () => {
@@ -184,7 +189,9 @@ describe('tool results', () => {
 });
 
 describe('progress and cancellation', () => {
-  it('a silent call sends progress heartbeats until it ends, none after', async () => {
+  it('a silent call sends progress heartbeats until it ends, none after', async (t) => {
+    // The heartbeat's clock is the test's: each beat is a tick, and none can come after the result.
+    t.mock.timers.enable({ apis: ['setInterval'] });
     const b = blockingExec(createTestEngine().api);
     const c = await connect(b.api, { progressIntervalMs: 20 });
     try {
@@ -193,19 +200,25 @@ describe('progress and cancellation', () => {
         { name: 'exec_run', arguments: { command: 'sleep 90' } },
         { onprogress: (p) => beats.push(p) },
       );
-      await until(() => beats.length >= 3, 'three heartbeats');
+      await until(() => {
+        t.mock.timers.tick(20);
+        return beats.length >= 3;
+      }, 'three heartbeats');
       b.release();
       const r = (await call) as CallToolResult;
       assert.equal(r.isError, undefined);
       const n = beats.length;
+      const sent = c.progressOnWire();
+      assert.equal(sent, n, 'every beat sent reached the caller');
       assert.deepEqual(
         beats.map((x) => x.progress),
         beats.map((_, i) => i + 1),
         'numbered upwards',
       );
       assert.match(beats[0]?.message ?? '', /^exec_run: running for \d+s/);
-      await new Promise((r) => setTimeout(r, 100));
-      assert.equal(beats.length, n, 'no progress after the result');
+      t.mock.timers.tick(60_000);
+      await c.client.ping(); // a round trip: a beat sent at the tick would arrive before its answer
+      assert.equal(c.progressOnWire(), sent, 'no progress sent after the result');
     } finally {
       await c.close();
     }

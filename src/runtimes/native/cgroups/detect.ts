@@ -23,24 +23,38 @@ function v2Controllers(dir: string): string[] | null {
   }
 }
 
+/** Which cgroup version forkbox uses on this host and where that hierarchy's root is mounted. */
+export interface CgroupLayout {
+  kind: 'v1' | 'v2';
+  /** v2: the unified tree's root; v1: the directory holding one mount per controller. */
+  root: string;
+}
+
 export function detectCgroups(opts: { root?: string } = {}): Cgroups {
+  const layout = detectCgroupLayout(opts);
+  return layout.kind === 'v2'
+    ? createCgroupsV2({ root: layout.root })
+    : createCgroupsV1({ root: layout.root });
+}
+
+export function detectCgroupLayout(opts: { root?: string } = {}): CgroupLayout {
   const root = opts.root ?? DEFAULT_CGROUP_ROOT;
   const findings: string[] = [];
 
   const pure = v2Controllers(root);
   if (pure !== null) {
     const missing = V2_CONTROLLERS.filter((c) => !pure.includes(c));
-    if (missing.length === 0) return createCgroupsV2({ root });
+    if (missing.length === 0) return { kind: 'v2', root };
     findings.push(`cgroup v2 at ${root} lacks controller(s) ${missing.join(', ')}`);
   } else {
     const { missing } = resolveV1Mounts(root);
-    if (missing.length === 0) return createCgroupsV1({ root });
+    if (missing.length === 0) return { kind: 'v1', root };
     findings.push(`cgroup v1 under ${root} lacks controller(s) ${missing.join(', ')}`);
     const unified = path.join(root, 'unified');
     const hybrid = v2Controllers(unified);
     if (hybrid !== null) {
       const hMissing = V2_CONTROLLERS.filter((c) => !hybrid.includes(c));
-      if (hMissing.length === 0) return createCgroupsV2({ root: unified });
+      if (hMissing.length === 0) return { kind: 'v2', root: unified };
       findings.push(`cgroup v2 at ${unified} lacks controller(s) ${hMissing.join(', ')}`);
     }
   }

@@ -1,4 +1,4 @@
-export { DEFAULT_CGROUP_ROOT, detectCgroups } from './detect.ts';
+export { type CgroupLayout, DEFAULT_CGROUP_ROOT, detectCgroupLayout, detectCgroups } from './detect.ts';
 export type { CgroupLimits, CgroupStats, Cgroups } from './types.ts';
 export { CPU_PERIOD_US, DEFAULT_FREEZE_TIMEOUT_MS, DEFAULT_KILL_TIMEOUT_MS } from './types.ts';
 export { createCgroupsV1, resolveV1Mounts, V1_CONTROLLERS } from './v1.ts';

@@ -125,4 +125,53 @@ describe('third-party adapters: big output, cancel, long silent work', { skip: s
       }
     });
   });
+  it('a silent 90 s command, every client at once: what each does by default, and with its setting', async () => {
+    const settle = (p: Promise<string>) =>
+      p.then(
+        (text) => ({ ok: true, text }),
+        (e: unknown) => ({ ok: false, text: e instanceof Error ? e.message : String(e) }),
+      );
+    const run = async (c: AdapterClient, tag: string, opts: { onProgress?: () => void } = {}) => {
+      try {
+        return await settle(c.call('exec_run', { command: `sleep 90; echo done-${tag}` }, opts));
+      } finally {
+        await c.close();
+      }
+    };
+    const progress = { langchainDefault: 0, langchain: 0, mcpRemote: 0 };
+    const long = { timeoutMs: 120_000 };
+    const [openaiDefault, openaiLong, genaiDefault, genaiLong, vercel, lcDefault, lcLong, remote] =
+      await Promise.all([
+        openaiAgents(url).then((c) => run(c, 'openai-default')),
+        openaiAgents(url, long).then((c) => run(c, 'openai-long')),
+        googleGenai(url).then((c) => run(c, 'genai-default')),
+        googleGenai(url, long).then((c) => run(c, 'genai-long')),
+        vercelAi(url).then((c) => run(c, 'vercel')),
+        langchain(url, { onProgress: () => progress.langchainDefault++ }).then((c) => run(c, 'lc-default')),
+        langchain(url, { ...long, onProgress: () => progress.langchain++ }).then((c) => run(c, 'lc-long')),
+        mcpRemote(url).then((c) => run(c, 'remote', { onProgress: () => progress.mcpRemote++ })),
+      ]);
+    const seen = JSON.stringify({ openaiDefault, genaiDefault, lcDefault, progress });
+    // No progress hook and a 60 s timeout: the default fails; its `timeout` setting makes it wait.
+    assert.doesNotMatch(openaiDefault.text, /done-openai-default/, seen);
+    assert.match(openaiDefault.text, /timed out/i, seen);
+    assert.match(openaiLong.text, /done-openai-long/);
+    assert.equal(genaiDefault.ok, false, seen);
+    assert.match(genaiDefault.text, /timed out/i, seen);
+    assert.match(genaiLong.text, /done-genai-long/);
+    // No timeout on tool calls at all.
+    assert.match(vercel.text, /done-vercel/);
+    // Progress arrives, but LangChain does not let it reset the SDK's 60 s timer.
+    assert.equal(lcDefault.ok, false, seen);
+    assert.match(lcDefault.text, /timed out/i, seen);
+    assert.ok(progress.langchainDefault > 0, seen);
+    assert.match(lcLong.text, /done-lc-long/);
+    assert.ok(progress.langchain >= 9, `LangChain: progress at least every 10 s (got ${progress.langchain})`);
+    // The v1 SDK through mcp-remote: progress resets its 60 s timer.
+    assert.match(remote.text, /done-remote/);
+    assert.ok(
+      progress.mcpRemote >= 9,
+      `mcp-remote: progress at least every 10 s (got ${progress.mcpRemote})`,
+    );
+  });
 });

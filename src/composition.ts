@@ -56,7 +56,7 @@ export interface OpenEngineOptions {
   retentionSweepMs?: number;
   /**
    * Exec output defaults per stream: inline budget and spool file inside the sandbox. Default
-   * FORKBOX_EXEC_OUTPUT_BYTES / FORKBOX_EXEC_SPOOL_BYTES, else 1 MiB and 64 MiB.
+   * FORKBOX_EXEC_OUTPUT_BYTES / FORKBOX_EXEC_SPOOL_BYTES, else 1 MiB and 256 MiB (the spool at most a sixteenth of the sandbox's disk limit).
    */
   execOutput?: { outputBytes?: number; spoolBytes?: number };
 }

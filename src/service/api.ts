@@ -157,7 +157,7 @@ export interface ExecRequest {
    * (1 MiB); background execs keep up to twice this of their latest output for polling.
    */
   maxOutputBytes?: number;
-  /** Bytes of each stream kept in the spool file inside the sandbox (default: the daemon's, 64 MiB). */
+  /** Bytes of each stream kept in the spool file inside the sandbox (default: the daemon's, 256 MiB, at most a sixteenth of the sandbox's disk limit). */
   spoolBytes?: number;
   idempotencyKey?: string;
 }

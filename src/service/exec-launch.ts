@@ -9,7 +9,7 @@ import type { ExecRequest, RunOptions } from './api.ts';
 import { endPatch } from './exec-outcome.ts';
 import type { ExecOutputBuffer } from './exec-output-buffer.ts';
 import type { ExecHandle, ExecResult, Runtime, Store } from './ports.ts';
-import { checkEnv, checkExec } from './validate.ts';
+import { checkEnv, checkExec, spoolDefaultFor } from './validate.ts';
 
 export interface ExecSettings {
   /** Inline budget per stream when a call gives none. */
@@ -104,7 +104,7 @@ export function createExecLaunch(deps: ExecLaunchDeps) {
         stdin: opts.stdin,
         timeoutMs: Math.round((req.timeoutSeconds ?? 0) * 1000),
         maxOutputBytes: budget,
-        spoolBytes: req.spoolBytes ?? settings.spoolBytes,
+        spoolBytes: req.spoolBytes ?? spoolDefaultFor(settings.spoolBytes, rec.limits.diskBytes),
         execId: exec.id,
         mode: background ? 'latest' : 'head',
       },

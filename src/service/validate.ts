@@ -17,8 +17,19 @@ import type { CodeRunRequest, CreateSandboxRequest, ExecRequest } from './api.ts
 import { type DiskPolicy, diskLimitsFrom } from './disk-limits.ts';
 
 export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
-/** Spool file per stream of an exec, inside the sandbox: the daemon's default (LIMITS.spoolBytes bounds a call). */
-export const DEFAULT_SPOOL_BYTES = 64 * 1024 * 1024;
+/**
+ * Spool file per stream of an exec, inside the sandbox: the daemon's default (LIMITS.spoolBytes bounds a
+ * call). The default is also held to a sixteenth of the sandbox's disk limit (spoolDefaultFor), so a few
+ * floods cannot fill the sandbox's disk with spool files.
+ */
+export const DEFAULT_SPOOL_BYTES = 256 * 1024 * 1024;
+/** Part of a sandbox's disk limit one stream's spool file may take by default. */
+export const SPOOL_DISK_SHARE = 16;
+
+/** The default spool size of one stream in a sandbox with disk limit `diskBytes` (0 = not limited). */
+export function spoolDefaultFor(daemonDefault: number, diskBytes: number): number {
+  return diskBytes > 0 ? Math.min(daemonDefault, Math.floor(diskBytes / SPOOL_DISK_SHARE)) : daemonDefault;
+}
 
 /** `v` when it is within the bound; else an invalid_argument naming the field and the range. */
 export function checkBound(b: Bound, v: number): number {

@@ -85,9 +85,14 @@ function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir
       const s = (r.streams as { stdout: { total_bytes: number; file: string | null; spooled_bytes: number } })
         .stdout;
       assert.equal(s.total_bytes, 104857600 + 4);
-      assert.ok(s.file, 'the whole stream is in a file');
-      const page = await ok('file_read', { path: s.file, offset: s.spooled_bytes - 4096, length: 16 });
-      assert.equal(page.content, 'x'.repeat(16), 'the cut part is readable by offset');
+      assert.ok(s.file, 'the cut part is in a file');
+      // What the marker promises is what the file holds: here the whole stream, every byte at its offset.
+      assert.match(stdout, new RegExp(`the whole stdout is in ${s.file.replace(/\./g, '\\.')} inside`));
+      assert.equal(s.spooled_bytes, s.total_bytes, 'the whole stream is in the file');
+      const page = await ok('file_read', { path: s.file, offset: s.total_bytes - 4096, length: 4096 });
+      assert.equal(page.content, `${'x'.repeat(4092)}END\n`, 'the last bytes are readable at their offset');
+      const mid = await ok('file_read', { path: s.file, offset: 50 * 1024 * 1024, length: 16 });
+      assert.equal(mid.content, 'x'.repeat(16), 'the cut middle is readable by offset');
       assert.equal((await ok('code_run', { code: 'keep' })).value, '42', 'the REPL state is still there');
       assert.deepEqual(errors, [], 'the connection had no error');
     });

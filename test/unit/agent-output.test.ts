@@ -34,6 +34,23 @@ describe('agent output streams (head, marker, tail)', () => {
     });
   });
 
+  it('says which bytes were not kept when the spool file reached its cap', () => {
+    const c = new StreamCollector('stdout');
+    c.addHead(Buffer.from('HEAD'));
+    c.addTail(Buffer.from('TAIL'));
+    const { data, summary } = c.finish({
+      stdout_total: 1000,
+      stdout_file: '/tmp/.forkbox-output/ex-2.stdout',
+      stdout_spooled: 600,
+    });
+    assert.match(
+      data.toString(),
+      /992 bytes of stdout omitted here; bytes 0-600 of stdout are in \/tmp\/\.forkbox-output\/ex-2\.stdout inside the sandbox \(read it in pages\); bytes 600-996 were not kept .*the last 4 bytes follow\]\nTAIL$/,
+    );
+    assert.doesNotMatch(data.toString(), /whole/);
+    assert.equal(summary.spooledBytes, 600);
+  });
+
   it('does not trust an agent that reports less than it sent, or a relative file', () => {
     const c = new StreamCollector('stdout');
     c.addHead(Buffer.alloc(50));

@@ -22,6 +22,7 @@ import type { ForkboxApi } from '../../service/api.ts';
 import { DEFAULT_TENANT } from '../../service/caller.ts';
 import { onResponseDone } from '../http/limits.ts';
 import { createConformanceFixtures } from './conformance-fixtures.ts';
+import { cancelOnDisconnect, requestIdsOf } from './http-disconnect.ts';
 import { createLegacySessions, type LegacySessionOptions } from './http-legacy.ts';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './http-sessions.ts';
 import { createDefaultSandbox, createForkboxMcpServer, type DefaultSandbox } from './server.ts';
@@ -147,7 +148,10 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     if (s instanceof Response) return s;
     s.active++;
     s.lastSeen = Date.now();
-    const res = await s.transport.handleRequest(req, { authInfo: authOf(caller) }).catch((e: unknown) => {
+    const authInfo = authOf(caller);
+    // A connection dropped before the answer cancels the POST's calls (http-disconnect.ts).
+    cancelOnDisconnect(s.transport, req, await requestIdsOf(req), authInfo);
+    const res = await s.transport.handleRequest(req, { authInfo }).catch((e: unknown) => {
       s.active--;
       throw e;
     });

@@ -13,11 +13,31 @@ export function tailBudget(maxOutputBytes: number): number {
   return Math.min(Math.floor(maxOutputBytes / 4), 64 * 1024);
 }
 
-/** The line put between the head and the tail when the middle of a stream was left out. */
-export function omissionMarker(stream: StreamName, omitted: number, file: string | null): string {
-  const where = file
-    ? `the whole ${stream} is in ${file} inside the sandbox (read it in pages)`
-    : `it was not kept (no spool file: raise max_output_bytes, or write the output to a file yourself)`;
+/**
+ * The line put between the head and the tail when the middle of a stream was left out. It says exactly
+ * what can still be read: the spool file holds the stream's first `spooled` bytes (offset = position in
+ * the stream), and the tail shown after the line is its last `tail` bytes; whatever lies between the two
+ * was not kept when the spool file reached its cap.
+ */
+export function omissionMarker(
+  stream: StreamName,
+  omitted: number,
+  file: string | null,
+  kept: { total: number; spooled: number; tail: number },
+): string {
+  const lostFrom = kept.spooled;
+  const lostTo = kept.total - kept.tail;
+  let where: string;
+  if (!file) {
+    where = 'it was not kept (no spool file: raise max_output_bytes, or write the output to a file yourself)';
+  } else if (lostFrom >= lostTo) {
+    where = `the whole ${stream} is in ${file} inside the sandbox (read it in pages)`;
+  } else {
+    where =
+      `bytes 0-${lostFrom} of ${stream} are in ${file} inside the sandbox (read it in pages); ` +
+      `bytes ${lostFrom}-${lostTo} were not kept (the spool file's cap, spool_bytes: raise it, or write ` +
+      `the output to a file yourself); the last ${kept.tail} bytes follow`;
+  }
   return `\n[forkbox: ${omitted} bytes of ${stream} omitted here; ${where}]\n`;
 }
 
@@ -94,8 +114,12 @@ export class StreamCollector {
     const file = typeof fileField === 'string' && fileField.startsWith('/') ? fileField.slice(0, 4096) : null;
     const omitted = total - shown;
     const named = omitted > 0 || this.#forwarded > 0 ? file : null;
+    const spooled = named === null ? 0 : Math.min(num('spooled') ?? 0, total);
+    const kept = { total, spooled, tail: this.#tailBytes };
     const marker =
-      omitted > 0 && this.#forwarded === 0 ? Buffer.from(omissionMarker(this.stream, omitted, named)) : null;
+      omitted > 0 && this.#forwarded === 0
+        ? Buffer.from(omissionMarker(this.stream, omitted, named, kept))
+        : null;
     return {
       data: Buffer.concat([...this.#head, ...(marker ? [marker] : []), ...this.#tail]),
       marker,
@@ -105,7 +129,7 @@ export class StreamCollector {
         shownBytes: shown,
         omittedBytes: omitted,
         file: named,
-        spooledBytes: named === null ? 0 : Math.min(num('spooled') ?? 0, total),
+        spooledBytes: spooled,
       },
     };
   }

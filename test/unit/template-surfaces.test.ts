@@ -11,7 +11,7 @@ import type { CliContext } from '../../src/cli/context.ts';
 import { buildProgram } from '../../src/cli/main.ts';
 import { createOutput } from '../../src/cli/output.ts';
 import { createHttpApp } from '../../src/protocol/http/app.ts';
-import { memoryAuditLog } from '../../src/protocol/http/audit.ts';
+import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import { guardConfig } from '../../src/protocol/http/guards.ts';
 import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import { createLocalApp } from '../../src/protocol/rest/local-app.ts';

@@ -80,7 +80,7 @@ export function register(program: Command, ctx: CliContext): void {
         pino.destination(2),
       );
       const { stateDir } = ctx.globals();
-      const client = await connectOrStartDaemon({ stateDir, log, allowStart: true });
+      const client = await connectOrStartDaemon({ stateDir, log, allowStart: true, client: 'mcp-stdio' });
       const session = await openSession(socketPathFor(stateDir), {
         ...(name === undefined ? {} : { id: namedSessionId(name) }),
         graceMs,

@@ -4,8 +4,8 @@
  */
 
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { totalmem } from 'node:os';
 import type { Socket } from 'node:net';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseDuration } from './domain/durations.ts';
 import { ForkboxError } from './domain/errors.ts';

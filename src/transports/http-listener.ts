@@ -6,8 +6,8 @@
 import { join } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
 import type { Logger } from '../domain/logger.ts';
-import { createHttpApp, type HttpApp, type HttpAppOptions } from '../protocol/http/app.ts';
 import type { AuditLog } from '../protocol/audit.ts';
+import { createHttpApp, type HttpApp, type HttpAppOptions } from '../protocol/http/app.ts';
 import { guardConfig, isLoopbackHost } from '../protocol/http/guards.ts';
 import { loadTokenFile, type TokenStore } from '../protocol/http/tokens.ts';
 import { createAuditFile } from './audit-file.ts';

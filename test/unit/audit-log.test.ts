@@ -70,8 +70,23 @@ describe('audit log', () => {
     try {
       const path = join(dir, 'audit.log');
       const log = createAuditFile(path);
-      log.write({ door: 'http', tenant: 'a', route: '/mcp', tool: 'exec_run', outcome: 'ok', status: 200, durationMs: 1 });
-      log.write({ door: 'socket', tenant: 'b', route: 'GET /v1/sandboxes', outcome: 'ok', status: 200, durationMs: 2 });
+      log.write({
+        door: 'http',
+        tenant: 'a',
+        route: '/mcp',
+        tool: 'exec_run',
+        outcome: 'ok',
+        status: 200,
+        durationMs: 1,
+      });
+      log.write({
+        door: 'socket',
+        tenant: 'b',
+        route: 'GET /v1/sandboxes',
+        outcome: 'ok',
+        status: 200,
+        durationMs: 2,
+      });
       await log.close();
       const lines = readFileSync(path, 'utf8')
         .trim()

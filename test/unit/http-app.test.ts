@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createHttpApp } from '../../src/protocol/http/app.ts';
 import { memoryAuditLog } from '../../src/protocol/audit.ts';
+import { createHttpApp } from '../../src/protocol/http/app.ts';
 import { guardConfig } from '../../src/protocol/http/guards.ts';
 import { createTokenStore, parseTokenFile } from '../../src/protocol/http/tokens.ts';
 import type { CallerContext } from '../../src/service/engine.ts';

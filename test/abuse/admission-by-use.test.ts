@@ -55,8 +55,14 @@ describe('abuse: admission by the sum of limits refusing work that fits', () => 
     const daemonRank = Number(readFileSync(`/proc/${d.pid}/oom_score_adj`, 'utf8').trim());
     const source = await ranks(src.id);
     const child = await ranks(kid);
-    assert.ok(source.command > daemonRank && source.repl > daemonRank, `source above the daemon (${daemonRank})`);
-    assert.ok(child.command > source.command, `a fork's commands first (${child.command} > ${source.command})`);
+    assert.ok(
+      source.command > daemonRank && source.repl > daemonRank,
+      `source above the daemon (${daemonRank})`,
+    );
+    assert.ok(
+      child.command > source.command,
+      `a fork's commands first (${child.command} > ${source.command})`,
+    );
     assert.ok(child.repl > source.repl, `a fork's REPL code first (${child.repl} > ${source.repl})`);
 
     await d.api.killSandbox(src.id, { cascade: true });

@@ -13,7 +13,11 @@ const silent = { warn: () => undefined };
 
 function recorder() {
   const writes: [number, number][] = [];
-  return { writes, setAdj: (pid: number, value: number) => (writes.push([pid, value]), true) };
+  const setAdj = (pid: number, value: number) => {
+    writes.push([pid, value]);
+    return true;
+  };
+  return { writes, setAdj };
 }
 
 describe('OOM order', () => {
@@ -23,7 +27,10 @@ describe('OOM order', () => {
     assert.equal(oomRank(8), 900);
     assert.equal(oomRank(50), 900);
     assert.equal(oomRank(-1), 100);
-    assert.ok(oomRank(0) > 0, 'every sandbox ranks above the daemon and templates (0 without the capability)');
+    assert.ok(
+      oomRank(0) > 0,
+      'every sandbox ranks above the daemon and templates (0 without the capability)',
+    );
   });
 
   it('with CAP_SYS_RESOURCE: the daemon, templates and agents are exempt', () => {

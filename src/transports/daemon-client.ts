@@ -94,7 +94,7 @@ function clientOver(transport: EndpointTransport, scope: RequestScope): DaemonCl
       if (endpoint.kind !== 'socket') throw sessionsNeedSocket(transport.target);
       // Loaded when used (forkbox mcp): a CLI command never opens a session.
       const { openSession } = await import('./daemon-session.ts');
-      return openSession(endpoint.socketPath);
+      return openSession(endpoint.socketPath, { client: scope.client });
     },
     withSession(id) {
       if (endpoint.kind !== 'socket') throw sessionsNeedSocket(transport.target);

@@ -140,6 +140,13 @@ describe('abuse: calls through a door that leaves no audit trail', () => {
       (l) => l.pid === pid && l.sandbox === 'no-such-box',
     );
     assert.equal(refused.outcome, 'not_found');
+    // Its client session (held open while it runs) is audited when it ends, as the same caller.
+    const session = await lineWhere(
+      'the stdio MCP session',
+      (l) => l.pid === pid && l.route.includes('/sessions/'),
+    );
+    assert.equal(session.client, 'mcp-stdio');
+    assert.equal(session.uid, process.getuid?.());
   });
 
   it('HTTP (REST and MCP): the token’s tenant, the route or tool, the outcome', async () => {

@@ -4,6 +4,7 @@
  */
 
 import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseDuration } from './domain/durations.ts';
@@ -21,7 +22,7 @@ import { type InboxFs, openInboxFs } from './runtimes/native/host/inbox-fs.ts';
 import { createMounts } from './runtimes/native/host/mounts.ts';
 import { type NativePaths, nativePaths } from './runtimes/native/host/paths.ts';
 import { stateIdOf } from './runtimes/native/host/state-id.ts';
-import { createSys, type Sys } from './runtimes/native/host/sys.ts';
+import { createSys, type Sys, socketFd } from './runtimes/native/host/sys.ts';
 import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { createOomOrder } from './runtimes/native/spawn/oom-order.ts';
@@ -62,6 +63,12 @@ export interface OpenEngineOptions {
 }
 
 /** `0`, or a duration (`24h`, `30m`), in seconds. */
+/** The peer credentials (SO_PEERCRED) of a connection to the daemon's socket: its audited caller. */
+export function socketPeerReader(): (socket: Socket) => { pid: number; uid: number; gid: number } {
+  const sys = createSys();
+  return (socket) => sys.peerCred(socketFd(socket));
+}
+
 export function parseRetention(text: string): number {
   return text.trim() === '0' ? 0 : parseDuration(text);
 }

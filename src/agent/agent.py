@@ -179,6 +179,8 @@ class Agent:
         if pid == 0:
             try:
                 parent_sock.close()  # the agent's end of the link: user code must never hold it
+                if sysc.OOM_RANK is not None:
+                    sysc.apply_oom_rank()  # user code is never exempt from the OOM killer, as the agent is
                 AGENT_LOG.detach()
                 self._close_in_worker(child_sock, sweep=adopt is None)
                 w = adopt if adopt is not None else Worker(become_child=become_child, greet=greet_host)
@@ -558,6 +560,9 @@ def become_child(spec, worker, host_sock=None):
     if "fork_index" in spec:
         env["FORKBOX_FORK_INDEX"] = str(spec["fork_index"])
     env["FORKBOX_ROLE"] = "sandbox"
+    rank = spec.get("oom_score_adj")
+    if isinstance(rank, int) and not isinstance(rank, bool) and -1000 <= rank <= 1000:
+        sysc.OOM_RANK = rank
     try:
         # Leave the source worker's session and process group: the source agent signals that group (SIGINT
         # on an eval timeout, SIGKILL on a worker restart) and must never hit this sandbox's agent.

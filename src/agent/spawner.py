@@ -277,11 +277,9 @@ def _spawner_main(sock):
         os.setsid()  # out of the agent's process group: nothing aimed at a command's group reaches it
     except OSError:
         pass
-    try:
-        # Commands inherit this: user code, not the agent (-1000), is what the OOM killer must pick.
-        sysc.set_oom_score_adj(0)
-    except OSError:
-        pass
+    # Commands inherit this: user code, not the agent (-1000), is what the OOM killer must pick, newest
+    # forks first (the sandbox's rank, sysc.OOM_RANK).
+    sysc.apply_oom_rank()
     _close_all_but((sock.fileno(),))
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)

@@ -86,6 +86,20 @@ def set_child_subreaper():
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+# The OOM rank of this sandbox's user code (its REPL worker and commands), given by the host in the fork
+# request (oom_score_adj): forks rank above the sandboxes they came from. None in a template.
+OOM_RANK = None
+
+
+def apply_oom_rank():
+    """Give this process (a new REPL worker or command spawner) the sandbox's OOM rank. The agent may be
+    exempt (-1000); user code must never be. Raising needs no privilege."""
+    try:
+        set_oom_score_adj(0 if OOM_RANK is None else OOM_RANK)
+    except OSError:
+        pass
+
+
 def set_oom_score_adj(value, pid="self"):
     fd = os.open("/proc/%s/oom_score_adj" % pid, os.O_WRONLY | os.O_CLOEXEC)
     try:

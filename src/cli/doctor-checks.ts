@@ -4,8 +4,10 @@ import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createImageStore } from '../images/index.ts';
+import { DEFAULT_UID_SHIFT } from '../images/store.ts';
 import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
 import { hasCapSysResource } from '../runtimes/native/host/proc.ts';
+import { traverseAdvice, untraversable } from '../runtimes/native/host/traverse.ts';
 import { which } from '../runtimes/native/host/which.ts';
 import { planStorage } from '../runtimes/native/storage/btrfs-storage.ts';
 
@@ -162,6 +164,21 @@ export async function runDoctorChecks(opts: { stateDir: string; image?: string }
       mkdirSync(opts.stateDir, { recursive: true, mode: 0o711 });
       accessSync(opts.stateDir, constants.W_OK);
       return { ok: true, detail: opts.stateDir };
+    }),
+  );
+  out.push(
+    check('sandboxes can reach the state dir', true, () => {
+      // runc starts templates as the sandboxes' root (an unprivileged host uid) on a root under the state
+      // dir: a parent it cannot search (e.g. a 0700 home directory) fails the first create otherwise.
+      const uid = DEFAULT_UID_SHIFT.hostStart;
+      const b = untraversable(opts.stateDir, uid, uid);
+      return b
+        ? {
+            ok: false,
+            detail: traverseAdvice(b, opts.stateDir, uid),
+            fix: `chmod o+x ${b.dir}`,
+          }
+        : { ok: true, detail: `host uid ${uid} can search every directory down to ${opts.stateDir}` };
     }),
   );
   const imageName = opts.image ?? 'debian';

@@ -112,13 +112,13 @@ async function connect(program: Command, stateDir: string): Promise<DaemonClient
   if (remote) {
     // Remote mode: never start a local daemon nor touch the local state dir.
     const { createDaemonClient } = await import('../transports/daemon-client.ts');
-    return createDaemonClient({ url: remote.url, token: remote.token });
+    return createDaemonClient({ url: remote.url, token: remote.token, client: 'cli' });
   }
   const [{ connectOrStartDaemon }, { createStderrLog }] = await Promise.all([
     import('../transports/daemon-launcher.ts'),
     import('./stderr-log.ts'),
   ]);
-  return connectOrStartDaemon({ stateDir, log: createStderrLog(), allowStart: true });
+  return connectOrStartDaemon({ stateDir, log: createStderrLog(), allowStart: true, client: 'cli' });
 }
 
 /** Run the CLI with `argv` (as process.argv: node, script, args...); resolves to the exit code. */

@@ -46,10 +46,14 @@ export interface DaemonClient extends ForkboxApi {
 
 export type { ClientSession } from './daemon-session.ts';
 
-export type DaemonClientOptions =
+export type DaemonClientOptions = (
   | { socketPath: string; session?: string }
   /** A remote daemon's TCP listener: `url` as for --url (http/https), `token` sent as a bearer token. */
-  | { url: string | URL; token?: string | undefined };
+  | { url: string | URL; token?: string | undefined }
+) & {
+  /** This client's name for itself in the daemon's audit log (a claim): `cli`, `mcp-stdio`. */
+  client?: string | undefined;
+};
 
 const sessionsNeedSocket = (target: string) =>
   new ForkboxError(
@@ -67,7 +71,7 @@ export function createDaemonClient(opts: DaemonClientOptions): DaemonClient {
           token: opts.token,
         };
   const session = 'session' in opts ? opts.session : undefined;
-  return clientOver(createTransport(endpoint), { session });
+  return clientOver(createTransport(endpoint), { session, client: opts.client });
 }
 
 /** A client on `transport` (shared with the clients derived from it) acting in `scope`. */
@@ -90,7 +94,7 @@ function clientOver(transport: EndpointTransport, scope: RequestScope): DaemonCl
       if (endpoint.kind !== 'socket') throw sessionsNeedSocket(transport.target);
       // Loaded when used (forkbox mcp): a CLI command never opens a session.
       const { openSession } = await import('./daemon-session.ts');
-      return openSession(endpoint.socketPath);
+      return openSession(endpoint.socketPath, { client: scope.client });
     },
     withSession(id) {
       if (endpoint.kind !== 'socket') throw sessionsNeedSocket(transport.target);

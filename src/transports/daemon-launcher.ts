@@ -24,6 +24,8 @@ export interface ConnectOptions {
   startTimeoutMs?: number;
   /** The executable entry to run `serve` with; default bin/forkbox.js of this package. */
   entry?: string;
+  /** This client's name for itself in the daemon's audit log: `cli`, `mcp-stdio`. */
+  client?: string;
 }
 
 /** bin/forkbox.js, from either src/transports/ (checkout) or dist/transports/ (built package). */
@@ -48,7 +50,7 @@ function startCommand(stateDir: string): string {
 
 export async function connectOrStartDaemon(opts: ConnectOptions): Promise<DaemonClient> {
   const socketPath = socketPathFor(opts.stateDir);
-  const client = createDaemonClient({ socketPath });
+  const client = createDaemonClient({ socketPath, client: opts.client });
   if (await client.health()) return client;
 
   const isRoot = process.getuid?.() === 0;

@@ -7,7 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ForkboxError, isForkboxError } from '../domain/errors.ts';
 import { fromErrorBody } from '../protocol/rest/errors.ts';
-import { NDJSON, SESSION_HEADER } from '../protocol/rest/wire.ts';
+import { CLIENT_HEADER, NDJSON, SESSION_HEADER } from '../protocol/rest/wire.ts';
 import type { EndpointTransport } from './daemon-endpoint.ts';
 
 /** Largest response body buffered in memory (file reads come in pages far below this). */
@@ -34,6 +34,8 @@ export interface RequestScope {
   session?: string | undefined;
   /** Abort every request when this fires. */
   signal?: AbortSignal | undefined;
+  /** This client's name for itself in the daemon's audit log (x-forkbox-client): `cli`, `mcp-stdio`. */
+  client?: string | undefined;
 }
 
 export interface Requester {
@@ -132,7 +134,7 @@ function collect(
 
 export function createRequester(transport: EndpointTransport, scope: RequestScope = {}): Requester {
   const { unavailable } = transport;
-  const { session } = scope;
+  const { session, client } = scope;
   const signalOf = (r: Req): AbortSignal | undefined =>
     r.signal && scope.signal ? AbortSignal.any([r.signal, scope.signal]) : (r.signal ?? scope.signal);
   const httpError = (status: number, body: unknown) => transport.refine(fromErrorBody(status, body), status);
@@ -156,6 +158,7 @@ export function createRequester(transport: EndpointTransport, scope: RequestScop
       if (payload) headers['content-length'] = String(payload.length);
       if (r.ndjson) headers.accept = NDJSON;
       if (session !== undefined) headers[SESSION_HEADER] = session;
+      if (client !== undefined) headers[CLIENT_HEADER] = client;
       const req = transport.request(r.method, buildPath(r.path, r.query), headers, (res) => {
         const isStream =
           r.ndjson !== undefined &&

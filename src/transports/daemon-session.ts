@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { type ClientRequest, request } from 'node:http';
 import { ForkboxError } from '../domain/errors.ts';
+import { CLIENT_HEADER } from '../protocol/rest/wire.ts';
 
 export interface ClientSession {
   readonly id: string;
@@ -13,6 +14,8 @@ export interface OpenSessionOptions {
   id?: string;
   /** How long the session's sandboxes outlive this process (default: the daemon's). */
   graceMs?: number;
+  /** This client's name for itself in the daemon's audit log (x-forkbox-client). */
+  client?: string | undefined;
 }
 
 /**
@@ -39,7 +42,13 @@ export function openSession(socketPath: string, opts: OpenSessionOptions = {}): 
       t.unref();
     };
     const req = request(
-      { socketPath, method: 'POST', path: `/v1/sessions/${id}/attach${query}`, agent: false },
+      {
+        socketPath,
+        method: 'POST',
+        path: `/v1/sessions/${id}/attach${query}`,
+        agent: false,
+        ...(opts.client === undefined ? {} : { headers: { [CLIENT_HEADER]: opts.client } }),
+      },
       (res) => {
         if (res.statusCode !== 200) {
           res.resume();

@@ -6,10 +6,11 @@
 import { join } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
 import type { Logger } from '../domain/logger.ts';
+import type { AuditLog } from '../protocol/audit.ts';
 import { createHttpApp, type HttpApp, type HttpAppOptions } from '../protocol/http/app.ts';
-import { type AuditLog, createAuditLog } from '../protocol/http/audit.ts';
 import { guardConfig, isLoopbackHost } from '../protocol/http/guards.ts';
 import { loadTokenFile, type TokenStore } from '../protocol/http/tokens.ts';
+import { createAuditFile } from './audit-file.ts';
 import { type HttpServer, serveHttp } from './http-server.ts';
 
 export interface ListenerOptions {
@@ -19,7 +20,9 @@ export interface ListenerOptions {
   port: number;
   /** Path of the token file; absent: no authentication (allowed on loopback only). */
   tokenFile?: string | undefined;
-  /** Directory of audit.log (the state dir); absent: no audit log. */
+  /** The daemon's audit log, shared with its other doors (not closed by the listener). */
+  audit?: AuditLog | undefined;
+  /** Without `audit`: directory of an audit.log of the listener's own (the state dir); absent: none. */
   stateDir?: string | undefined;
   maxConcurrency?: number | undefined;
   allowHosts?: string[] | undefined;
@@ -36,7 +39,7 @@ export interface Listener {
   tokens: TokenStore | undefined;
   /** Re-read the token file (SIGHUP). Throws, keeping the old tokens, when the file is invalid. */
   reloadTokens(): void;
-  /** Stop accepting, drain (up to `graceMs`), end MCP sessions, close the audit log. */
+  /** Stop accepting, drain (up to `graceMs`), end MCP sessions, close its own audit log. */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -58,12 +61,13 @@ export async function startListener(opts: ListenerOptions): Promise<Listener> {
   checkListenSecurity(opts.host, opts.tokenFile);
   const warn = (m: string) => opts.log?.warn({}, m);
   const tokens = opts.tokenFile === undefined ? undefined : loadTokenFile(opts.tokenFile, warn);
-  const audit: AuditLog | undefined =
-    opts.stateDir === undefined
+  const ownAudit: AuditLog | undefined =
+    opts.audit !== undefined || opts.stateDir === undefined
       ? undefined
-      : createAuditLog(join(opts.stateDir, 'audit.log'), (e) =>
-          opts.log?.warn({ err: e.message }, 'audit log write failed'),
-        );
+      : createAuditFile(join(opts.stateDir, 'audit.log'), {
+          onError: (e) => opts.log?.warn({ err: e.message }, 'audit log write failed'),
+        });
+  const audit = opts.audit ?? ownAudit;
   // The guard needs the real port (port 0 binds a random one), known only after listening.
   let port = opts.port;
   const guard = () =>
@@ -91,7 +95,7 @@ export async function startListener(opts: ListenerOptions): Promise<Listener> {
     server = await serveHttp(http.app, opts.host, opts.port);
   } catch (e) {
     await http.close();
-    await audit?.close();
+    await ownAudit?.close();
     throw e;
   }
   port = server.port;
@@ -108,7 +112,7 @@ export async function startListener(opts: ListenerOptions): Promise<Listener> {
     async close(graceMs = 30_000) {
       await server.close({ graceMs, drain: http.drain });
       await http.close();
-      await audit?.close();
+      await ownAudit?.close();
     },
   };
 }

@@ -5,11 +5,15 @@
  * root and members of that group can drive the daemon. The socket is bound inside a fresh 0700 directory,
  * chmod'ed, and only then renamed into place: binding at the final path and chmod'ing afterwards would
  * leave a window in which any local user could connect (with the umask's mode) and keep that connection.
+ *
+ * Who is calling: with `peerOf`, each connection's peer credentials (SO_PEERCRED: the uid and pid of
+ * the process that connected, as the kernel saw it) are read once at accept and handed to the app with
+ * every request on that connection, as `env.peer` — the audit log's verified caller.
  */
 import { mkdtempSync, renameSync, rmdirSync, statSync, unlinkSync } from 'node:fs';
 import { chmod, chown, lstat, unlink } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { createAdaptorServer } from '@hono/node-server';
 import { ForkboxError } from '../domain/errors.ts';
@@ -28,6 +32,21 @@ export interface ServeUnixOptions {
   gid?: number;
   /** Connections held at most (default FORKBOX_MAX_CONNECTIONS, else 1024). */
   maxConnections?: number;
+  /** The peer credentials of a connected socket (SO_PEERCRED); throws when they cannot be read. */
+  peerOf?: (socket: Socket) => PeerCredentials;
+}
+
+export interface PeerCredentials {
+  pid: number;
+  uid: number;
+  gid: number;
+}
+
+/** What the app's `fetch` gets as `env` on this server (beside @hono/node-server's own fields). */
+export interface UnixEnv {
+  incoming?: { socket?: Socket };
+  /** Absent when no `peerOf` was given or the credentials could not be read. */
+  peer?: PeerCredentials;
 }
 
 interface FetchApp {
@@ -94,7 +113,23 @@ export async function serveUnix(
     );
   }
 
-  const server = createAdaptorServer({ fetch: app.fetch as never }) as Server;
+  const peers = new WeakMap<Socket, PeerCredentials>();
+  const fetch = (req: Request, env: UnixEnv) => {
+    const socket = env?.incoming?.socket;
+    const peer = socket === undefined ? undefined : peers.get(socket);
+    return app.fetch(req, peer === undefined ? env : { ...env, peer });
+  };
+  const server = createAdaptorServer({ fetch: fetch as never }) as Server;
+  const { peerOf } = opts;
+  if (peerOf) {
+    server.on('connection', (socket: Socket) => {
+      try {
+        peers.set(socket, peerOf(socket));
+      } catch {
+        // Left without credentials: the request is still served, and audited without a uid.
+      }
+    });
+  }
   // Clients keep connections alive between calls; closing idle ones after Node's default 5 s makes a
   // client that reuses one at that moment see a reset. A minute covers a CLI session's pauses.
   server.keepAliveTimeout = 60_000;

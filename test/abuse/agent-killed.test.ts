@@ -114,13 +114,14 @@ describe('abuse: a sandbox whose agent dies', () => {
     const sb = await d.api.createSandbox({ memoryMb: 128 });
     await d.api.exec(sb.id, { argv: ['true'] });
     const pid1 = agentPid(d.stateDir, sb.id);
-    // Make PID 1 the OOM killer's first choice in its cgroup (raising needs no privilege), then fill it.
+    // Make PID 1 the OOM killer's first choice in its cgroup (raising needs no privilege), then fill it
+    // from a command that first drops its own rank (commands carry the sandbox's OOM rank, 100 here) to 0.
     writeFileSync(`/proc/${pid1}/oom_score_adj`, '1000');
     const bomb = d.api.exec(sb.id, {
       argv: [
         'python3',
         '-c',
-        'import time\nx = []\nwhile True:\n    x.append(bytearray(4 << 20))\n    time.sleep(0.005)',
+        "import time\nopen('/proc/self/oom_score_adj', 'w').write('0')\nx = []\nwhile True:\n    x.append(bytearray(4 << 20))\n    time.sleep(0.005)",
       ],
     });
     bomb.catch(() => undefined);

@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import { createHttpApp } from '../../src/protocol/http/app.ts';
-import { memoryAuditLog } from '../../src/protocol/http/audit.ts';
 import { guardConfig } from '../../src/protocol/http/guards.ts';
 import { createTokenStore, parseTokenFile } from '../../src/protocol/http/tokens.ts';
 import type { CallerContext } from '../../src/service/engine.ts';
@@ -239,6 +239,7 @@ describe('http app: limits, metrics, audit', () => {
       assert.ok(!all.includes(secret), secret);
     const [create, exec, denied, unauth] = audit.lines;
     assert.deepEqual(Object.keys(create ?? {}).sort(), [
+      'door',
       'duration_ms',
       'outcome',
       'route',

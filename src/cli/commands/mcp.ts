@@ -80,10 +80,13 @@ export function register(program: Command, ctx: CliContext): void {
         pino.destination(2),
       );
       const { stateDir } = ctx.globals();
-      const client = await connectOrStartDaemon({ stateDir, log, allowStart: true });
+      // How this process names itself in the daemon's audit log (its verified identity is its uid).
+      const audited = 'mcp-stdio';
+      const client = await connectOrStartDaemon({ stateDir, log, allowStart: true, client: audited });
       const session = await openSession(socketPathFor(stateDir), {
         ...(name === undefined ? {} : { id: namedSessionId(name) }),
         graceMs,
+        client: audited,
       }).catch((e: unknown) => {
         client.close();
         throw e;

@@ -3,6 +3,7 @@
  * its Unix socket and, beside it, MCP + REST on one TCP listener (transports/http-listener.ts).
  */
 import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { ForkboxError } from '../../domain/errors.ts';
@@ -11,6 +12,7 @@ import { DEFAULT_MAX_CONCURRENCY } from '../../protocol/http/limits.ts';
 import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
 import { DEFAULT_TENANT } from '../../service/engine.ts';
+import { auditMaxBytes, createAuditFile } from '../../transports/audit-file.ts';
 import { socketPathFor } from '../../transports/daemon-launcher.ts';
 import {
   checkListenSecurity,
@@ -46,6 +48,7 @@ interface ServeFlags {
   diskDefault?: DiskSpec;
   diskMax?: DiskSpec;
   retention?: string;
+  auditMaxSize?: string;
 }
 
 /** The /mcp options the flags ask for (protocol/mcp/session-policy.ts and http-sessions.ts). */
@@ -114,6 +117,10 @@ export function register(program: Command, ctx: CliContext): void {
       'how long ended sandboxes and their execs stay listed, e.g. 24h, 30m, 0 = not kept (env FORKBOX_RETENTION; default 24h); their exec output goes when they end',
     )
     .option(
+      '--audit-max-size <size>',
+      `audit.log is rotated to audit.log.1 past this size, e.g. 64m (env FORKBOX_AUDIT_MAX_SIZE; default 64m)`,
+    )
+    .option(
       '--conformance-fixtures',
       "also serve the MCP conformance suite's test tools, resources and prompts on /mcp (for running the suite; never in production)",
     )
@@ -146,18 +153,24 @@ export function register(program: Command, ctx: CliContext): void {
           '--conformance-fixtures serves them on the TCP listener: add --listen 127.0.0.1:PORT.',
         );
       }
+      const auditMax = auditMaxBytes(o.auditMaxSize);
       // Refuse an unauthenticated network listener before taking the state dir.
       if (listen) checkListenSecurity(listen.host, tokenFile);
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });
       // Loaded here, not at the top: the engine (SQLite, FFI, runtimes) is only needed by the daemon, and
       // every other command should start fast.
-      const { openEngine, parseRetention } = await import('../../composition.ts');
+      const { openEngine, parseRetention, socketPeerReader } = await import('../../composition.ts');
       const engine = await openEngine({
         stateDir,
         log,
         ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
         ...(o.diskMax ? { diskMax: o.diskMax } : {}),
         ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
+      });
+      // One audit writer for every door: the socket (CLI, forkbox mcp) and the TCP listener.
+      const audit = createAuditFile(join(stateDir, 'audit.log'), {
+        maxBytes: auditMax,
+        onError: (e) => log.warn({ err: e.message }, 'audit log write failed'),
       });
       let server: Awaited<ReturnType<typeof serveUnix>> | undefined;
       let listener: Listener | undefined;
@@ -169,8 +182,10 @@ export function register(program: Command, ctx: CliContext): void {
               scoped: (session) => engine.engine.scoped({ tenant: DEFAULT_TENANT, session }),
               attach: (session, o) => engine.engine.attachSession(session, o),
             },
+            audit,
           }),
           socketPathFor(stateDir),
+          { peerOf: socketPeerReader() },
         );
         if (listen) {
           try {
@@ -180,7 +195,7 @@ export function register(program: Command, ctx: CliContext): void {
               host: listen.host,
               port: listen.port,
               tokenFile,
-              stateDir,
+              audit,
               maxConcurrency,
               allowHosts: o.allowHost,
               allowOrigins: o.allowOrigin,
@@ -202,6 +217,7 @@ export function register(program: Command, ctx: CliContext): void {
         }
       } catch (e) {
         await server?.close();
+        await audit.close();
         await engine.close();
         throw e;
       }
@@ -236,6 +252,7 @@ export function register(program: Command, ctx: CliContext): void {
       try {
         await Promise.all([listener?.close(DRAIN_MS), unix.close()]);
       } finally {
+        await audit.close();
         await engine.close();
       }
       log.info('forkbox daemon stopped');

@@ -17,12 +17,13 @@ import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
+import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
 import { createMcpHttp } from '../mcp/http.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
 import { toHttpError } from '../rest/errors.ts';
 import { EXEC_BODY_LIMIT } from '../rest/local-schemas.ts';
-import type { AuditLog } from './audit.ts';
+import { CLIENT_HEADER } from '../rest/wire.ts';
 import { type GuardConfig, hostOriginGuard } from './guards.ts';
 import { createConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, onResponseDone } from './limits.ts';
 import { createMetrics, type HttpMetrics, instrumentApi } from './metrics.ts';
@@ -73,7 +74,6 @@ interface RequestScope {
 }
 
 const ANONYMOUS: Caller = { tenant: DEFAULT_TENANT, principal: 'anonymous' };
-const SANDBOX_IN_PATH = /^\/v1\/sandboxes\/([^/]+)/;
 
 function fail(
   c: Context,
@@ -168,17 +168,19 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     await als.run(scope, () => next());
     const route = routePath(c, -1);
     const matched = route !== '' && !route.endsWith('*') ? route : 'unmatched';
-    const sandbox = scope.sandbox ?? SANDBOX_IN_PATH.exec(c.req.path)?.[1];
+    const sandbox = scope.sandbox ?? sandboxInPath(c.req.path);
     const status = c.res.status;
     const finish = () => {
       metrics.httpRequests.inc({ method: c.req.method, route: matched, status: String(status) });
       if (c.req.path === '/healthz' || !opts.audit) return;
       opts.audit.write({
+        door: 'http',
         tenant: scope.caller?.tenant ?? 'anonymous',
+        client: c.req.header(CLIENT_HEADER),
         route: matched === '/mcp' ? '/mcp' : `${c.req.method} ${matched}`,
         tool: scope.tool,
-        sandbox: sandbox === undefined ? undefined : decodeURIComponent(sandbox),
-        outcome: scope.errorCode ?? (status < 400 ? 'ok' : `http_${status}`),
+        sandbox,
+        outcome: outcomeOf(scope.errorCode, status),
         status,
         durationMs: performance.now() - started,
       });

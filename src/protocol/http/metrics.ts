@@ -9,9 +9,9 @@
  * and MCP are counted the same way without either knowing about metrics.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
+import { reportErrors } from '../audit.ts';
 
 export interface HttpMetrics {
   registry: Registry;
@@ -125,12 +125,6 @@ export function createMetrics(opts: MetricsOptions): HttpMetrics {
  * call's code to `onError` (the audit log's outcome). Every other method passes through unchanged.
  */
 export function instrumentApi(api: ForkboxApi, m: HttpMetrics, onError?: (code: string) => void): ForkboxApi {
-  const failed = (e: unknown): never => {
-    const code = toForkboxError(e).code;
-    m.errors.inc({ code });
-    onError?.(code);
-    throw e;
-  };
   const timed = async <T>(kind: string, run: () => Promise<T>): Promise<T> => {
     m.execs.inc({ kind });
     const end = m.execDuration.startTimer({ kind });
@@ -162,19 +156,8 @@ export function instrumentApi(api: ForkboxApi, m: HttpMetrics, onError?: (code: 
     },
   };
   // Every method: errors counted and reported. (Methods are own properties of `wrapped` after the spread.)
-  const out = {} as Record<string, unknown>;
-  for (const [name, fn] of Object.entries(wrapped)) {
-    out[name] =
-      typeof fn === 'function'
-        ? (...args: unknown[]) => {
-            try {
-              const r = (fn as (...a: unknown[]) => unknown)(...args);
-              return r instanceof Promise ? r.catch(failed) : r;
-            } catch (e) {
-              return failed(e);
-            }
-          }
-        : fn;
-  }
-  return out as unknown as ForkboxApi;
+  return reportErrors(wrapped, (code) => {
+    m.errors.inc({ code });
+    onError?.(code);
+  });
 }

@@ -3,15 +3,25 @@
  * the daemon's Unix socket (transports/unix-server.ts) and called by transports/daemon-client.ts.
  * The handlers live in api-routes.ts (shared with the TCP listener, protocol/http/app.ts); this app adds
  * client sessions and the host administration routes, which only the socket serves.
+ *
+ * Every request but /healthz is audited (protocol/audit.ts): door `socket`, tenant `default`, the
+ * peer's uid/pid as the unix server read them (SO_PEERCRED, `env.peer`), the client's own name for
+ * itself (`x-forkbox-client`: `cli`, `mcp-stdio`), the route, the sandbox in the path, the outcome and
+ * the duration — once the response, streamed or not, is done.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Context, Hono } from 'hono';
+import type { Context, Hono, MiddlewareHandler } from 'hono';
+import { routePath } from 'hono/route';
 import { streamText } from 'hono/streaming';
-import { ForkboxError } from '../../domain/errors.ts';
+import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
+import { DEFAULT_TENANT } from '../../service/caller.ts';
+import { type AuditLog, outcomeOf, reportErrors, sandboxInPath } from '../audit.ts';
+import { onResponseDone } from '../http/limits.ts';
 import { bodyLimits, mountApiRoutes } from './api-routes.ts';
 import { toHttpError } from './errors.ts';
-import { SESSION_HEADER } from './wire.ts';
+import { CLIENT_HEADER, SESSION_HEADER } from './wire.ts';
 
 export interface LocalAppOptions {
   /** Reported by /healthz. */
@@ -20,6 +30,47 @@ export interface LocalAppOptions {
   sessions?: {
     scoped(session: string): ForkboxApi;
     attach(session: string, opts?: { graceMs?: number }): () => void;
+  };
+  /** The daemon's audit log (shared with the TCP listener); absent: requests are not audited. */
+  audit?: AuditLog | undefined;
+}
+
+interface AuditScope {
+  errorCode?: string;
+}
+
+/** What the unix server passes as `env` (transports/unix-server.ts, UnixEnv). */
+interface PeerEnv {
+  peer?: { uid: number; pid: number };
+}
+
+/** The audit middleware: one line per request once its response is done (see the module comment). */
+function auditRequests(audit: AuditLog, als: AsyncLocalStorage<AuditScope>): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.req.path === '/healthz') return next();
+    const scope: AuditScope = {};
+    const started = performance.now();
+    await als.run(scope, () => next());
+    const route = routePath(c, -1);
+    const matched = route !== '' && !route.endsWith('*') ? route : 'unmatched';
+    const errorCode = scope.errorCode ?? (c.error ? toForkboxError(c.error).code : undefined);
+    const peer = (c.env as PeerEnv | undefined)?.peer;
+    const status = c.res.status;
+    c.res = onResponseDone(c.res, () =>
+      audit.write({
+        door: 'socket',
+        tenant: DEFAULT_TENANT, // the socket acts for the host's own tenant
+        client: c.req.header(CLIENT_HEADER),
+        uid: peer?.uid,
+        pid: peer?.pid,
+        route: `${c.req.method} ${matched}`,
+        sandbox: sandboxInPath(c.req.path),
+        // An error inside a streamed body (an exec's) is noted when the call fails, after this point.
+        outcome: outcomeOf(scope.errorCode ?? errorCode, status),
+        status,
+        durationMs: performance.now() - started,
+      }),
+    );
   };
 }
 
@@ -61,6 +112,17 @@ export function installErrorHandlers(app: OpenAPIHono): void {
 export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hono {
   const app = new OpenAPIHono();
   installErrorHandlers(app);
+  const als = new AsyncLocalStorage<AuditScope>();
+  // Failures of API calls (also those reported inside a streamed body) give the audit line its outcome.
+  const noted = (a: ForkboxApi): ForkboxApi =>
+    opts.audit
+      ? reportErrors(a, (code) => {
+          const scope = als.getStore();
+          if (scope && scope.errorCode === undefined) scope.errorCode = code;
+        })
+      : a;
+  const baseApi = noted(api);
+  if (opts.audit) app.use('*', auditRequests(opts.audit, als));
   app.use('*', bodyLimits());
 
   // A client session stays attached while this request is open; when the client goes away (process
@@ -97,7 +159,7 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
     // The API as seen by this request's caller (its session, when it names one).
     api: (c) => {
       const session = sessionOf(c);
-      return session !== undefined && opts.sessions ? opts.sessions.scoped(session) : api;
+      return session !== undefined && opts.sessions ? noted(opts.sessions.scoped(session)) : baseApi;
     },
   });
   return app as unknown as Hono;

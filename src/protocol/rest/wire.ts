@@ -10,3 +10,8 @@ export const NDJSON = 'application/x-ndjson';
 export const FILE_SIZE_HEADER = 'x-forkbox-file-size';
 /** Header naming the client session a request belongs to (see `sessions` in LocalAppOptions). */
 export const SESSION_HEADER = 'x-forkbox-session';
+/**
+ * Header in which a client names itself (`cli`, `mcp-stdio`) for the audit log: a claim, recorded as
+ * such; the caller's verified identity is the socket peer's uid (SO_PEERCRED) or the bearer token.
+ */
+export const CLIENT_HEADER = 'x-forkbox-client';

@@ -2,6 +2,7 @@
  * One wave of a spawn: prepare each child on the host (storage, overlay root, inbox, cgroup, control
  * socket), ask the parent's agent to clone them all in one `fork` request, and wait for each to be ready.
  */
+import { oomRank } from './oom-order.ts';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -98,7 +99,7 @@ export function createForkWaves(deps: ForkWaveDeps) {
   /** The fork request for one wave; resolves with the agent's per-child results (or rejects). */
   async function askParent(parent: ParentRef, wave: Prepared[], sourceId: string | null) {
     const { result } = await parent.conn.request('fork', {
-      children: wave.map(({ c, nonce }) => ({
+      children: wave.map(({ c, sb, nonce }) => ({
         sandbox_id: c.id,
         nonce,
         hostname: c.name.slice(0, 63),
@@ -108,6 +109,8 @@ export function createForkWaves(deps: ForkWaveDeps) {
         fork_index: c.forkIndex,
         parent_id: sourceId,
         tmpfs_bytes: devTmpfsBytes(c.limits.memoryBytes),
+        // The child's REPL worker and commands take this rank, whether or not its PID 1 is exempt.
+        oom_score_adj: oomRank(sb.depth),
       })),
     });
     return (Array.isArray(result.children) ? result.children : []) as {

@@ -1,0 +1,140 @@
+/**
+ * The audit trail: one JSON line per call through any door of the daemon — the local Unix socket (the
+ * CLI, and `forkbox mcp`, which is a client of it) and the TCP listener (REST and MCP). Every door
+ * writes through one AuditLog (the file writer is transports/audit-file.ts).
+ *
+ * Lines are built from an allow-list of fields, never by copying a request: tokens, headers, bodies,
+ * file contents, commands (argv may hold secrets) and environment values must not reach the log (it
+ * outlives them and is read by more people). Free-text fields are length-bounded and ids are checked
+ * against a pattern, so a client cannot smuggle data (or fake lines) into the log through an id.
+ *
+ * Who called: `tenant` (the token's tenant on HTTP; `default` on the socket), and on the socket the
+ * peer's `uid`/`pid` from SO_PEERCRED — verified by the kernel. `client` is what the caller says it is
+ * (`cli`, `mcp-stdio`, from a request header): a claim, recorded as such, never used for a decision.
+ */
+import { toForkboxError } from '../domain/errors.ts';
+import type { ForkboxApi } from '../service/api.ts';
+
+export type AuditDoor = 'socket' | 'http';
+
+export interface AuditEntry {
+  door: AuditDoor;
+  tenant: string;
+  /** The client's own name for itself (a claim, not verified). */
+  client?: string | undefined;
+  /** Socket door: the peer's uid and pid (SO_PEERCRED, verified). */
+  uid?: number | undefined;
+  pid?: number | undefined;
+  /** `METHOD /route/pattern` for REST; `/mcp` for MCP. */
+  route: string;
+  /** MCP: the tool called (tools/call) or the JSON-RPC method. */
+  tool?: string | undefined;
+  sandbox?: string | undefined;
+  /** `ok`, or the error code (catalog code, or `http_<status>`). */
+  outcome: string;
+  status: number;
+  durationMs: number;
+}
+
+export interface AuditLine {
+  time: string;
+  door: AuditDoor;
+  tenant: string;
+  client?: string;
+  uid?: number;
+  pid?: number;
+  route: string;
+  tool?: string;
+  sandbox?: string;
+  outcome: string;
+  status: number;
+  duration_ms: number;
+}
+
+const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const SAFE_NAME = /^[A-Za-z0-9_./ :{}-]{1,200}$/;
+const SAFE_CLIENT = /^[a-z0-9][a-z0-9_.-]{0,39}$/;
+const id32 = (n: number | undefined): number | undefined =>
+  n !== undefined && Number.isInteger(n) && n >= 0 && n <= 0xffffffff ? n : undefined;
+
+/** The line written for `e`: only allow-listed fields, each bounded (see the module comment). */
+export function auditLine(e: AuditEntry, now = new Date()): AuditLine {
+  const line: AuditLine = {
+    time: now.toISOString(),
+    door: e.door === 'socket' ? 'socket' : 'http',
+    tenant: SAFE_ID.test(e.tenant) ? e.tenant : '?',
+    route: SAFE_NAME.test(e.route) ? e.route : '?',
+    outcome: /^[a-z0-9_]{1,40}$/.test(e.outcome) ? e.outcome : 'unknown',
+    status: Math.trunc(e.status),
+    duration_ms: Math.max(0, Math.round(e.durationMs)),
+  };
+  if (e.client !== undefined) line.client = SAFE_CLIENT.test(e.client) ? e.client : '?';
+  const uid = id32(e.uid);
+  const pid = id32(e.pid);
+  if (uid !== undefined) line.uid = uid;
+  if (pid !== undefined) line.pid = pid;
+  if (e.tool !== undefined) line.tool = SAFE_NAME.test(e.tool) ? e.tool : '?';
+  if (e.sandbox !== undefined) line.sandbox = SAFE_ID.test(e.sandbox) ? e.sandbox : '?';
+  return line;
+}
+
+export interface AuditLog {
+  write(e: AuditEntry): void;
+  close(): Promise<void>;
+}
+
+/** An audit log kept in memory (tests, and listeners started without a state dir). */
+export function memoryAuditLog(): AuditLog & { lines: AuditLine[] } {
+  const lines: AuditLine[] = [];
+  return {
+    lines,
+    write: (e) => {
+      lines.push(auditLine(e));
+    },
+    close: async () => undefined,
+  };
+}
+
+/** The outcome of a finished request: the error code noted during it, else by its HTTP status. */
+export function outcomeOf(errorCode: string | undefined, status: number): string {
+  return errorCode ?? (status < 400 ? 'ok' : `http_${status}`);
+}
+
+/**
+ * `api` with every method's failure reported to `onError` (its catalog code) before it is rethrown:
+ * the audit outcome of calls whose errors end up inside a streamed body rather than in the status.
+ */
+export function reportErrors(api: ForkboxApi, onError: (code: string, e: unknown) => void): ForkboxApi {
+  const failed = (e: unknown): never => {
+    onError(toForkboxError(e).code, e);
+    throw e;
+  };
+  const out = {} as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(api)) {
+    out[name] =
+      typeof fn === 'function'
+        ? (...args: unknown[]) => {
+            try {
+              const r = (fn as (...a: unknown[]) => unknown).apply(api, args);
+              return r instanceof Promise ? r.catch(failed) : r;
+            } catch (e) {
+              return failed(e);
+            }
+          }
+        : fn;
+  }
+  return out as unknown as ForkboxApi;
+}
+
+const SANDBOX_IN_PATH = /^\/v1\/sandboxes\/([^/]+)/;
+
+/** The sandbox id a REST path names (`/v1/sandboxes/<id>/…`), if any. */
+export function sandboxInPath(path: string): string | undefined {
+  const raw = SANDBOX_IN_PATH.exec(path)?.[1];
+  if (raw === undefined) return undefined;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return '?';
+  }
+}

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { auditLine } from '../../src/protocol/audit.ts';
+import { auditMaxBytes, createAuditFile } from '../../src/transports/audit-file.ts';
+
+describe('audit log', () => {
+  it('keeps only allow-listed fields', () => {
+    const entry = {
+      door: 'socket' as const,
+      tenant: 'alice',
+      client: 'cli',
+      uid: 0,
+      pid: 4242,
+      route: 'POST /v1/sandboxes/:id/exec',
+      sandbox: 'sb-1',
+      outcome: 'ok',
+      status: 200,
+      durationMs: 12.6,
+      // Things a careless caller might pass along: none may reach the line.
+      token: 'secret-token',
+      authorization: 'Bearer secret-token',
+      body: 'file contents',
+      env: { SECRET: 'x' },
+    };
+    const line = auditLine(entry, new Date(0));
+    assert.deepEqual(line, {
+      time: '1970-01-01T00:00:00.000Z',
+      door: 'socket',
+      tenant: 'alice',
+      client: 'cli',
+      uid: 0,
+      pid: 4242,
+      route: 'POST /v1/sandboxes/:id/exec',
+      sandbox: 'sb-1',
+      outcome: 'ok',
+      status: 200,
+      duration_ms: 13,
+    });
+  });
+
+  it('neutralises ids and names that could smuggle data or fake lines', () => {
+    const line = auditLine({
+      door: 'http',
+      tenant: 'alice\n{"tenant":"root"}',
+      client: 'cli"}\n{"uid":0',
+      uid: -1,
+      pid: 1.5,
+      route: 'GET /x',
+      tool: 'exec_run"; rm -rf /',
+      sandbox: '../../etc/passwd',
+      outcome: 'Not Found!',
+      status: 404,
+      durationMs: -5,
+    });
+    assert.equal(line.tenant, '?');
+    assert.equal(line.client, '?');
+    assert.equal(line.uid, undefined);
+    assert.equal(line.pid, undefined);
+    assert.equal(line.tool, '?');
+    assert.equal(line.sandbox, '?');
+    assert.equal(line.outcome, 'unknown');
+    assert.equal(line.duration_ms, 0);
+  });
+
+  it('appends JSON lines to a 0600 file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fb-audit-'));
+    try {
+      const path = join(dir, 'audit.log');
+      const log = createAuditFile(path);
+      log.write({
+        door: 'http',
+        tenant: 'a',
+        route: '/mcp',
+        tool: 'exec_run',
+        outcome: 'ok',
+        status: 200,
+        durationMs: 1,
+      });
+      log.write({
+        door: 'socket',
+        tenant: 'b',
+        route: 'GET /v1/sandboxes',
+        outcome: 'ok',
+        status: 200,
+        durationMs: 2,
+      });
+      await log.close();
+      const lines = readFileSync(path, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      assert.deepEqual(
+        lines.map((l) => [l.tenant, l.tool]),
+        [
+          ['a', 'exec_run'],
+          ['b', undefined],
+        ],
+      );
+      assert.equal(statSync(path).mode & 0o777, 0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rotates to audit.log.1 past its size cap, so the trail stays bounded', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fb-audit-'));
+    try {
+      const path = join(dir, 'audit.log');
+      const maxBytes = 4096;
+      const log = createAuditFile(path, { maxBytes });
+      const entry = { door: 'socket' as const, tenant: 'default', route: 'GET /v1/sandboxes' };
+      for (let i = 0; i < 200; i++) log.write({ ...entry, outcome: 'ok', status: 200, durationMs: i });
+      await log.close();
+      assert.ok(statSync(path).size <= maxBytes, 'current file within the cap');
+      assert.ok(statSync(`${path}.1`).size <= maxBytes, 'rotated file within the cap');
+      assert.deepEqual(readdirSync(dir).sort(), ['audit.log', 'audit.log.1']);
+      const last = readFileSync(path, 'utf8').trim().split('\n').at(-1) as string;
+      assert.equal(JSON.parse(last).duration_ms, 199, 'the newest line is kept');
+      assert.equal(statSync(`${path}.1`).mode & 0o777, 0o600);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('takes its cap from the flag, else FORKBOX_AUDIT_MAX_SIZE, and refuses a tiny one', () => {
+    assert.equal(auditMaxBytes('1m', undefined), 1024 * 1024);
+    assert.equal(auditMaxBytes(undefined, '8k'), 8192);
+    assert.equal(auditMaxBytes(undefined, undefined), 64 * 1024 * 1024);
+    assert.throws(() => auditMaxBytes('100b', undefined), /at least 4096 bytes/);
+  });
+});

@@ -22,7 +22,7 @@ import { createDaemonClient, type DaemonClient } from '../src/transports/daemon-
 import { socketPathFor } from '../src/transports/daemon-launcher.ts';
 import { type BenchContext, type Benchmark, execTrue, killAll } from './lib/context.ts';
 import { cleanupStateDir, type Log, makeStateDir } from './lib/env.ts';
-import { emptyResult, row } from './lib/report.ts';
+import { emptyResult, ratio, row } from './lib/report.ts';
 import { sleep, summarize, timeMs } from './lib/stats.ts';
 
 const NAME = 'mcp';
@@ -185,7 +185,13 @@ export const mcpOverhead: Benchmark = {
       }
       for (let i = 0; i < WARMUP; i++) for (const p of probes) await p.fn();
       for (let i = 0; i < ctx.runs; i++) for (const p of probes) p.samples.push(await timeMs(p.fn));
-      for (const p of probes) out.rows.push(row(NAME, p.label, 'ms', p.samples));
+      const rows = probes.map((p) => row(NAME, p.label, 'ms', p.samples));
+      out.rows.push(...rows);
+      const [clientRow, stdioRow, httpRow] = rows;
+      if (clientRow && stdioRow && httpRow) {
+        out.ratios.push(ratio(NAME, 'MCP stdio exec_run / daemon client exec', stdioRow, clientRow));
+        out.ratios.push(ratio(NAME, 'MCP HTTP exec_run / daemon client exec', httpRow, clientRow));
+      }
 
       const p50 = (label: string) => summarize(probes.find((p) => p.label === label)?.samples ?? []).p50;
       const base = p50('daemon client: exec true');

@@ -7,7 +7,8 @@ import os
 import shutil
 import stat
 
-from execs import OpError, _ERRNO_CODES
+import fileio
+from execs import OpError
 from protocol import MAX_BODY
 
 DEFAULT_LIST_LIMIT = 10000
@@ -29,9 +30,7 @@ def _int(args, key, default, minimum=0):
     return v
 
 
-def _oserror(e, path):
-    code = _ERRNO_CODES.get(e.errno, "internal")
-    return OpError(code, "%s: %s" % (path, e.strerror or e))
+_oserror = fileio.oserror
 
 
 def _type(mode):
@@ -56,49 +55,66 @@ def _entry(path, st):
 
 
 def file_read(args, body):
+    """Read [offset, offset+length) of a regular file, with its ETag. `sparse`: only the data extents of
+    the window (holes skipped): `extents` lists them and the body is their bytes, back to back."""
     path = _path(args)
     offset = _int(args, "offset", 0)
     length = _int(args, "length", None)
     if length is not None and length > MAX_BODY:
         raise OpError("too_large", "file.read length %d is over the %d-byte limit per call; read in parts"
                       % (length, MAX_BODY))
+    # O_NONBLOCK: opening a FIFO for reading would otherwise block the whole agent; fstat refuses it.
+    fd, st = fileio.open_regular(path, os.O_RDONLY)
     try:
-        # O_NONBLOCK: opening a FIFO for reading would otherwise block the whole agent.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError as e:
-        raise _oserror(e, path)
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise OpError("is_a_directory", "%s is a directory; use file.list" % path)
-        if not stat.S_ISREG(st.st_mode):
-            raise OpError("bad_request", "%s is not a regular file" % path)
         if length is None:
             length = max(st.st_size - offset, 0)
             if length > MAX_BODY:
                 raise OpError("too_large", "%s has %d bytes from offset %d, over the %d-byte limit per call; "
                               "read it in parts with offset and length" % (path, length, offset, MAX_BODY))
-        data = bytearray(length)  # read in place: no per-chunk copies of up to 16 MiB
-        view = memoryview(data)
-        got = 0
-        while got < length:
-            n = os.preadv(fd, [view[got:]], offset + got)
-            if n == 0:
-                break
-            got += n
-        view.release()
-        if got < length:
-            del data[got:]
-        return {
+        # The size at open bounds the read: a file growing meanwhile is read as it was.
+        end = min(offset + length, st.st_size)
+        result = {
             "size": st.st_size,
             "mode": stat.S_IMODE(st.st_mode),
             "mtime_ms": st.st_mtime_ns / 1e6,
-            "eof": offset + len(data) >= st.st_size,
-        }, data
+            "etag": fileio.etag_of_fd(fd, st),
+        }
+        if args.get("sparse"):
+            extents, covered = fileio.data_extents(fd, offset, end, st.st_size) if end > offset else ([], offset)
+            parts = []
+            for off, n in extents:
+                chunk = _pread_exact(fd, n, off)
+                parts.append(chunk)
+                if len(chunk) < n:  # truncated meanwhile
+                    extents = extents[: len(parts)]
+                    extents[-1] = [off, len(chunk)]
+                    break
+            result["extents"] = extents
+            result["end"] = covered
+            result["eof"] = covered >= st.st_size
+            return result, b"".join(parts)
+        data = _pread_exact(fd, max(end - offset, 0), offset)
+        result["eof"] = offset + len(data) >= st.st_size
+        return result, data
     except OSError as e:
         raise _oserror(e, path)
     finally:
         os.close(fd)
+
+
+def _pread_exact(fd, length, offset):
+    data = bytearray(length)  # read in place: no per-chunk copies of up to 16 MiB
+    view = memoryview(data)
+    got = 0
+    while got < length:
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n == 0:
+            break
+        got += n
+    view.release()
+    if got < length:
+        del data[got:]
+    return data
 
 
 def _ensure_parent(path, create_dirs):
@@ -120,39 +136,67 @@ def _ensure_parent(path, create_dirs):
 
 
 def file_write(args, body):
+    """Replace a file atomically (temp file + rename), or write in place with `append` or `offset`. With
+    `if_match`, the current ETag is compared and the write done in this one operation: the agent runs one
+    file operation at a time, so of several writes with one ETag exactly one succeeds."""
     path = _path(args)
     mode = _int(args, "mode", 0o644) & 0o7777
+    offset = _int(args, "offset", None)
     _ensure_parent(path, bool(args.get("create_dirs")))
     if os.path.isdir(path):
         raise OpError("is_a_directory", "%s is a directory" % path)
+    fileio.check_if_match(path, args.get("if_match"))
+    if args.get("append") or offset is not None:
+        return _write_in_place(path, body, mode, offset)
     try:
-        if args.get("append"):
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY, mode)
-            try:
-                _write_all(fd, body)
-                return {"size": os.fstat(fd).st_size}, b""
-            finally:
-                os.close(fd)
         # Atomic: a reader sees the old or the new contents, never half a file, even if we die mid-write.
         tmp = os.path.join(os.path.dirname(path), ".%s.forkbox-%s.tmp" % (os.path.basename(path), os.urandom(4).hex()))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             _write_all(fd, body)
             os.fchmod(fd, mode)  # the requested mode exactly, whatever the umask
             os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            os.unlink(tmp)
-            raise
-        os.close(fd)
-        try:
             os.rename(tmp, path)
+            return {"size": len(body), "etag": fileio.etag_of_fd(fd, os.fstat(fd))}, b""
         except BaseException:
-            os.unlink(tmp)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
             raise
-        return {"size": len(body)}, b""
+        finally:
+            os.close(fd)
     except OSError as e:
         raise _oserror(e, path)
+
+
+def _write_in_place(path, body, mode, offset):
+    """Append, or write at `offset` (at most the current size: no holes), into a regular file; never
+    through a symlink, a FIFO or a device (refused, without blocking)."""
+    flags = os.O_RDWR  # read too: the new ETag may hash the content
+    if offset is None:
+        flags |= os.O_APPEND | os.O_CREAT
+    elif offset == 0:
+        flags |= os.O_CREAT
+    fd, st = fileio.open_regular(path, flags, mode, follow=False)
+    try:
+        if offset is not None and offset > st.st_size:
+            raise OpError("bad_request", "offset %d is past the end of %s (%d bytes); write from offset %d or "
+                          "less" % (offset, path, st.st_size, st.st_size))
+        if offset is None:
+            _write_all(fd, body)
+        else:
+            view = memoryview(body)
+            pos = offset
+            while len(view):
+                n = os.pwrite(fd, view, pos)
+                view, pos = view[n:], pos + n
+        st = os.fstat(fd)
+        return {"size": st.st_size, "etag": fileio.etag_of_fd(fd, st)}, b""
+    except OSError as e:
+        raise _oserror(e, path)
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd, data):
@@ -212,6 +256,11 @@ def file_stat(args, body):
             r["link_target"] = os.readlink(path)
         except OSError:
             pass
+    elif stat.S_ISREG(st.st_mode):
+        try:
+            r["etag"] = fileio.current_etag(path)
+        except OpError:
+            pass  # replaced by something else meanwhile: no etag
     return r, b""
 
 
@@ -254,8 +303,15 @@ def file_move(args, body):
     src = _path(args, "from")
     dst = _path(args, "to")
     overwrite = bool(args.get("overwrite"))
+    if_match = args.get("if_match")
+    if if_match is not None:
+        overwrite = True
+        fileio.check_if_match(dst, if_match)
     try:
-        os.lstat(src)
+        sst = os.lstat(src)
+        if args.get("regular") and not stat.S_ISREG(sst.st_mode):
+            raise OpError("bad_request", "%s is %s, not a regular file; the file API only reads and writes "
+                          "regular files" % (src, fileio.kind_of(sst.st_mode)))
         if os.path.lexists(dst):
             if not overwrite:
                 raise OpError("exists", "%s already exists; pass overwrite to replace it" % dst)
@@ -269,7 +325,12 @@ def file_move(args, body):
             shutil.move(src, dst)
     except OSError as e:
         raise _oserror(e, src if not os.path.lexists(src) else dst)
-    return {}, b""
+    result = {}
+    if args.get("regular"):
+        etag = fileio.current_etag(dst)
+        if etag is not None:
+            result["etag"] = etag
+    return result, b""
 
 
 OPS = {

@@ -1,12 +1,13 @@
 /** `forkbox cp SRC DST`: copy files and directories between the host and a sandbox (`ID:/path`). */
-import { lstat, mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, posix } from 'node:path';
 import type { Command } from 'commander';
 import { ForkboxError, isForkboxError } from '../../domain/errors.ts';
+import { describeBound, LIMITS, SIZES, withinBound } from '../../domain/limits.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { parseCpOperand } from '../parse.ts';
+import { parseCpOperand, parseSize } from '../parse.ts';
 
 /** Per-request size: one file write is one request body (the local API takes up to 64 MiB). */
 const MAX_WRITE = 64 * 1024 * 1024;
@@ -17,6 +18,8 @@ interface Copied {
   dirs: number;
   bytes: number;
   skipped: string[];
+  /** Data bytes a copy out may move in all (holes not counted). */
+  maxBytes: number;
 }
 
 async function sandboxIsDir(api: ForkboxApi, id: string, path: string): Promise<boolean> {
@@ -70,6 +73,12 @@ async function ensureSandboxDir(api: ForkboxApi, id: string, path: string): Prom
   }
 }
 
+/**
+ * Copy one sandbox file to the host: only its data extents (holes stay holes, found by the agent with
+ * SEEK_DATA/SEEK_HOLE), up to the size it had when first opened (a file growing meanwhile is copied as
+ * it was, not chased), within the copy's byte budget. A FIFO, socket or device is refused by the agent.
+ * A copy that fails leaves no partial file behind.
+ */
 async function pullFile(
   api: ForkboxApi,
   id: string,
@@ -79,18 +88,38 @@ async function pullFile(
   c: Copied,
 ): Promise<void> {
   const fh = await open(dst, 'w', mode & 0o777);
+  let done = false;
   try {
     let offset = 0;
-    for (;;) {
-      const { data, size } = await api.readFile(id, src, { offset, length: READ_CHUNK });
-      if (data.length > 0) await fh.write(data, 0, data.length, offset);
-      offset += data.length;
-      if (data.length === 0 || offset >= size) break;
+    let size = -1;
+    while (size < 0 || offset < size) {
+      const length = size < 0 ? READ_CHUNK : Math.min(READ_CHUNK, size - offset);
+      const r = await api.readFile(id, src, { offset, length, sparse: true });
+      if (size < 0) size = r.size;
+      let at = 0;
+      for (const [o, l] of r.extents ?? [[offset, r.data.length] as [number, number]]) {
+        const n = Math.max(0, Math.min(l, size - o));
+        if (c.bytes + n > c.maxBytes) {
+          throw new ForkboxError(
+            'too_large',
+            `copying ${src} would pass the limit of ${c.maxBytes} bytes copied out of a sandbox in one run (${c.bytes} copied so far; holes of sparse files do not count). Raise it with --max-size, or copy less.`,
+            { limit: c.maxBytes },
+          );
+        }
+        if (n > 0) await fh.write(r.data, at, n, o);
+        c.bytes += n;
+        at += l;
+      }
+      const next = r.end ?? offset + r.data.length;
+      if (next <= offset) break; // truncated meanwhile: nothing more to read
+      offset = next;
     }
+    await fh.truncate(Math.max(size, 0)); // a trailing hole, as a hole
     c.files++;
-    c.bytes += offset;
+    done = true;
   } finally {
     await fh.close();
+    if (!done) await rm(dst, { force: true });
   }
 }
 
@@ -115,6 +144,14 @@ async function pullDir(api: ForkboxApi, id: string, src: string, dst: string, c:
   if (truncated) c.skipped.push(`(listing of ${src} was truncated: some files were not copied)`);
 }
 
+function parseMaxBytes(text: string): number {
+  const n = parseSize(text);
+  if (!withinBound(LIMITS.copyOutBytes, n)) {
+    throw new ForkboxError('invalid_argument', `--max-size must be ${describeBound(LIMITS.copyOutBytes)} bytes.`);
+  }
+  return n;
+}
+
 /** Host filesystem errors are the user's to fix, not forkbox bugs: give them a code and the path. */
 function hostError(e: unknown): unknown {
   const err = e as NodeJS.ErrnoException;
@@ -135,18 +172,23 @@ export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'cp')
     .argument('<src>', 'host path or ID:/path')
     .argument('<dst>', 'host path or ID:/path')
-    .action(async (srcArg: string, dstArg: string) => {
+    .option(
+      '--max-size <size>',
+      `most data copied out of a sandbox in one run (default ${SIZES.copyOutBytes / 1024 ** 3}G; holes not counted)`,
+      parseMaxBytes,
+    )
+    .action(async (srcArg: string, dstArg: string, opts: { maxSize?: number }) => {
       try {
-        await copy(srcArg, dstArg);
+        await copy(srcArg, dstArg, opts.maxSize ?? SIZES.copyOutBytes);
       } catch (e) {
         throw hostError(e);
       }
     });
 
-  async function copy(srcArg: string, dstArg: string): Promise<void> {
+  async function copy(srcArg: string, dstArg: string, maxBytes: number): Promise<void> {
     const src = parseCpOperand(srcArg);
     const dst = parseCpOperand(dstArg);
-    const c: Copied = { files: 0, dirs: 0, bytes: 0, skipped: [] };
+    const c: Copied = { files: 0, dirs: 0, bytes: 0, skipped: [], maxBytes };
     if (src.kind === dst.kind) {
       throw new ForkboxError(
         'invalid_argument',
@@ -170,6 +212,7 @@ export function register(program: Command, ctx: CliContext): void {
       else await pullFile(api, src.sandbox, src.path, target, st.mode, c);
     }
     for (const s of c.skipped) ctx.out().note(`skipped ${s} (not a regular file or directory)`);
-    ctx.out().result(c, () => `copied ${c.files} file(s), ${c.dirs} dir(s), ${c.bytes} bytes`);
+    const { maxBytes: _limit, ...copied } = c;
+    ctx.out().result(copied, () => `copied ${c.files} file(s), ${c.dirs} dir(s), ${c.bytes} bytes`);
   }
 }

@@ -56,11 +56,6 @@ export const LIMITS = {
   pollWaitMs: bound('wait_ms', 0, 60_000),
   /** The same over MCP: well under the usual 60 s client request timeout, so a poll never loses the race. */
   mcpPollWaitMs: bound('wait_ms', 0, 25_000),
-  /**
-   * Bytes `forkbox cp` copies out of a sandbox in one run (data bytes: holes of sparse files are not
-   * counted or copied); `--max-size` sets it, default SIZES.copyOutBytes.
-   */
-  copyOutBytes: bound('max_size', 1, 1024 * 1024 * MiB),
   /** A poll returns chunks after this sequence number (-1: from the start). */
   afterSeq: bound('after_seq', -1, Number.MAX_SAFE_INTEGER),
 } as const satisfies Record<string, Bound>;
@@ -74,8 +69,12 @@ export const SIZES = {
    * exceeds a few MiB; bigger files move in several calls (offset/append).
    */
   mcpFileBytes: 2 * MiB,
-  /** `forkbox cp` out of a sandbox: data bytes copied by default (LIMITS.copyOutBytes bounds the flag). */
+  /**
+   * Data bytes `forkbox cp` copies out of a sandbox in one run by default (holes of sparse files are
+   * neither counted nor copied); `--max-size` sets it, up to copyOutMaxBytes.
+   */
   copyOutBytes: 4 * 1024 * MiB,
+  copyOutMaxBytes: 1024 * 1024 * MiB,
   /** Sandbox, snapshot and template names, characters. */
   nameChars: 63,
   /** Any path inside a sandbox, characters. */

@@ -3,7 +3,7 @@ import { lstat, mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promise
 import { basename, dirname, join, posix } from 'node:path';
 import type { Command } from 'commander';
 import { ForkboxError, isForkboxError } from '../../domain/errors.ts';
-import { describeBound, LIMITS, SIZES, withinBound } from '../../domain/limits.ts';
+import { SIZES } from '../../domain/limits.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
@@ -146,8 +146,11 @@ async function pullDir(api: ForkboxApi, id: string, src: string, dst: string, c:
 
 function parseMaxBytes(text: string): number {
   const n = parseSize(text);
-  if (!withinBound(LIMITS.copyOutBytes, n)) {
-    throw new ForkboxError('invalid_argument', `--max-size must be ${describeBound(LIMITS.copyOutBytes)} bytes.`);
+  if (!(n >= 1 && n <= SIZES.copyOutMaxBytes)) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `--max-size must be from 1 byte to ${SIZES.copyOutMaxBytes} bytes (e.g. 512m, 20g).`,
+    );
   }
   return n;
 }

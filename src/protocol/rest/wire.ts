@@ -14,7 +14,11 @@ export const FILE_END_HEADER = 'x-forkbox-file-end';
 
 /** An ETag as the ETag header carries it (quoted), and back (quotes and a weak prefix dropped). */
 export const quoteEtag = (etag: string): string => `"${etag}"`;
-export const unquoteEtag = (h: string): string => h.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+export const unquoteEtag = (h: string): string =>
+  h
+    .trim()
+    .replace(/^W\//, '')
+    .replace(/^"(.*)"$/, '$1');
 
 /** `offset:length,...` <-> extents. */
 export const formatExtents = (ex: [number, number][]): string => ex.map(([o, l]) => `${o}:${l}`).join(',');

@@ -14,7 +14,7 @@ export const fileEdit = defineTool({
   name: 'file_edit',
   title: 'Edit a file',
   description:
-    'Replace the single occurrence of old_string with new_string in a UTF-8 text file; fails, changing nothing, on 0 or several matches (add context to make it unique) or binary content.',
+    'Replace the one occurrence of old_string with new_string in a text file; changes nothing on 0 or several matches (add context) or binary content.',
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   input: z.object({
     sandbox: sandboxArg,
@@ -28,7 +28,7 @@ export const fileEdit = defineTool({
       .string()
       .max(1024 * 1024)
       .describe('Replacement'),
-    if_match: z.string().min(1).max(128).optional().describe('Only if the file still has this etag'),
+    if_match: z.string().min(1).max(128).optional().describe('Etag it must have'),
   }),
   output: z.object({ path: z.string(), size: z.number(), etag: z.string(), replacements: z.number() }),
   async run(a, { api, sandbox }) {

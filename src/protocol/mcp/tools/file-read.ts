@@ -20,13 +20,13 @@ function utf8Prefix(data: Buffer): number {
 export const fileRead = defineTool({
   name: 'file_read',
   title: 'Read a file',
-  description: `Read a page of a file (length bytes from offset, ≤${SIZES.mcpFileBytes}). truncated: more at offset+bytes. Without encoding: utf8, or base64 when not UTF-8 (binary). etag: pass as if_match to write safely.`,
+  description: `Read length bytes (≤${SIZES.mcpFileBytes}) from offset; truncated: more at offset+bytes. Binary comes as base64 (encoding says). etag: for if_match.`,
   annotations: HINTS.read,
   bulk: ['content'],
   input: z.object({
     sandbox: sandboxArg,
     path: pathArg,
-    offset: z.number().int().min(0).optional().describe('Byte offset (default 0)'),
+    offset: z.number().int().min(0).optional().describe('Default 0'),
     length: z
       .number()
       .int()
@@ -34,7 +34,7 @@ export const fileRead = defineTool({
       .max(SIZES.mcpFileBytes)
       .optional()
       .describe(`Bytes (default ${DEFAULT_LENGTH})`),
-    encoding: z.enum(['utf8', 'base64']).optional().describe('Force one (utf8 mangles binary)'),
+    encoding: z.enum(['utf8', 'base64']).optional().describe('Force one'),
   }),
   output: z.object({
     path: z.string(),

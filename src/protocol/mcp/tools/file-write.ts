@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isForkboxError } from '../../../domain/errors.ts';
 import { SIZES } from '../../../domain/limits.ts';
 import type { FileWriteOptions } from '../../../service/ports.ts';
 import { toolFailure } from '../errors.ts';
@@ -7,7 +8,7 @@ import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 export const fileWrite = defineTool({
   name: 'file_write',
   title: 'Write a file',
-  description: `Create or replace a file (≤${SIZES.mcpFileBytes} bytes per call; bigger: first call, then append:true chunks). Binary: encoding base64. if_match (an etag): refused if the file changed since. Returns the new etag.`,
+  description: `Create or replace a file; ≤${SIZES.mcpFileBytes} bytes per call, bigger in append chunks. if_match: refused if its etag changed.`,
   annotations: HINTS.write,
   input: z.object({
     sandbox: sandboxArg,
@@ -17,16 +18,16 @@ export const fileWrite = defineTool({
       .string()
       .max(Math.ceil(SIZES.mcpFileBytes / 3) * 4)
       .describe('File content'),
-    encoding: z.enum(['utf8', 'base64']).optional().describe('Of content (default utf8)'),
+    encoding: z.enum(['utf8', 'base64']).optional().describe('Default utf8'),
     mode: z
       .string()
       .regex(/^0?[0-7]{3}$/)
       .optional()
-      .describe('Octal permissions, e.g. 755 (new files: 644)'),
-    create_dirs: z.boolean().optional().describe('Create missing parent directories'),
-    append: z.boolean().optional().describe('Add to the end instead of replacing'),
-    offset: z.number().int().min(0).optional().describe('Overwrite in place from this byte (≤ size)'),
-    if_match: z.string().min(1).max(128).optional().describe('Only if the file still has this etag'),
+      .describe('Octal, e.g. 755 (new: 644)'),
+    create_dirs: z.boolean().optional().describe('Create missing parents'),
+    append: z.boolean().optional().describe('Add to the end'),
+    offset: z.number().int().min(0).optional().describe('Write in place here (≤ size)'),
+    if_match: z.string().min(1).max(128).optional().describe('Etag it must have'),
   }),
   output: z.object({ path: z.string(), size: z.number(), etag: z.string() }),
   async run(a, { api, sandbox }) {
@@ -45,7 +46,11 @@ export const fileWrite = defineTool({
     if (a.offset !== undefined) opts.offset = a.offset;
     if (a.if_match !== undefined) opts.ifMatch = a.if_match;
     // The etag check and the write are one agent operation: of concurrent writes with one etag, one wins.
-    const r = await api.writeFile(id, a.path, data, opts);
+    const r = await api.writeFile(id, a.path, data, opts).catch((e: unknown) => {
+      if (isForkboxError(e) && e.code === 'conflict')
+        toolFailure('conflict', `${e.message}. Re-read it with file_read.`);
+      throw e;
+    });
     return { structured: { path: a.path, size: r.size, etag: r.etag } };
   },
 });

@@ -23,7 +23,11 @@ function extentsOf(v: unknown): [number, number][] {
   );
 }
 
-export async function readFileOver(c: AgentConnection, path: string, opts: FileReadOptions = {}): Promise<FileRead> {
+export async function readFileOver(
+  c: AgentConnection,
+  path: string,
+  opts: FileReadOptions = {},
+): Promise<FileRead> {
   const start = opts.offset ?? 0;
   const want = opts.length ?? SIZES.fileBytes;
   const first = await c.request('file.read', {

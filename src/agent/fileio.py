@@ -22,6 +22,22 @@ MAX_EXTENTS = 256
 _SPECIAL = "a FIFO, socket or device"
 
 
+def path_arg(args, key="path"):
+    p = args.get(key)
+    if not isinstance(p, str) or not p or "\0" in p:
+        raise OpError("bad_request", "%s must be a non-empty string without NUL bytes" % key)
+    return os.path.normpath(os.path.join("/", p))
+
+
+def int_arg(args, key, default, minimum=0):
+    v = args.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+        raise OpError("bad_request", "%s must be an integer >= %d" % (key, minimum))
+    return v
+
+
 def oserror(e, path):
     if e.errno == errno.ENXIO:
         return OpError("bad_request", "%s is %s (no reader), not a regular file; the file API only reads and "

@@ -1,26 +1,17 @@
 /** `forkbox cp SRC DST`: copy files and directories between the host and a sandbox (`ID:/path`). */
-import { lstat, mkdir, open, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join, posix } from 'node:path';
+import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { basename, join, posix } from 'node:path';
 import type { Command } from 'commander';
 import { ForkboxError, isForkboxError } from '../../domain/errors.ts';
 import { SIZES } from '../../domain/limits.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
+import { type Copied, pullDir, pullFile } from '../cp-pull.ts';
 import { parseCpOperand, parseSize } from '../parse.ts';
 
 /** Per-request size: one file write is one request body (the local API takes up to 64 MiB). */
 const MAX_WRITE = 64 * 1024 * 1024;
-const READ_CHUNK = 8 * 1024 * 1024;
-
-interface Copied {
-  files: number;
-  dirs: number;
-  bytes: number;
-  skipped: string[];
-  /** Data bytes a copy out may move in all (holes not counted). */
-  maxBytes: number;
-}
 
 async function sandboxIsDir(api: ForkboxApi, id: string, path: string): Promise<boolean> {
   try {
@@ -71,77 +62,6 @@ async function ensureSandboxDir(api: ForkboxApi, id: string, path: string): Prom
   } catch (e) {
     if (!(isForkboxError(e) && e.code === 'already_exists')) throw e;
   }
-}
-
-/**
- * Copy one sandbox file to the host: only its data extents (holes stay holes, found by the agent with
- * SEEK_DATA/SEEK_HOLE), up to the size it had when first opened (a file growing meanwhile is copied as
- * it was, not chased), within the copy's byte budget. A FIFO, socket or device is refused by the agent.
- * A copy that fails leaves no partial file behind.
- */
-async function pullFile(
-  api: ForkboxApi,
-  id: string,
-  src: string,
-  dst: string,
-  mode: number,
-  c: Copied,
-): Promise<void> {
-  const fh = await open(dst, 'w', mode & 0o777);
-  let done = false;
-  try {
-    let offset = 0;
-    let size = -1;
-    while (size < 0 || offset < size) {
-      const length = size < 0 ? READ_CHUNK : Math.min(READ_CHUNK, size - offset);
-      const r = await api.readFile(id, src, { offset, length, sparse: true });
-      if (size < 0) size = r.size;
-      let at = 0;
-      for (const [o, l] of r.extents ?? [[offset, r.data.length] as [number, number]]) {
-        const n = Math.max(0, Math.min(l, size - o));
-        if (c.bytes + n > c.maxBytes) {
-          throw new ForkboxError(
-            'too_large',
-            `copying ${src} would pass the limit of ${c.maxBytes} bytes copied out of a sandbox in one run (${c.bytes} copied so far; holes of sparse files do not count). Raise it with --max-size, or copy less.`,
-            { limit: c.maxBytes },
-          );
-        }
-        if (n > 0) await fh.write(r.data, at, n, o);
-        c.bytes += n;
-        at += l;
-      }
-      const next = r.end ?? offset + r.data.length;
-      if (next <= offset) break; // truncated meanwhile: nothing more to read
-      offset = next;
-    }
-    await fh.truncate(Math.max(size, 0)); // a trailing hole, as a hole
-    c.files++;
-    done = true;
-  } finally {
-    await fh.close();
-    if (!done) await rm(dst, { force: true });
-  }
-}
-
-async function pullDir(api: ForkboxApi, id: string, src: string, dst: string, c: Copied): Promise<void> {
-  await mkdir(dst, { recursive: true });
-  c.dirs++;
-  const { entries, truncated } = await api.listFiles(id, src, { recursive: true });
-  // Parents before children.
-  const sorted = [...entries].sort((a, b) => a.path.localeCompare(b.path));
-  for (const e of sorted) {
-    const rel = posix.relative(src, e.path);
-    if (rel === '' || rel.startsWith('..')) continue; // never write outside dst, whatever the listing says
-    const to = join(dst, ...rel.split('/'));
-    if (e.type === 'dir') {
-      await mkdir(to, { recursive: true });
-      c.dirs++;
-    } else if (e.type === 'file') {
-      await mkdir(dirname(to), { recursive: true }); // in case the listing has no entry for the parent
-      await pullFile(api, id, e.path, to, e.mode, c);
-    } else c.skipped.push(e.path);
-  }
-  if (truncated) c.skipped.push(`(listing of ${src} was truncated: some files were not copied)`);
 }
 
 function parseMaxBytes(text: string): number {

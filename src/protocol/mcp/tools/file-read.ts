@@ -56,7 +56,7 @@ export const fileRead = defineTool({
     if (encoding === undefined) {
       const n = utf8Prefix(data);
       if (n > 0 || data.length === 0) {
-        data = data.subarray(0, n > 0 ? n : 0);
+        data = data.subarray(0, Math.max(n, 0));
         encoding = 'utf8';
       } else encoding = 'base64'; // binary: say so rather than mangle it
     }

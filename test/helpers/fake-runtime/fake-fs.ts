@@ -129,6 +129,7 @@ export class FakeFs {
     if (cur?.kind === 'dir') throw fail('is_a_directory', `${p} is a directory`);
     this.checkIfMatch(p, opts.ifMatch);
     const old = cur?.kind === 'file' ? cur.data : Buffer.alloc(0);
+    const inPlace = opts.append === true || opts.offset !== undefined;
     let body = Buffer.from(data);
     if (opts.append === true) body = Buffer.concat([old, data]);
     else if (opts.offset !== undefined) {
@@ -140,7 +141,8 @@ export class FakeFs {
     const node: FileNode = {
       kind: 'file',
       data: body,
-      mode: (opts.mode ?? 0o644) & 0o7777,
+      // In place (append, offset), an existing file keeps its mode, as with the agent.
+      mode: (inPlace && cur?.kind === 'file' ? cur.mode : (opts.mode ?? 0o644)) & 0o7777,
       mtimeMs: Date.now(),
       version: ++versions,
     };

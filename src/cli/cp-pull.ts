@@ -1,10 +1,42 @@
 /** `forkbox cp` out of a sandbox: files and directory trees, sparse, snapshot-sized and bounded. */
-import { mkdir, open, rm } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { type FileHandle, mkdir, open, rm } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
 import type { ForkboxApi } from '../service/api.ts';
 
 const READ_CHUNK = 8 * 1024 * 1024;
+const { O_CREAT, O_NONBLOCK, O_NOCTTY, O_RDONLY, O_TRUNC, O_WRONLY } = fsConstants;
+const WRITE_FLAGS = O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY;
+export const READ_FLAGS = O_RDONLY | O_NONBLOCK | O_NOCTTY;
+
+/**
+ * Open a host file without blocking (a FIFO would block the open or the I/O) and go on only if it is a
+ * regular file: a FIFO, socket or device at either end of a copy is refused by name.
+ */
+export async function openRegular(path: string, flags: number, mode = 0o644): Promise<FileHandle> {
+  const fh = await open(path, flags, mode).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== 'ENXIO') throw e; // a FIFO without a reader, opened for writing
+    throw new ForkboxError(
+      'invalid_argument',
+      `${path} on this host is a FIFO, not a regular file; forkbox cp copies regular files and directories only.`,
+    );
+  });
+  const st = await fh.stat();
+  if (st.isFile()) return fh;
+  await fh.close();
+  const what = st.isFIFO()
+    ? 'a FIFO'
+    : st.isSocket()
+      ? 'a socket'
+      : st.isDirectory()
+        ? 'a directory'
+        : 'a device';
+  throw new ForkboxError(
+    'invalid_argument',
+    `${path} on this host is ${what}, not a regular file; forkbox cp copies regular files and directories only.`,
+  );
+}
 
 export interface Copied {
   files: number;
@@ -29,7 +61,7 @@ export async function pullFile(
   mode: number,
   c: Copied,
 ): Promise<void> {
-  const fh = await open(dst, 'w', mode & 0o777);
+  const fh = await openRegular(dst, WRITE_FLAGS, mode & 0o777);
   let done = false;
   try {
     let offset = 0;

@@ -12,6 +12,7 @@
  * and the agent answers the next request.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -156,6 +157,12 @@ describe('abuse: copy out without bounds, special files in transfers', {
     const stderr = cli.fails(2, 'cp', `${id}:/tmp/fifo`, join(host, 'fifo'));
     assert.match(stderr, /FIFO.*not a regular file/);
     await agentAnswers();
+
+    // The host end too: a FIFO as the source of an upload or the destination of a download.
+    const hostFifo = join(host, 'host-fifo');
+    execFileSync('mkfifo', [hostFifo]);
+    assert.match(cli.fails(2, 'cp', hostFifo, `${id}:/tmp/from-fifo`), /host-fifo on this host is a FIFO/);
+    assert.match(cli.fails(2, 'cp', `${id}:/etc/hostname`, hostFifo), /host-fifo on this host is a FIFO/);
 
     await sh('head -c 25165824 /dev/urandom > /tmp/dl');
     const first = await d.api.readFile(id, '/tmp/dl', { offset: 0, length: 8 * MiB });

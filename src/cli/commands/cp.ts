@@ -1,5 +1,5 @@
 /** `forkbox cp SRC DST`: copy files and directories between the host and a sandbox (`ID:/path`). */
-import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, readdir, stat } from 'node:fs/promises';
 import { basename, join, posix } from 'node:path';
 import type { Command } from 'commander';
 import { ForkboxError, isForkboxError } from '../../domain/errors.ts';
@@ -7,7 +7,7 @@ import { SIZES } from '../../domain/limits.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { type Copied, pullDir, pullFile } from '../cp-pull.ts';
+import { type Copied, openRegular, pullDir, pullFile, READ_FLAGS } from '../cp-pull.ts';
 import { parseCpOperand, parseSize } from '../parse.ts';
 
 /** Per-request size: one file write is one request body (the local API takes up to 64 MiB). */
@@ -31,14 +31,29 @@ async function hostIsDir(path: string): Promise<boolean> {
 }
 
 async function pushFile(api: ForkboxApi, id: string, src: string, dst: string, c: Copied): Promise<void> {
-  const st = await stat(src);
-  if (st.size > MAX_WRITE) {
-    throw new ForkboxError(
-      'too_large',
-      `${src} is ${st.size} bytes; 'forkbox cp' writes files up to ${MAX_WRITE} bytes.`,
-    );
+  const fh = await openRegular(src, READ_FLAGS);
+  let data: Buffer;
+  let st: Awaited<ReturnType<typeof fh.stat>>;
+  try {
+    st = await fh.stat();
+    if (st.size > MAX_WRITE) {
+      throw new ForkboxError(
+        'too_large',
+        `${src} is ${st.size} bytes; 'forkbox cp' writes files up to ${MAX_WRITE} bytes.`,
+      );
+    }
+    // The size at open: a file growing meanwhile is copied as it was.
+    data = Buffer.alloc(st.size);
+    let got = 0;
+    while (got < st.size) {
+      const { bytesRead } = await fh.read(data, got, st.size - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    data = data.subarray(0, got);
+  } finally {
+    await fh.close();
   }
-  const data = await readFile(src);
   await api.writeFile(id, dst, data, { mode: st.mode & 0o7777, createDirs: true });
   c.files++;
   c.bytes += data.length;

@@ -362,6 +362,9 @@ export const ROUTES = {
     {
       params: sandboxId,
       query: writeQuery,
+      headers: z.object({
+        'if-match': z.string().max(256).optional().describe('the ETag the file must still have'),
+      }),
       body: { content: { 'application/octet-stream': { schema: z.string() } } },
     },
     { schema: z.object({ size: z.number(), etag: z.string() }) },

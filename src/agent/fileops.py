@@ -7,31 +7,16 @@ import os
 import shutil
 import stat
 
-from execs import OpError, _ERRNO_CODES
-from protocol import MAX_BODY
+import fileio
+import filerw
+from execs import OpError
 
 DEFAULT_LIST_LIMIT = 10000
 
 
-def _path(args, key="path"):
-    p = args.get(key)
-    if not isinstance(p, str) or not p or "\0" in p:
-        raise OpError("bad_request", "%s must be a non-empty string without NUL bytes" % key)
-    return os.path.normpath(os.path.join("/", p))
-
-
-def _int(args, key, default, minimum=0):
-    v = args.get(key, default)
-    if v is None:
-        return default
-    if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
-        raise OpError("bad_request", "%s must be an integer >= %d" % (key, minimum))
-    return v
-
-
-def _oserror(e, path):
-    code = _ERRNO_CODES.get(e.errno, "internal")
-    return OpError(code, "%s: %s" % (path, e.strerror or e))
+_path = fileio.path_arg
+_int = fileio.int_arg
+_oserror = fileio.oserror
 
 
 def _type(mode):
@@ -53,112 +38,6 @@ def _entry(path, st):
         "mode": stat.S_IMODE(st.st_mode),
         "mtime_ms": st.st_mtime_ns / 1e6,
     }
-
-
-def file_read(args, body):
-    path = _path(args)
-    offset = _int(args, "offset", 0)
-    length = _int(args, "length", None)
-    if length is not None and length > MAX_BODY:
-        raise OpError("too_large", "file.read length %d is over the %d-byte limit per call; read in parts"
-                      % (length, MAX_BODY))
-    try:
-        # O_NONBLOCK: opening a FIFO for reading would otherwise block the whole agent.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError as e:
-        raise _oserror(e, path)
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise OpError("is_a_directory", "%s is a directory; use file.list" % path)
-        if not stat.S_ISREG(st.st_mode):
-            raise OpError("bad_request", "%s is not a regular file" % path)
-        if length is None:
-            length = max(st.st_size - offset, 0)
-            if length > MAX_BODY:
-                raise OpError("too_large", "%s has %d bytes from offset %d, over the %d-byte limit per call; "
-                              "read it in parts with offset and length" % (path, length, offset, MAX_BODY))
-        data = bytearray(length)  # read in place: no per-chunk copies of up to 16 MiB
-        view = memoryview(data)
-        got = 0
-        while got < length:
-            n = os.preadv(fd, [view[got:]], offset + got)
-            if n == 0:
-                break
-            got += n
-        view.release()
-        if got < length:
-            del data[got:]
-        return {
-            "size": st.st_size,
-            "mode": stat.S_IMODE(st.st_mode),
-            "mtime_ms": st.st_mtime_ns / 1e6,
-            "eof": offset + len(data) >= st.st_size,
-        }, data
-    except OSError as e:
-        raise _oserror(e, path)
-    finally:
-        os.close(fd)
-
-
-def _ensure_parent(path, create_dirs):
-    parent = os.path.dirname(path)
-    try:
-        st = os.stat(parent)
-    except FileNotFoundError:
-        if not create_dirs:
-            raise OpError("not_found", "directory %s does not exist; pass create_dirs to create it" % parent)
-        try:
-            os.makedirs(parent, 0o755, exist_ok=True)
-        except OSError as e:
-            raise _oserror(e, parent)
-        return
-    except OSError as e:
-        raise _oserror(e, parent)
-    if not stat.S_ISDIR(st.st_mode):
-        raise OpError("not_a_directory", "%s is not a directory" % parent)
-
-
-def file_write(args, body):
-    path = _path(args)
-    mode = _int(args, "mode", 0o644) & 0o7777
-    _ensure_parent(path, bool(args.get("create_dirs")))
-    if os.path.isdir(path):
-        raise OpError("is_a_directory", "%s is a directory" % path)
-    try:
-        if args.get("append"):
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOCTTY, mode)
-            try:
-                _write_all(fd, body)
-                return {"size": os.fstat(fd).st_size}, b""
-            finally:
-                os.close(fd)
-        # Atomic: a reader sees the old or the new contents, never half a file, even if we die mid-write.
-        tmp = os.path.join(os.path.dirname(path), ".%s.forkbox-%s.tmp" % (os.path.basename(path), os.urandom(4).hex()))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            _write_all(fd, body)
-            os.fchmod(fd, mode)  # the requested mode exactly, whatever the umask
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            os.unlink(tmp)
-            raise
-        os.close(fd)
-        try:
-            os.rename(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        return {"size": len(body)}, b""
-    except OSError as e:
-        raise _oserror(e, path)
-
-
-def _write_all(fd, data):
-    view = memoryview(data)
-    while len(view):
-        view = view[os.write(fd, view):]
 
 
 def file_list(args, body):
@@ -212,6 +91,11 @@ def file_stat(args, body):
             r["link_target"] = os.readlink(path)
         except OSError:
             pass
+    elif stat.S_ISREG(st.st_mode):
+        try:
+            r["etag"] = fileio.current_etag(path)
+        except OpError:
+            pass  # replaced by something else meanwhile: no etag
     return r, b""
 
 
@@ -254,8 +138,15 @@ def file_move(args, body):
     src = _path(args, "from")
     dst = _path(args, "to")
     overwrite = bool(args.get("overwrite"))
+    if_match = args.get("if_match")
+    if if_match is not None:
+        overwrite = True
+        fileio.check_if_match(dst, if_match)
     try:
-        os.lstat(src)
+        sst = os.lstat(src)
+        if args.get("regular") and not stat.S_ISREG(sst.st_mode):
+            raise OpError("bad_request", "%s is %s, not a regular file; the file API only reads and writes "
+                          "regular files" % (src, fileio.kind_of(sst.st_mode)))
         if os.path.lexists(dst):
             if not overwrite:
                 raise OpError("exists", "%s already exists; pass overwrite to replace it" % dst)
@@ -269,12 +160,17 @@ def file_move(args, body):
             shutil.move(src, dst)
     except OSError as e:
         raise _oserror(e, src if not os.path.lexists(src) else dst)
-    return {}, b""
+    result = {}
+    if args.get("regular"):
+        etag = fileio.current_etag(dst)
+        if etag is not None:
+            result["etag"] = etag
+    return result, b""
 
 
 OPS = {
-    "file.read": file_read,
-    "file.write": file_write,
+    "file.read": filerw.file_read,
+    "file.write": filerw.file_write,
     "file.list": file_list,
     "file.stat": file_stat,
     "file.delete": file_delete,

@@ -62,8 +62,19 @@ export const LIMITS = {
 
 /** Sizes and counts of strings, lists and maps in requests. */
 export const SIZES = {
-  /** One file written in one call, bytes. */
+  /** One file written, or one part of a file read, in one call, bytes (REST and the API). */
   fileBytes: 64 * MiB,
+  /**
+   * The same over MCP: one file_read page or one file_write chunk (decoded bytes), so no message
+   * exceeds a few MiB; bigger files move in several calls (offset/append).
+   */
+  mcpFileBytes: 2 * MiB,
+  /**
+   * Data bytes `forkbox cp` copies out of a sandbox in one run by default (holes of sparse files are
+   * neither counted nor copied); `--max-size` sets it, up to copyOutMaxBytes.
+   */
+  copyOutBytes: 4 * 1024 * MiB,
+  copyOutMaxBytes: 1024 * 1024 * MiB,
   /** Sandbox, snapshot and template names, characters. */
   nameChars: 63,
   /** Any path inside a sandbox, characters. */

@@ -15,7 +15,16 @@ export function fileApi(p: EngineParts, ctx: CallerContext): FileApi {
   const { runtime } = p;
   const running = (idOrName: string) => p.running(ctx, idOrName);
   return {
-    readFile: async (idOrName, path, opts) => runtime.readFile(running(idOrName), checkPath(path), opts),
+    readFile: async (idOrName, path, opts) => {
+      if (opts?.length !== undefined && opts.length > SIZES.fileBytes) {
+        throw new ForkboxError(
+          'too_large',
+          `length ${opts.length} is over the ${SIZES.fileBytes}-byte limit of one read; read in parts with offset and length.`,
+          { limit: SIZES.fileBytes },
+        );
+      }
+      return runtime.readFile(running(idOrName), checkPath(path), opts);
+    },
     async writeFile(idOrName, path, data, opts) {
       if (data.length > SIZES.fileBytes) {
         throw new ForkboxError(
@@ -23,6 +32,9 @@ export function fileApi(p: EngineParts, ctx: CallerContext): FileApi {
           `file is ${data.length} bytes, over the ${SIZES.fileBytes}-byte limit of one write. Split it, or copy a tar archive and unpack it inside.`,
           { limit: SIZES.fileBytes },
         );
+      }
+      if (opts?.append === true && opts.offset !== undefined) {
+        throw new ForkboxError('invalid_argument', 'give append or offset, not both.');
       }
       return runtime.writeFile(running(idOrName), checkPath(path), data, opts);
     },

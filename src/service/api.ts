@@ -8,7 +8,11 @@ import type {
   ExecOutputChunk,
   ExecPeek,
   FileEntry,
+  FileRead,
+  FileReadOptions,
   FileStat,
+  FileWriteOptions,
+  FileWritten,
   LayerDiff,
   ReplResult,
   RuntimeCapabilities,
@@ -330,17 +334,9 @@ export interface ForkboxApi {
   runCode(idOrName: string, req: CodeRunRequest, opts?: RunOptions): Promise<ReplResult>;
   resetCode(idOrName: string): Promise<void>;
 
-  readFile(
-    idOrName: string,
-    path: string,
-    opts?: { offset?: number; length?: number },
-  ): Promise<{ data: Buffer; size: number }>;
-  writeFile(
-    idOrName: string,
-    path: string,
-    data: Buffer,
-    opts?: { mode?: number; createDirs?: boolean },
-  ): Promise<{ size: number }>;
+  /** At most SIZES.fileBytes per call (`too_large` past it: read in parts with offset and length). */
+  readFile(idOrName: string, path: string, opts?: FileReadOptions): Promise<FileRead>;
+  writeFile(idOrName: string, path: string, data: Buffer, opts?: FileWriteOptions): Promise<FileWritten>;
   listFiles(
     idOrName: string,
     path: string,

@@ -300,6 +300,44 @@ export interface FileStat {
   uid?: number;
   gid?: number;
   linkTarget?: string;
+  /** Regular files: the ETag `ifMatch` takes (docs/AGENT-PROTOCOL.md, `file.read`). */
+  etag?: string;
+}
+
+/** A read of part of a file. `sparse`: holes are skipped (see FileRead.extents). */
+export interface FileReadOptions {
+  offset?: number;
+  length?: number;
+  sparse?: boolean;
+}
+
+export interface FileRead {
+  /** The bytes read; with `sparse`, the bytes of `extents` back to back. */
+  data: Buffer;
+  /** The whole file's size when it was opened (the read never goes past it). */
+  size: number;
+  /** The file's ETag when it was opened. */
+  etag: string;
+  /** `sparse` only: the data ranges of the window as [offset, length]; the rest of it is holes. */
+  extents?: [number, number][];
+  /** `sparse` only: where the next read should start. */
+  end?: number;
+}
+
+/** How a write lands: replace atomically (default), or in place by `append` or at `offset`. */
+export interface FileWriteOptions {
+  mode?: number;
+  createDirs?: boolean;
+  append?: boolean;
+  offset?: number;
+  /** Write only if the file's ETag is this one, checked and written in one step (else `conflict`). */
+  ifMatch?: string;
+}
+
+export interface FileWritten {
+  /** The file's size after the write. */
+  size: number;
+  etag: string;
 }
 
 export interface FileEntry {
@@ -435,17 +473,8 @@ export interface Runtime {
   replEval(rec: SandboxRecord, code: string, opts: ReplEvalOptions): Promise<ReplResult>;
   replRestart(rec: SandboxRecord): Promise<void>;
 
-  readFile(
-    rec: SandboxRecord,
-    path: string,
-    opts?: { offset?: number; length?: number },
-  ): Promise<{ data: Buffer; size: number }>;
-  writeFile(
-    rec: SandboxRecord,
-    path: string,
-    data: Buffer,
-    opts?: { mode?: number; createDirs?: boolean },
-  ): Promise<{ size: number }>;
+  readFile(rec: SandboxRecord, path: string, opts?: FileReadOptions): Promise<FileRead>;
+  writeFile(rec: SandboxRecord, path: string, data: Buffer, opts?: FileWriteOptions): Promise<FileWritten>;
   listFiles(
     rec: SandboxRecord,
     path: string,

@@ -4,9 +4,16 @@
  * daemon-request.ts.
  */
 import type { ExecRecord, ImageRecord } from '../domain/types.ts';
-import { FILE_SIZE_HEADER } from '../protocol/rest/wire.ts';
+import {
+  FILE_END_HEADER,
+  FILE_EXTENTS_HEADER,
+  FILE_SIZE_HEADER,
+  parseExtents,
+  quoteEtag,
+  unquoteEtag,
+} from '../protocol/rest/wire.ts';
 import type { ExecOutcome, ForkboxApi, ProgressEvent } from '../service/api.ts';
-import type { ExecOutputChunk, ReplResult } from '../service/ports.ts';
+import type { ExecOutputChunk, FileRead, ReplResult } from '../service/ports.ts';
 import type { Requester } from './daemon-request.ts';
 
 const seg = (s: string) => encodeURIComponent(s);
@@ -161,7 +168,7 @@ export function fileCalls(
       const { res, body } = await send({
         method: 'GET',
         path: sb(id, '/files/content'),
-        query: { path, offset: o.offset, length: o.length },
+        query: { path, offset: o.offset, length: o.length, sparse: o.sparse },
       });
       const status = res.statusCode ?? 0;
       if (status !== 200) {
@@ -171,8 +178,20 @@ export function fileCalls(
         } catch {}
         throw httpError(status, parsed);
       }
-      const size = Number(res.headers[FILE_SIZE_HEADER] ?? body.length);
-      return { data: body, size };
+      const header = (name: string): string => {
+        const v = res.headers[name];
+        return typeof v === 'string' ? v : '';
+      };
+      const r: FileRead = {
+        data: body,
+        size: Number(header(FILE_SIZE_HEADER) || body.length),
+        etag: unquoteEtag(header('etag')),
+      };
+      if (o.sparse === true) {
+        r.extents = parseExtents(header(FILE_EXTENTS_HEADER));
+        r.end = Number(header(FILE_END_HEADER));
+      }
+      return r;
     },
     writeFile: (id, path, data, o = {}) =>
       call({
@@ -182,7 +201,10 @@ export function fileCalls(
           path,
           mode: o.mode === undefined ? undefined : o.mode.toString(8),
           create_dirs: o.createDirs,
+          append: o.append,
+          offset: o.offset,
         },
+        ...(o.ifMatch === undefined ? {} : { headers: { 'if-match': quoteEtag(o.ifMatch) } }),
         raw: data,
       }),
     listFiles: (id, path, o = {}) =>

@@ -23,6 +23,8 @@ export interface Req {
   query?: Query;
   json?: unknown;
   raw?: Buffer;
+  /** Extra request headers (If-Match). */
+  headers?: Record<string, string>;
   ndjson?: (line: Record<string, unknown>) => void;
   timeoutMs?: number;
   /** Abort this request (besides the scope's signal). */
@@ -146,7 +148,7 @@ export function createRequester(transport: EndpointTransport, scope: RequestScop
         reject(signal.reason);
         return;
       }
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = { ...r.headers };
       let payload: Buffer | undefined;
       if (r.json !== undefined) {
         payload = Buffer.from(JSON.stringify(r.json));

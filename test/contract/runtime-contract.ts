@@ -237,6 +237,25 @@ export function runtimeContract(name: string, open: () => Promise<ContractSubjec
       await rejectsWith(rt.statFile(sb, '/work'), 'not_found');
     });
 
+    it('files: ETags, if_match checked with the write, append and offset in place', async () => {
+      const sb = await create();
+      const w = await rt.writeFile(sb, '/tmp/e.txt', Buffer.from('abc'));
+      assert.match(w.etag, /^fb-[0-9a-f]{32}$/);
+      assert.equal((await rt.readFile(sb, '/tmp/e.txt', { offset: 1, length: 1 })).etag, w.etag);
+      assert.equal((await rt.statFile(sb, '/tmp/e.txt')).etag, w.etag);
+      const w2 = await rt.writeFile(sb, '/tmp/e.txt', Buffer.from('xyz'), { ifMatch: w.etag });
+      assert.notEqual(w2.etag, w.etag, 'a rewrite with the same size changes the ETag');
+      await rejectsWith(rt.writeFile(sb, '/tmp/e.txt', Buffer.from('lost'), { ifMatch: w.etag }), 'conflict');
+      await rejectsWith(rt.writeFile(sb, '/tmp/none', Buffer.from('x'), { ifMatch: w.etag }), 'conflict');
+      const a = await rt.writeFile(sb, '/tmp/e.txt', Buffer.from('12'), { append: true, ifMatch: w2.etag });
+      assert.equal(a.size, 5);
+      assert.equal((await rt.writeFile(sb, '/tmp/e.txt', Buffer.from('Y'), { offset: 1 })).size, 5);
+      assert.equal(await text(sb, '/tmp/e.txt'), 'xYz12');
+      await rejectsWith(rt.writeFile(sb, '/tmp/e.txt', Buffer.from('!'), { offset: 9 }), 'invalid_argument');
+      const sparse = await rt.readFile(sb, '/tmp/e.txt', { offset: 0, length: 64, sparse: true });
+      assert.deepEqual([sparse.extents, sparse.end, sparse.data.toString()], [[[0, 5]], 5, 'xYz12']);
+    });
+
     it('files: clear errors for a missing file, a directory read, a missing parent', async () => {
       const sb = await create();
       await rejectsWith(rt.readFile(sb, '/no/such/file'), 'not_found');

@@ -169,12 +169,19 @@ describe('daemon client over a unix socket', () => {
   it('moves binary file content intact, with offsets and the full size', async () => {
     const data = Buffer.alloc(300_000);
     for (let i = 0; i < data.length; i++) data[i] = (i * 7) & 0xff;
-    assert.deepEqual(await client.writeFile('one', '/data/x.bin', data, { mode: 0o600, createDirs: true }), {
-      size: data.length,
-    });
+    const written = await client.writeFile('one', '/data/x.bin', data, { mode: 0o600, createDirs: true });
+    assert.equal(written.size, data.length);
     assert.deepEqual(api.calls.at(-1)?.args[3], { mode: 0o600, createDirs: true });
     const whole = await client.readFile('one', '/data/x.bin');
     assert.equal(whole.size, data.length);
+    assert.equal(whole.etag, written.etag, 'the ETag header comes back as the etag');
+    await client.writeFile('one', '/data/x.bin', Buffer.from('z'), { append: true, ifMatch: written.etag });
+    assert.deepEqual(api.calls.at(-1)?.args[3], { append: true, ifMatch: written.etag });
+    await assert.rejects(
+      client.writeFile('one', '/data/x.bin', Buffer.from('z'), { ifMatch: written.etag }),
+      (e: Error & { code?: string }) => e.code === 'conflict',
+    );
+    await client.writeFile('one', '/data/x.bin', data, { mode: 0o600 });
     assert.ok(whole.data.equals(data));
     const part = await client.readFile('one', '/data/x.bin', { offset: 1000, length: 10 });
     assert.equal(part.size, data.length);

@@ -230,13 +230,28 @@ describe('local app', () => {
       body: bytes,
     });
     assert.equal(put.status, 200);
-    assert.deepEqual(await put.json(), { size: 6 });
+    const written = (await put.json()) as { size: number; etag: string };
+    assert.equal(written.size, 6);
+    assert.equal(put.headers.get('etag'), `"${written.etag}"`);
+    const stale = await app.request('/v1/sandboxes/b/files/content?path=/d/f.bin', {
+      method: 'PUT',
+      headers: { 'if-match': '"fb-0"' },
+      body: new Uint8Array([9]),
+    });
+    assert.equal(stale.status, 409, 'If-Match with another ETag is a conflict');
+    const appended = await app.request('/v1/sandboxes/b/files/content?path=/d/f.bin&append=1', {
+      method: 'PUT',
+      headers: { 'if-match': `"${written.etag}"` },
+      body: new Uint8Array([]),
+    });
+    assert.equal(appended.status, 200);
     const st = (await (await json('GET', '/v1/sandboxes/b/files/stat?path=/d/f.bin')).json()) as {
       mode: number;
     };
     assert.equal(st.mode, 0o755);
     const get = await app.request('/v1/sandboxes/b/files/content?path=/d/f.bin&offset=2&length=3');
     assert.equal(get.headers.get('x-forkbox-file-size'), '6');
+    assert.match(get.headers.get('etag') ?? '', /^"fb-[0-9a-f]{32}"$/);
     assert.deepEqual([...new Uint8Array(await get.arrayBuffer())], [3, 0, 200]);
     const ls = (await (await json('GET', '/v1/sandboxes/b/files/list?path=/d&recursive=1')).json()) as {
       entries: { path: string }[];

@@ -1,23 +1,17 @@
 /** `forkbox cp SRC DST`: copy files and directories between the host and a sandbox (`ID:/path`). */
-import { lstat, mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
-import { basename, dirname, join, posix } from 'node:path';
+import { lstat, readdir, stat } from 'node:fs/promises';
+import { basename, join, posix } from 'node:path';
 import type { Command } from 'commander';
 import { ForkboxError, isForkboxError } from '../../domain/errors.ts';
+import { SIZES } from '../../domain/limits.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { parseCpOperand } from '../parse.ts';
+import { type Copied, openRegular, pullDir, pullFile, READ_FLAGS } from '../cp-pull.ts';
+import { parseCpOperand, parseSize } from '../parse.ts';
 
 /** Per-request size: one file write is one request body (the local API takes up to 64 MiB). */
 const MAX_WRITE = 64 * 1024 * 1024;
-const READ_CHUNK = 8 * 1024 * 1024;
-
-interface Copied {
-  files: number;
-  dirs: number;
-  bytes: number;
-  skipped: string[];
-}
 
 async function sandboxIsDir(api: ForkboxApi, id: string, path: string): Promise<boolean> {
   try {
@@ -37,14 +31,29 @@ async function hostIsDir(path: string): Promise<boolean> {
 }
 
 async function pushFile(api: ForkboxApi, id: string, src: string, dst: string, c: Copied): Promise<void> {
-  const st = await stat(src);
-  if (st.size > MAX_WRITE) {
-    throw new ForkboxError(
-      'too_large',
-      `${src} is ${st.size} bytes; 'forkbox cp' writes files up to ${MAX_WRITE} bytes.`,
-    );
+  const fh = await openRegular(src, READ_FLAGS);
+  let data: Buffer;
+  let st: Awaited<ReturnType<typeof fh.stat>>;
+  try {
+    st = await fh.stat();
+    if (st.size > MAX_WRITE) {
+      throw new ForkboxError(
+        'too_large',
+        `${src} is ${st.size} bytes; 'forkbox cp' writes files up to ${MAX_WRITE} bytes.`,
+      );
+    }
+    // The size at open: a file growing meanwhile is copied as it was.
+    data = Buffer.alloc(st.size);
+    let got = 0;
+    while (got < st.size) {
+      const { bytesRead } = await fh.read(data, got, st.size - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    data = data.subarray(0, got);
+  } finally {
+    await fh.close();
   }
-  const data = await readFile(src);
   await api.writeFile(id, dst, data, { mode: st.mode & 0o7777, createDirs: true });
   c.files++;
   c.bytes += data.length;
@@ -70,49 +79,15 @@ async function ensureSandboxDir(api: ForkboxApi, id: string, path: string): Prom
   }
 }
 
-async function pullFile(
-  api: ForkboxApi,
-  id: string,
-  src: string,
-  dst: string,
-  mode: number,
-  c: Copied,
-): Promise<void> {
-  const fh = await open(dst, 'w', mode & 0o777);
-  try {
-    let offset = 0;
-    for (;;) {
-      const { data, size } = await api.readFile(id, src, { offset, length: READ_CHUNK });
-      if (data.length > 0) await fh.write(data, 0, data.length, offset);
-      offset += data.length;
-      if (data.length === 0 || offset >= size) break;
-    }
-    c.files++;
-    c.bytes += offset;
-  } finally {
-    await fh.close();
+function parseMaxBytes(text: string): number {
+  const n = parseSize(text);
+  if (!(n >= 1 && n <= SIZES.copyOutMaxBytes)) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `--max-size must be from 1 byte to ${SIZES.copyOutMaxBytes} bytes (e.g. 512m, 20g).`,
+    );
   }
-}
-
-async function pullDir(api: ForkboxApi, id: string, src: string, dst: string, c: Copied): Promise<void> {
-  await mkdir(dst, { recursive: true });
-  c.dirs++;
-  const { entries, truncated } = await api.listFiles(id, src, { recursive: true });
-  // Parents before children.
-  const sorted = [...entries].sort((a, b) => a.path.localeCompare(b.path));
-  for (const e of sorted) {
-    const rel = posix.relative(src, e.path);
-    if (rel === '' || rel.startsWith('..')) continue; // never write outside dst, whatever the listing says
-    const to = join(dst, ...rel.split('/'));
-    if (e.type === 'dir') {
-      await mkdir(to, { recursive: true });
-      c.dirs++;
-    } else if (e.type === 'file') {
-      await mkdir(dirname(to), { recursive: true }); // in case the listing has no entry for the parent
-      await pullFile(api, id, e.path, to, e.mode, c);
-    } else c.skipped.push(e.path);
-  }
-  if (truncated) c.skipped.push(`(listing of ${src} was truncated: some files were not copied)`);
+  return n;
 }
 
 /** Host filesystem errors are the user's to fix, not forkbox bugs: give them a code and the path. */
@@ -135,18 +110,23 @@ export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'cp')
     .argument('<src>', 'host path or ID:/path')
     .argument('<dst>', 'host path or ID:/path')
-    .action(async (srcArg: string, dstArg: string) => {
+    .option(
+      '--max-size <size>',
+      `most data copied out of a sandbox in one run (default ${SIZES.copyOutBytes / 1024 ** 3}G; holes not counted)`,
+      parseMaxBytes,
+    )
+    .action(async (srcArg: string, dstArg: string, opts: { maxSize?: number }) => {
       try {
-        await copy(srcArg, dstArg);
+        await copy(srcArg, dstArg, opts.maxSize ?? SIZES.copyOutBytes);
       } catch (e) {
         throw hostError(e);
       }
     });
 
-  async function copy(srcArg: string, dstArg: string): Promise<void> {
+  async function copy(srcArg: string, dstArg: string, maxBytes: number): Promise<void> {
     const src = parseCpOperand(srcArg);
     const dst = parseCpOperand(dstArg);
-    const c: Copied = { files: 0, dirs: 0, bytes: 0, skipped: [] };
+    const c: Copied = { files: 0, dirs: 0, bytes: 0, skipped: [], maxBytes };
     if (src.kind === dst.kind) {
       throw new ForkboxError(
         'invalid_argument',
@@ -170,6 +150,7 @@ export function register(program: Command, ctx: CliContext): void {
       else await pullFile(api, src.sandbox, src.path, target, st.mode, c);
     }
     for (const s of c.skipped) ctx.out().note(`skipped ${s} (not a regular file or directory)`);
-    ctx.out().result(c, () => `copied ${c.files} file(s), ${c.dirs} dir(s), ${c.bytes} bytes`);
+    const { maxBytes: _limit, ...copied } = c;
+    ctx.out().result(copied, () => `copied ${c.files} file(s), ${c.dirs} dir(s), ${c.bytes} bytes`);
   }
 }

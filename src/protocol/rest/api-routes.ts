@@ -45,6 +45,7 @@ import {
   writeQuery,
 } from './local-schemas.ts';
 import { honoPath, ROUTES, type RouteName } from './route-defs.ts';
+import { FILE_END_HEADER, FILE_EXTENTS_HEADER, formatExtents, quoteEtag, unquoteEtag } from './wire.ts';
 
 function tooLarge(limit: number): ForkboxError {
   return new ForkboxError(
@@ -250,23 +251,37 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
     },
     readFile: async (c) => {
       const q = parseOrThrow(readQuery, c.req.query(), 'query');
-      const { data, size } = await A(c).readFile(
+      const r = await A(c).readFile(
         id(c),
         q.path,
-        stripUndefined({ offset: q.offset, length: q.length }),
+        stripUndefined({ offset: q.offset, length: q.length, sparse: q.sparse }),
       );
+      const { data } = r;
       // A Buffer may view a pooled or shared ArrayBuffer; hand Hono exactly the file's bytes.
       const bytes = new Uint8Array(data.buffer as ArrayBuffer, data.byteOffset, data.byteLength);
-      return c.body(bytes, 200, {
+      const headers: Record<string, string> = {
         'Content-Type': 'application/octet-stream',
-        [FILE_SIZE_HEADER]: String(size),
-      });
+        [FILE_SIZE_HEADER]: String(r.size),
+        ETag: quoteEtag(r.etag),
+      };
+      if (r.extents !== undefined) headers[FILE_EXTENTS_HEADER] = formatExtents(r.extents);
+      if (r.end !== undefined) headers[FILE_END_HEADER] = String(r.end);
+      return c.body(bytes, 200, headers);
     },
     writeFile: async (c) => {
       const q = parseOrThrow(writeQuery, c.req.query(), 'query');
       const data = await rawBody(c);
-      const opts = stripUndefined({ mode: q.mode, createDirs: q.create_dirs });
-      return c.json(await A(c).writeFile(id(c), q.path, data, opts));
+      const ifMatch = c.req.header('if-match');
+      const opts = stripUndefined({
+        mode: q.mode,
+        createDirs: q.create_dirs,
+        append: q.append,
+        offset: q.offset,
+        ifMatch: ifMatch === undefined ? undefined : unquoteEtag(ifMatch),
+      });
+      const r = await A(c).writeFile(id(c), q.path, data, opts);
+      c.header('ETag', quoteEtag(r.etag));
+      return c.json(r);
     },
     listFiles: async (c) => {
       const q = parseOrThrow(listQuery, c.req.query(), 'query');
@@ -274,7 +289,9 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
     },
     statFile: async (c) => {
       const q = parseOrThrow(statQuery, c.req.query(), 'query');
-      return c.json(await A(c).statFile(id(c), q.path));
+      const st = await A(c).statFile(id(c), q.path);
+      if (st.etag !== undefined) c.header('ETag', quoteEtag(st.etag));
+      return c.json(st);
     },
     deleteFile: async (c) => {
       const q = parseOrThrow(deleteQuery, c.req.query(), 'query');

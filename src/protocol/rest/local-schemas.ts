@@ -161,6 +161,8 @@ export const readQuery = z.object({
   path,
   offset: uint(Number.MAX_SAFE_INTEGER).optional(),
   length: uint(RAW_BODY_LIMIT).optional(),
+  /** Skip holes: the body is the data extents, listed in x-forkbox-file-extents. */
+  sparse: flag.optional(),
 });
 export const writeQuery = z.object({
   path,
@@ -170,6 +172,9 @@ export const writeQuery = z.object({
     .transform((m) => Number.parseInt(m, 8))
     .optional(),
   create_dirs: flag.optional(),
+  /** Write in place: at the end (append) or at a byte offset (at most the size), not replacing the file. */
+  append: flag.optional(),
+  offset: uint(Number.MAX_SAFE_INTEGER).optional(),
 });
 export const listQuery = z.object({ path, recursive: flag.optional() });
 export const statQuery = z.object({ path });

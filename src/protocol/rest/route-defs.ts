@@ -350,7 +350,7 @@ export const ROUTES = {
   readFile: def(
     'get',
     '/v1/sandboxes/{id}/files/content',
-    'Read a file (raw bytes; x-forkbox-file-size has the full size)',
+    'Read a file (raw bytes, at most 64 MiB per call: page with offset/length). Headers: x-forkbox-file-size (the size at open), ETag (pass as If-Match to write safely); sparse=1 skips holes (x-forkbox-file-extents, x-forkbox-file-end)',
     { params: sandboxId, query: readQuery },
     { schema: z.string().describe('raw bytes (application/octet-stream)') },
     F,
@@ -358,13 +358,16 @@ export const ROUTES = {
   writeFile: def(
     'put',
     '/v1/sandboxes/{id}/files/content',
-    'Write a file from the raw request body',
+    'Write a file from the raw request body: replaces it atomically, or in place with append=1 or offset. If-Match: written only if the file still has that ETag (checked and written in one step; 409 conflict otherwise). Returns the new ETag (also in the ETag header)',
     {
       params: sandboxId,
       query: writeQuery,
+      headers: z.object({
+        'if-match': z.string().max(256).optional().describe('the ETag the file must still have'),
+      }),
       body: { content: { 'application/octet-stream': { schema: z.string() } } },
     },
-    { schema: z.object({ size: z.number() }) },
+    { schema: z.object({ size: z.number(), etag: z.string() }) },
     F,
   ),
   listFiles: def(

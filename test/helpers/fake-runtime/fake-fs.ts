@@ -4,11 +4,28 @@
  * writes replace a file whole, directories need `recursive` to be deleted, a move does not overwrite
  * unless asked. Copied whole on a fork (`clone`): children see the files of one instant.
  */
+import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { ForkboxError } from '../../../src/domain/errors.ts';
-import type { FileEntry, FileStat } from '../../../src/service/ports.ts';
+import type {
+  FileEntry,
+  FileRead,
+  FileReadOptions,
+  FileStat,
+  FileWriteOptions,
+  FileWritten,
+} from '../../../src/service/ports.ts';
 
-type FileNode = { kind: 'file'; data: Buffer; mode: number; mtimeMs: number };
+/** A file's version: bumped by every write, so the ETag changes even when the content does not. */
+type FileNode = { kind: 'file'; data: Buffer; mode: number; mtimeMs: number; version?: number };
+
+let versions = 0;
+const etagOf = (n: FileNode): string =>
+  `fb-${createHash('sha256')
+    .update(`${n.version ?? 0}:`)
+    .update(n.data)
+    .digest('hex')
+    .slice(0, 32)}`;
 type DirNode = { kind: 'dir'; mode: number; mtimeMs: number };
 export type FsNode = FileNode | DirNode;
 
@@ -19,6 +36,7 @@ const CODES = {
   not_a_directory: 'invalid_argument',
   exists: 'already_exists',
   bad_request: 'invalid_argument',
+  conflict: 'conflict',
 } as const;
 
 function fail(agentCode: keyof typeof CODES, message: string): ForkboxError {
@@ -62,14 +80,34 @@ export class FakeFs {
     return this.nodes.get(normalise(path));
   }
 
-  read(path: string, opts: { offset?: number; length?: number } = {}): { data: Buffer; size: number } {
+  read(path: string, opts: FileReadOptions = {}): FileRead {
     const p = normalise(path);
     const n = this.nodes.get(p);
     if (!n) throw fail('not_found', `${p}: No such file or directory`);
     if (n.kind === 'dir') throw fail('is_a_directory', `${p} is a directory; use file.list`);
     const start = opts.offset ?? 0;
-    const end = opts.length === undefined ? n.data.length : start + opts.length;
-    return { data: Buffer.from(n.data.subarray(start, end)), size: n.data.length };
+    const end = Math.min(n.data.length, opts.length === undefined ? n.data.length : start + opts.length);
+    const data = Buffer.from(n.data.subarray(start, end));
+    const r: FileRead = { data, size: n.data.length, etag: etagOf(n) };
+    if (opts.sparse === true) {
+      r.extents = data.length > 0 ? [[start, data.length]] : [];
+      r.end = Math.max(end, start);
+    }
+    return r;
+  }
+
+  /** The `if_match` check of the agent's file.write, done with the write as one step. */
+  private checkIfMatch(p: string, ifMatch: string | undefined): void {
+    if (ifMatch === undefined) return;
+    const cur = this.nodes.get(p);
+    const now = cur?.kind === 'file' ? etagOf(cur) : null;
+    if (now === ifMatch) return;
+    throw fail(
+      'conflict',
+      now === null
+        ? `${p} does not exist (if_match ${ifMatch} was given): list the directory, then decide again`
+        : `${p} changed since you read it (if_match ${ifMatch}, current etag ${now}): read it again and apply your change to the current content`,
+    );
   }
 
   private ensureParent(p: string, createDirs: boolean): void {
@@ -84,14 +122,32 @@ export class FakeFs {
     if (n.kind !== 'dir') throw fail('not_a_directory', `${parent} is not a directory`);
   }
 
-  write(path: string, data: Buffer, opts: { mode?: number; createDirs?: boolean; append?: boolean } = {}) {
+  write(path: string, data: Buffer, opts: FileWriteOptions = {}): FileWritten {
     const p = normalise(path);
     this.ensureParent(p, opts.createDirs === true);
     const cur = this.nodes.get(p);
     if (cur?.kind === 'dir') throw fail('is_a_directory', `${p} is a directory`);
-    const body = opts.append && cur?.kind === 'file' ? Buffer.concat([cur.data, data]) : Buffer.from(data);
-    this.nodes.set(p, { kind: 'file', data: body, mode: (opts.mode ?? 0o644) & 0o7777, mtimeMs: Date.now() });
-    return { size: body.length };
+    this.checkIfMatch(p, opts.ifMatch);
+    const old = cur?.kind === 'file' ? cur.data : Buffer.alloc(0);
+    const inPlace = opts.append === true || opts.offset !== undefined;
+    let body = Buffer.from(data);
+    if (opts.append === true) body = Buffer.concat([old, data]);
+    else if (opts.offset !== undefined) {
+      if (opts.offset > old.length)
+        throw fail('bad_request', `offset ${opts.offset} is past the end of ${p} (${old.length} bytes)`);
+      const tail = old.subarray(Math.min(old.length, opts.offset + data.length));
+      body = Buffer.concat([old.subarray(0, opts.offset), data, tail]);
+    }
+    const node: FileNode = {
+      kind: 'file',
+      data: body,
+      // In place (append, offset), an existing file keeps its mode, as with the agent.
+      mode: (inPlace && cur?.kind === 'file' ? cur.mode : (opts.mode ?? 0o644)) & 0o7777,
+      mtimeMs: Date.now(),
+      version: ++versions,
+    };
+    this.nodes.set(p, node);
+    return { size: body.length, etag: etagOf(node) };
   }
 
   private entry(p: string, n: FsNode): FileEntry {
@@ -123,7 +179,7 @@ export class FakeFs {
     const n = this.nodes.get(p);
     if (!n) throw fail('not_found', `${p}: No such file or directory`);
     const { name: _name, ...rest } = this.entry(p, n);
-    return { ...rest, uid: 0, gid: 0 };
+    return { ...rest, uid: 0, gid: 0, ...(n.kind === 'file' ? { etag: etagOf(n) } : {}) };
   }
 
   delete(path: string, opts: { recursive?: boolean } = {}): void {

@@ -1,24 +1,40 @@
+import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
-import { etagOf } from '../etag.ts';
+import { SIZES } from '../../../domain/limits.ts';
 import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
 const DEFAULT_LENGTH = 256 * 1024;
-/** One page at most: results stay well under every client's message limit (read big files in pages). */
-const MAX_LENGTH = 1024 * 1024;
+
+/**
+ * Bytes of `data` that end on a whole UTF-8 character when only a cut-off last character makes it
+ * invalid (a page boundary inside a character): the next page starts at offset + that length.
+ */
+function utf8Prefix(data: Buffer): number {
+  if (isUtf8(data)) return data.length;
+  for (let cut = 1; cut <= 3 && cut < data.length; cut++) {
+    if (isUtf8(data.subarray(0, data.length - cut))) return data.length - cut;
+  }
+  return -1;
+}
 
 export const fileRead = defineTool({
   name: 'file_read',
   title: 'Read a file',
-  description:
-    'Read a file: length bytes from offset, utf8 or base64. truncated: more at offset+bytes (page big files, e.g. a streams.stdout.file). etag: pass as if_match to write safely.',
+  description: `Read length bytes (≤${SIZES.mcpFileBytes}) from offset; truncated: more at offset+bytes. Binary comes as base64 (encoding says). etag: for if_match.`,
   annotations: HINTS.read,
   bulk: ['content'],
   input: z.object({
     sandbox: sandboxArg,
     path: pathArg,
-    offset: z.number().int().min(0).optional().describe('Byte offset (default 0)'),
-    length: z.number().int().min(1).max(MAX_LENGTH).optional().describe('Bytes to read'),
-    encoding: z.enum(['utf8', 'base64']).optional().describe('Default utf8'),
+    offset: z.number().int().min(0).optional().describe('Default 0'),
+    length: z
+      .number()
+      .int()
+      .min(1)
+      .max(SIZES.mcpFileBytes)
+      .optional()
+      .describe(`Bytes (default ${DEFAULT_LENGTH})`),
+    encoding: z.enum(['utf8', 'base64']).optional().describe('Force one'),
   }),
   output: z.object({
     path: z.string(),
@@ -33,22 +49,27 @@ export const fileRead = defineTool({
   async run(a, { api, sandbox }) {
     const id = await sandbox(a.sandbox);
     const offset = a.offset ?? 0;
-    const length = a.length ?? DEFAULT_LENGTH;
-    const part = await api.readFile(id, a.path, { offset, length });
-    const whole = offset === 0 && part.data.length === part.size;
-    // The etag is of the whole file, so a partial read costs one more read of it.
-    const etag = etagOf(whole ? part.data : (await api.readFile(id, a.path)).data);
-    const encoding = a.encoding ?? 'utf8';
+    // One agent operation: the page and the ETag of the whole file as it was when opened.
+    const part = await api.readFile(id, a.path, { offset, length: a.length ?? DEFAULT_LENGTH });
+    let data = part.data;
+    let encoding = a.encoding;
+    if (encoding === undefined) {
+      const n = utf8Prefix(data);
+      if (n > 0 || data.length === 0) {
+        data = data.subarray(0, Math.max(n, 0));
+        encoding = 'utf8';
+      } else encoding = 'base64'; // binary: say so rather than mangle it
+    }
     return {
       structured: {
         path: a.path,
-        content: part.data.toString(encoding),
+        content: data.toString(encoding),
         encoding,
         offset,
-        bytes: part.data.length,
+        bytes: data.length,
         size: part.size,
-        truncated: offset + part.data.length < part.size,
-        etag,
+        truncated: offset + data.length < part.size,
+        etag: part.etag,
       },
     };
   },

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { currentEtag } from '../etag.ts';
 import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
 export const fileStat = defineTool({
@@ -32,7 +31,7 @@ export const fileStat = defineTool({
         uid: st.uid ?? null,
         gid: st.gid ?? null,
         link_target: st.linkTarget ?? null,
-        etag: st.type === 'file' ? await currentEtag(api, id, a.path) : null,
+        etag: st.etag ?? null,
       },
     };
   },

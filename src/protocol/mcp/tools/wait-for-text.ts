@@ -4,6 +4,8 @@ import { isForkboxError } from '../../../domain/errors.ts';
 import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
 const POLL_MS = 250;
+/** Bytes read per look: the file is scanned forward from where the last look ended, never whole. */
+const PAGE = 4 * 1024 * 1024;
 const DEFAULT_TIMEOUT_S = 30;
 
 export const waitForText = defineTool({
@@ -30,16 +32,24 @@ export const waitForText = defineTool({
     const start = Date.now();
     const deadline = start + (a.timeout_s ?? DEFAULT_TIMEOUT_S) * 1000;
     let size: number | null = null;
+    const marker = Buffer.from(a.marker, 'utf8');
+    let scanned = 0; // bytes already searched (a marker may straddle the boundary: overlap by its length)
     for (;;) {
+      let more = false;
       try {
-        const r = await api.readFile(id, a.path);
+        const offset = Math.max(0, scanned - marker.length + 1);
+        const r = await api.readFile(id, a.path, { offset, length: PAGE });
         size = r.size;
-        if (r.data.toString('utf8').includes(a.marker)) {
+        if (r.data.includes(marker)) {
           return { structured: { path: a.path, found: true, waited_ms: Date.now() - start, size } };
         }
+        scanned = r.size < scanned ? 0 : offset + r.data.length; // truncated or replaced: start over
+        more = scanned < r.size;
       } catch (e) {
         if (!isForkboxError(e) || e.code !== 'not_found') throw e;
+        scanned = 0;
       }
+      if (more && !signal.aborted && Date.now() < deadline) continue;
       if (Date.now() + POLL_MS > deadline || signal.aborted) {
         return { structured: { path: a.path, found: false, waited_ms: Date.now() - start, size } };
       }

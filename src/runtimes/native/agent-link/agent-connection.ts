@@ -98,6 +98,7 @@ const AGENT_ERRORS: Record<string, ErrorCode> = {
   exists: 'already_exists',
   permission_denied: 'permission_denied',
   too_large: 'too_large',
+  conflict: 'conflict',
   busy: 'busy',
   unknown_op: 'unavailable',
   stale: 'unavailable',

@@ -1,15 +1,19 @@
 /** REPL and file operations of native sandboxes, carried over the agent connection (execs: exec-ops.ts). */
-import { randomBytes } from 'node:crypto';
 import { runtimeId } from '../../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
-import type { FileEntry, FileStat, ReplEvalOptions, ReplResult } from '../../../service/ports.ts';
+import type {
+  FileEntry,
+  FileReadOptions,
+  FileStat,
+  FileWriteOptions,
+  ReplEvalOptions,
+  ReplResult,
+} from '../../../service/ports.ts';
 import type { Cgroups } from '../cgroups/index.ts';
 import type { NativePaths } from '../host/paths.ts';
 import type { AgentConnection } from './agent-connection.ts';
+import { readFileOver, writeFileOver } from './file-transfer.ts';
 import { replEvalOver } from './repl-eval.ts';
-
-/** File transfers are split into frames of this size (the protocol's body limit is 16 MiB). */
-const CHUNK = 8 * 1024 * 1024;
 
 interface Deps {
   connOf(rec: SandboxRecord): Promise<AgentConnection>;
@@ -50,6 +54,7 @@ export function createSandboxOps(deps: Deps) {
     if (typeof r.uid === 'number') s.uid = r.uid;
     if (typeof r.gid === 'number') s.gid = r.gid;
     if (typeof r.link_target === 'string') s.linkTarget = r.link_target;
+    if (typeof r.etag === 'string') s.etag = r.etag;
     return s;
   };
 
@@ -59,54 +64,11 @@ export function createSandboxOps(deps: Deps) {
     async replRestart(rec: SandboxRecord) {
       await (await deps.connOf(rec)).request('repl.restart', {});
     },
-    async readFile(rec: SandboxRecord, path: string, opts?: { offset?: number; length?: number }) {
-      // One frame carries at most 16 MiB: larger reads are split into chunks.
-      const c = await deps.connOf(rec);
-      const parts: Buffer[] = [];
-      let offset = opts?.offset ?? 0;
-      let left = opts?.length;
-      let size = 0;
-      for (;;) {
-        const want = left === undefined ? CHUNK : Math.min(CHUNK, left);
-        const { result, body } = await c.request('file.read', { path, offset, length: want });
-        size = num(result.size);
-        parts.push(body);
-        offset += body.length;
-        if (left !== undefined) left -= body.length;
-        if (result.eof === true || body.length === 0 || left === 0) break;
-      }
-      return { data: Buffer.concat(parts), size };
+    async readFile(rec: SandboxRecord, path: string, opts?: FileReadOptions) {
+      return readFileOver(await deps.connOf(rec), path, opts);
     },
-    async writeFile(
-      rec: SandboxRecord,
-      path: string,
-      data: Buffer,
-      opts?: { mode?: number; createDirs?: boolean },
-    ) {
-      const c = await deps.connOf(rec);
-      const args = { mode: opts?.mode ?? 0o644, create_dirs: opts?.createDirs === true };
-      if (data.length <= CHUNK) {
-        const { result } = await c.request('file.write', { path, ...args }, { body: data });
-        return { size: num(result.size) };
-      }
-      // Larger than one frame: append chunks to a temp file beside the target, then rename it over
-      // the target, so readers never see a half-written file.
-      const slash = path.lastIndexOf('/');
-      const tmp = `${path.slice(0, slash + 1)}.forkbox-upload-${randomBytes(6).toString('hex')}`;
-      try {
-        for (let off = 0; off < data.length; off += CHUNK) {
-          await c.request(
-            'file.write',
-            { path: tmp, ...args, append: off > 0 },
-            { body: data.subarray(off, off + CHUNK) },
-          );
-        }
-        await c.request('file.move', { from: tmp, to: path, overwrite: true });
-      } catch (e) {
-        await c.request('file.delete', { path: tmp }).catch(() => undefined);
-        throw e;
-      }
-      return { size: data.length };
+    async writeFile(rec: SandboxRecord, path: string, data: Buffer, opts?: FileWriteOptions) {
+      return writeFileOver(await deps.connOf(rec), path, data, opts);
     },
     async listFiles(rec: SandboxRecord, path: string, opts?: { recursive?: boolean; limit?: number }) {
       const { result } = await (await deps.connOf(rec)).request('file.list', {

@@ -114,7 +114,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'cp',
     description: 'copy files or directories between this host and a sandbox; write sandbox paths as ID:/path',
-    term: '<src> <dst>',
+    term: '[options] <src> <dst>',
     load: () => import('./commands/cp.ts'),
   },
   {

@@ -3,7 +3,7 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
 import type { ProgressEvent } from '../service/api.ts';
-import { run } from './run.ts';
+import { run } from '../util/subprocess.ts';
 
 /** The default image: Debian minbase plus what the agent and typical agent work need. */
 export const DEFAULT_PACKAGES: readonly string[] = [

@@ -4,7 +4,7 @@ import { createReadStream, readFileSync } from 'node:fs';
 import { lstat, readdir, readlink, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, posix, resolve, sep } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
-import { run } from './run.ts';
+import { run } from '../util/subprocess.ts';
 
 /** Decode /proc/self/mountinfo's octal escapes (\040 for a space, …). */
 function unescapeMount(s: string): string {

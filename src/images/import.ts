@@ -4,7 +4,7 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
 import { hashDirectory, sha256File } from './fsutil.ts';
-import { runOk } from './run.ts';
+import { runOk } from '../util/subprocess.ts';
 
 export type ImportKind = 'tar' | 'dir';
 

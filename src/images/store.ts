@@ -30,7 +30,7 @@ import {
 } from './debootstrap.ts';
 import { findPython, mountsUnder, removeTree, treeBytes } from './fsutil.ts';
 import { contentKey, populate, sourceKind } from './import.ts';
-import { requireTools } from './run.ts';
+import { requireTools } from '../util/subprocess.ts';
 import { shiftTree, type UidShift } from './shift.ts';
 import { convertWhiteouts } from './whiteout.ts';
 

@@ -5,7 +5,7 @@
  */
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runOk } from './run.ts';
+import { runOk } from '../util/subprocess.ts';
 import { setXattr } from './xattr.ts';
 
 export const WH_PREFIX = '.wh.';

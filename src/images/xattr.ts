@@ -3,7 +3,7 @@
  * rewriting that uid shifting needs: file capabilities (v1/v2/v3 → v3 with a shifted rootid) and POSIX ACLs.
  */
 import { ForkboxError } from '../domain/errors.ts';
-import { runOk } from './run.ts';
+import { runOk } from '../util/subprocess.ts';
 
 export const CAP_XATTR = 'security.capability';
 export const ACL_ACCESS = 'system.posix_acl_access';

@@ -10,7 +10,7 @@ import { ForkboxError } from '../../../domain/errors.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import { type Mounts, readMountInfo } from '../host/mounts.ts';
 import type { Sys } from '../host/sys.ts';
-import { which } from '../host/which.ts';
+import { which } from '../../../util/subprocess.ts';
 import { createBtrfsDriver } from './btrfs-driver.ts';
 import { isOnBtrfs } from './btrfs-ioctl.ts';
 import { type BtrfsQuotas, openBtrfsQuotas } from './btrfs-qgroups.ts';

@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import { run } from '../../../images/run.ts';
+import { run } from '../../../util/subprocess.ts';
 import { parseGetfattrDump } from '../../../images/xattr.ts';
 import type { FileType } from '../../../service/ports.ts';
 

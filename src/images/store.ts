@@ -19,6 +19,7 @@ import { join, resolve, sep } from 'node:path';
 import { errors, ForkboxError } from '../domain/errors.ts';
 import type { ImageRecord } from '../domain/types.ts';
 import type { ProgressEvent } from '../service/api.ts';
+import type { BuildDebianOptions, ImageStore } from '../service/ports.ts';
 import { readAptMirror } from './apt-mirror.ts';
 import {
   DEFAULT_PACKAGES,
@@ -33,28 +34,6 @@ import { contentKey, populate, sourceKind } from './import.ts';
 import { requireTools } from '../util/subprocess.ts';
 import { shiftTree, type UidShift } from './shift.ts';
 import { convertWhiteouts } from './whiteout.ts';
-
-export interface BuildDebianOptions {
-  name?: string;
-  suite?: string;
-  packages?: string[];
-  onProgress?: (e: ProgressEvent) => void;
-  signal?: AbortSignal;
-}
-
-export interface ImageStore {
-  list(): ImageRecord[];
-  get(name: string): ImageRecord | undefined;
-  require(name: string): ImageRecord;
-  buildDebian(opts: BuildDebianOptions): Promise<ImageRecord>;
-  importImage(
-    name: string,
-    source: string,
-    opts?: { onProgress?: (e: ProgressEvent) => void },
-  ): Promise<ImageRecord>;
-  remove(name: string): void;
-  layersInUse(): Set<string>;
-}
 
 export interface ImageStoreOptions {
   stateDir: string;
@@ -359,5 +338,5 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     log(`images: removed ${name}`);
   }
 
-  return { list, get, require: requireImage, buildDebian, importImage, remove, layersInUse };
+  return { list, get, require: requireImage, buildDebian, importImage, remove };
 }

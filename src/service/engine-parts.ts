@@ -4,7 +4,7 @@ import type { SandboxRecord } from '../domain/types.ts';
 import type { KeyedQueue } from '../util/keyed-queue.ts';
 import type { DiskUsage, ForkRequest, ForkResult, GcReport, MergeResult, SandboxInfo } from './api.ts';
 import type { CallerContext, SandboxFinder } from './caller.ts';
-import type { ImageCatalog } from './engine.ts';
+import type { ImageStore } from './ports.ts';
 import type { ExecManager } from './exec-manager.ts';
 import type { Runtime, Store } from './ports.ts';
 import type { CreateSandbox } from './sandbox-create.ts';
@@ -14,7 +14,7 @@ import type { TemplateConfigs } from './template-configs.ts';
 export interface EngineParts extends SandboxFinder {
   store: Store;
   runtime: Runtime;
-  images: ImageCatalog;
+  images: ImageStore;
   log: Logger;
   now: () => number;
   version: string;

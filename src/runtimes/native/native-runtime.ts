@@ -8,7 +8,7 @@ import { errors, ForkboxError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
-import type { ImageCatalog } from '../../service/engine.ts';
+import type { ImageStore } from '../../service/ports.ts';
 import type {
   CreateSandboxSpec,
   Runtime,
@@ -51,7 +51,7 @@ export interface NativeRuntimeDeps {
   cgroups: Cgroups;
   hub: InboxHub;
   templates: Templates;
-  images: Pick<ImageCatalog, 'require'>;
+  images: Pick<ImageStore, 'require'>;
   snapshots: SnapshotDriver;
   log: Logger;
   uidRange: UidRange;

@@ -7,6 +7,7 @@
  */
 import type net from 'node:net';
 import koffi from 'koffi';
+import { EINTR, ENOSYS, EWOULDBLOCK } from './errno.ts';
 
 /** mount(2) flags (linux/mount.h). */
 export const MS = {
@@ -101,8 +102,6 @@ const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
 const LOCK_EX = 2;
 const LOCK_NB = 4;
-const EINTR = 4;
-const EWOULDBLOCK = 11;
 const RLIMIT_NOFILE = 7;
 const KEYCTL_JOIN_SESSION_KEYRING = 1;
 /** keyctl(2)'s syscall number (libc has no wrapper; libkeyutils may not be installed). */
@@ -211,7 +210,7 @@ export function createSys(): Sys {
 
     joinAnonymousSessionKeyring() {
       const nr = SYS_KEYCTL[process.arch];
-      if (nr === undefined) throw new SysError('keyctl', 38, `no syscall number known for ${process.arch}`);
+      if (nr === undefined) throw new SysError('keyctl', ENOSYS, `no syscall number known for ${process.arch}`);
       const r = c().syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null);
       if (r < 0) throw new SysError('keyctl', koffi.errno(), 'KEYCTL_JOIN_SESSION_KEYRING, NULL');
     },

@@ -29,7 +29,8 @@ import {
   validPackageName,
   validSuite,
 } from './debootstrap.ts';
-import { findPython, mountsUnder, removeTree, treeBytes } from './fsutil.ts';
+import { mountsUnder } from '../util/mountinfo.ts';
+import { findPython, removeTree, treeBytes } from './fsutil.ts';
 import { contentKey, populate, sourceKind } from './import.ts';
 import { requireTools } from '../util/subprocess.ts';
 import { shiftTree, type UidShift } from './shift.ts';

@@ -4,9 +4,9 @@
  */
 import type { Logger } from '../domain/logger.ts';
 import { runtimeId } from '../domain/runtime-id.ts';
-import type { ImageRecord, SandboxRecord } from '../domain/types.ts';
+import type { SandboxRecord } from '../domain/types.ts';
 import { createKeyedQueue } from '../util/keyed-queue.ts';
-import type { DiskUsage, ForkboxApi, GcReport, ProgressEvent, SandboxInfo } from './api.ts';
+import type { DiskUsage, ForkboxApi, GcReport, SandboxInfo } from './api.ts';
 import { adminApi } from './api-admin.ts';
 import { execApi } from './api-execs.ts';
 import { fileApi } from './api-files.ts';

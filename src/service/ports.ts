@@ -2,7 +2,7 @@
  * Ports: the interfaces the service layer declares and that runtimes and stores implement.
  * Dependencies point inward: runtimes/ and storage/ import from here, never the reverse.
  */
-import type { ProgressEvent } from './api.ts';
+
 import type {
   ExecRecord,
   ExecState,
@@ -14,6 +14,7 @@ import type {
   StreamSummary,
   TemplateRecord,
 } from '../domain/types.ts';
+import type { ProgressEvent } from './api.ts';
 
 export type { StreamSummary } from '../domain/types.ts';
 

@@ -46,4 +46,3 @@ export function mountsUnder(dir: string): string[] {
     .filter((m) => m === prefix || m.startsWith(p))
     .sort((a, b) => b.length - a.length);
 }
-

@@ -122,7 +122,10 @@ export function runSync(cmd: string, args: readonly string[], advice?: string): 
     throw new ForkboxError('requirement_missing', `${cmd} could not run (${r.error.message}); ${advice}`);
   }
   if (r.status !== 0)
-    throw new ForkboxError('internal', `${cmd} ${args.join(' ')} failed (exit ${r.status}): ${r.stderr.trim()}`);
+    throw new ForkboxError(
+      'internal',
+      `${cmd} ${args.join(' ')} failed (exit ${r.status}): ${r.stderr.trim()}`,
+    );
   return r.stdout;
 }
 

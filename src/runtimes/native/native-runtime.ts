@@ -8,9 +8,9 @@ import { errors, ForkboxError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
-import type { ImageStore } from '../../service/ports.ts';
 import type {
   CreateSandboxSpec,
+  ImageStore,
   Runtime,
   RuntimeCounters,
   RuntimeEvents,

@@ -210,7 +210,8 @@ export function createSys(): Sys {
 
     joinAnonymousSessionKeyring() {
       const nr = SYS_KEYCTL[process.arch];
-      if (nr === undefined) throw new SysError('keyctl', ENOSYS, `no syscall number known for ${process.arch}`);
+      if (nr === undefined)
+        throw new SysError('keyctl', ENOSYS, `no syscall number known for ${process.arch}`);
       const r = c().syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null);
       if (r < 0) throw new SysError('keyctl', koffi.errno(), 'KEYCTL_JOIN_SESSION_KEYRING, NULL');
     },

@@ -12,10 +12,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
+import { runOk } from '../../../util/subprocess.ts';
 import { type BtrfsIoctl, createBtrfsIoctl, isSubvolume } from './btrfs-ioctl.ts';
 import type { BtrfsQuotas } from './btrfs-qgroups.ts';
 import type { BtrfsVolume } from './btrfs-volume.ts';
-import { runOk } from '../../../util/subprocess.ts';
 import { createPlainDirs, freeBytes, SNAPSHOT_PREFIX, type SnapshotDriver } from './snapshot-driver.ts';
 
 const GiB = 1024 ** 3;

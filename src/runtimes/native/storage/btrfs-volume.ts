@@ -13,10 +13,10 @@ import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync,
 import { join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { parseSize } from '../../../domain/sizes.ts';
+import { runSync } from '../../../util/subprocess.ts';
 import { type Mounts, readMountInfo } from '../host/mounts.ts';
 import { MS, type Sys } from '../host/sys.ts';
 import { isOnBtrfs } from './btrfs-ioctl.ts';
-import { runSync } from '../../../util/subprocess.ts';
 
 export const DEFAULT_BTRFS_SIZE = 64 * 1024 ** 3;
 const DISCARD = 'discard=sync';

@@ -26,9 +26,9 @@ import {
 import { basename, join } from 'node:path';
 import koffi from 'koffi';
 import { ForkboxError } from '../../../domain/errors.ts';
+import { runOk, which } from '../../../util/subprocess.ts';
 import type { Mounts } from '../host/mounts.ts';
 import { MS, type Sys, SysError } from '../host/sys.ts';
-import { runOk, which } from '../../../util/subprocess.ts';
 
 const LOOP_CTL_GET_FREE = 0x4c82;
 const LOOP_CONFIGURE = 0x4c0a;

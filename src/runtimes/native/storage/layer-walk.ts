@@ -19,9 +19,9 @@ import {
 } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import { run } from '../../../util/subprocess.ts';
 import { parseGetfattrDump } from '../../../images/xattr.ts';
 import type { FileType } from '../../../service/ports.ts';
+import { run } from '../../../util/subprocess.ts';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 /** Linux O_PATH (Node does not export it): an fd naming an inode without opening the file. */

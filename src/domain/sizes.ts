@@ -40,7 +40,7 @@ export function parseSize(text: string, bareUnit = MiB): number {
   return bytes;
 }
 
-/** Bytes for people: `512 B`, `1.5 GiB`, `12.3 GiB` (powers of 1024, one decimal at most). */
+/** Bytes for people: `512 B`, `2 KiB`, `1.5 GiB`, `12.3 GiB` (powers of 1024, one decimal at most). */
 export function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let v = n;

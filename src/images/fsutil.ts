@@ -4,8 +4,8 @@ import { createReadStream } from 'node:fs';
 import { lstat, readdir, readlink, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
+import { detachMount } from '../util/fs-calls.ts';
 import { mountsUnder } from '../util/mountinfo.ts';
-import { run } from '../util/subprocess.ts';
 
 /**
  * Remove a tree, first detaching anything mounted inside it. debootstrap bind-mounts host /dev nodes,
@@ -13,7 +13,13 @@ import { run } from '../util/subprocess.ts';
  * would reach through them into the host.
  */
 export async function removeTree(dir: string): Promise<void> {
-  for (const mp of mountsUnder(dir)) await run('umount', ['-l', mp]);
+  for (const mp of mountsUnder(dir)) {
+    try {
+      detachMount(mp);
+    } catch {
+      // Checked below: what is still mounted is reported, with how to find it.
+    }
+  }
   if (mountsUnder(dir).length > 0)
     throw new ForkboxError(
       'busy',

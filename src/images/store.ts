@@ -125,7 +125,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     const emit = o.onProgress ?? (() => {});
     const cached = get(name);
     if (cached?.id !== key && !existsSync(join(layersDir, key.slice(0, LAYER_ID_LEN)))) {
-      requireTools(['debootstrap', 'getfattr', 'setfattr']);
+      requireTools(['debootstrap']);
     }
     return materialize(
       name,
@@ -157,7 +157,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     const kind = await sourceKind(abs);
     emit({ phase: 'hashing', message: `computing the content key of ${abs}` });
     const key = await contentKey(abs, kind, shiftSalt);
-    if (get(name)?.id !== key) requireTools(['getfattr', 'setfattr', kind === 'tar' ? 'tar' : 'cp']);
+    if (get(name)?.id !== key) requireTools([kind === 'tar' ? 'tar' : 'cp']);
     return materialize(
       name,
       key,

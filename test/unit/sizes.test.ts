@@ -20,6 +20,7 @@ describe('sizes', () => {
   it('formats bytes readably', () => {
     assert.equal(formatBytes(512), '512 B');
     assert.equal(formatBytes(1536 * MiB), '1.5 GiB');
+    assert.equal(formatBytes(2048), '2 KiB');
     assert.equal(formatBytes(12.34 * 1024 * MiB), '12.3 GiB');
     assert.equal(formatBytes(-2 * MiB), '-2 MiB');
   });

@@ -7,6 +7,7 @@
  */
 import type net from 'node:net';
 import koffi from 'koffi';
+import { libc, SysError } from '../../../util/libc.ts';
 import { EINTR, ENOSYS, EWOULDBLOCK } from './errno.ts';
 
 /** mount(2) flags (linux/mount.h). */
@@ -66,36 +67,7 @@ export interface Sys {
   joinAnonymousSessionKeyring(): void;
 }
 
-const ERRNO_NAMES: ReadonlyMap<number, string> = (() => {
-  const m = new Map<number, string>();
-  // First name wins: koffi's table is alphabetical, so aliases (EDEADLOCK, EWOULDBLOCK, ENOTSUP) lose to the
-  // names strerror uses unless listed first here.
-  for (const preferred of ['EAGAIN', 'EDEADLK', 'EOPNOTSUPP']) {
-    const n = koffi.os.errno[preferred];
-    if (n !== undefined) m.set(n, preferred);
-  }
-  for (const [name, n] of Object.entries(koffi.os.errno)) if (!m.has(n)) m.set(n, name);
-  return m;
-})();
-
-export function errnoName(errno: number): string {
-  return ERRNO_NAMES.get(errno) ?? `E${errno}`;
-}
-
-/** A failed host syscall. `code` is the symbolic errno name, like Node's own system errors. */
-export class SysError extends Error {
-  readonly errno: number;
-  readonly code: string;
-  readonly syscall: string;
-  constructor(syscall: string, errno: number, detail: string) {
-    const code = errnoName(errno);
-    super(`${syscall}(${detail}) failed: ${code} (errno ${errno})`);
-    this.name = 'SysError';
-    this.errno = errno;
-    this.code = code;
-    this.syscall = syscall;
-  }
-}
+export { errnoName, SysError } from '../../../util/libc.ts';
 
 // sys/socket.h, sys/file.h (Linux, all architectures Node runs forkbox on).
 const SOL_SOCKET = 1;
@@ -120,7 +92,7 @@ interface Libc {
 }
 
 function loadLibc(): Libc {
-  const lib = koffi.load('libc.so.6');
+  const lib = libc();
   return {
     mount: lib.func(
       'int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)',

@@ -82,8 +82,13 @@ export function mknodChar(path: string, mode: number, major: number, minor: numb
     throw new SysError('mknod', koffi.errno(), `${JSON.stringify(path)}, char ${major}:${minor}`);
 }
 
+/** umount2(2) with its flags (MNT_DETACH = 2: lazy). */
+export function umount2(target: string, flags: number): void {
+  if (c().umount2(target, flags) !== 0)
+    throw new SysError('umount2', koffi.errno(), `${JSON.stringify(target)}, flags ${flags}`);
+}
+
 /** Detach a mount now, cleaned up once nothing uses it (umount -l). */
 export function detachMount(target: string): void {
-  if (c().umount2(target, MNT_DETACH) !== 0)
-    throw new SysError('umount2', koffi.errno(), `${JSON.stringify(target)}, MNT_DETACH`);
+  umount2(target, MNT_DETACH);
 }

@@ -7,7 +7,8 @@ import { ForkboxError } from '../../../domain/errors.ts';
 import {
   checkRel,
   fileExists,
-  killPid,
+  freezeAndKill,
+  killUntilEmpty,
   pollUntil,
   procsRecursive,
   readCgroupFile,
@@ -66,32 +67,8 @@ export function createV1Freezer({ file, g, hierarchies }: V1Layout): V1Freezer {
     async killAll(rel, timeoutMs = DEFAULT_KILL_TIMEOUT_MS) {
       if (!fileExists(g('freezer', rel))) return;
       const deadline = Date.now() + timeoutMs;
-      // Freeze first so nothing can fork between listing the pids and killing them. If the freeze itself
-      // times out (stuck FREEZING), killing is still the right thing to do: continue without it.
-      let frozen = true;
-      await freeze(rel, Math.min(timeoutMs / 2, DEFAULT_FREEZE_TIMEOUT_MS)).catch(() => {
-        frozen = false;
-      });
-      for (const pid of await procs(rel)) killPid(pid);
-      // Frozen tasks only act on SIGKILL once thawed.
-      if (frozen) await thaw(rel);
-      const empty = await pollUntil(
-        async () => {
-          const left = await procs(rel);
-          for (const pid of left) killPid(pid); // anything forked in the gap (not frozen case)
-          return left.length === 0;
-        },
-        Math.max(0, deadline - Date.now()),
-        2,
-      );
-      if (!empty) {
-        const left = await procs(rel);
-        throw new ForkboxError(
-          'timeout',
-          `cgroup v1: processes ${left.join(', ')} in '${rel}' survived SIGKILL for ${timeoutMs} ms (stuck in uninterruptible I/O?); check 'cat /proc/<pid>/stack' and retry`,
-          { cgroup: rel, pids: left },
-        );
-      }
+      await freezeAndKill({ freeze, thaw, procs }, rel, timeoutMs);
+      await killUntilEmpty('v1', procs, rel, { deadline, timeoutMs, everyMs: 2 });
     },
   };
 }

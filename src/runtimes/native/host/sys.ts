@@ -7,6 +7,7 @@
  */
 import type net from 'node:net';
 import koffi from 'koffi';
+import { umount2 } from '../../../util/fs-calls.ts';
 import { libc, SysError } from '../../../util/libc.ts';
 import { EINTR, ENOSYS, EWOULDBLOCK } from './errno.ts';
 
@@ -83,7 +84,6 @@ type Fn = (...args: unknown[]) => number;
 
 interface Libc {
   mount: Fn;
-  umount2: Fn;
   flock: Fn;
   getsockopt: Fn;
   getrlimit: Fn;
@@ -97,7 +97,6 @@ function loadLibc(): Libc {
     mount: lib.func(
       'int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)',
     ) as Fn,
-    umount2: lib.func('int umount2(const char *target, int flags)') as Fn,
     flock: lib.func('int flock(int fd, int op)') as Fn,
     // optval/optlen are passed as raw Buffers: avoids registering a named struct type (koffi type names are
     // process-global, so a second createSys() would collide).
@@ -133,12 +132,7 @@ export function createSys(): Sys {
       }
     },
 
-    umount2(target, flags) {
-      if (c().umount2(target, flags) !== 0) {
-        const e = koffi.errno();
-        throw new SysError('umount2', e, `${JSON.stringify(target)}, flags ${flags}`);
-      }
-    },
+    umount2,
 
     tryLockExclusive(fd) {
       for (;;) {

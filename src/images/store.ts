@@ -34,6 +34,8 @@ export interface ImageStoreOptions {
   stateDir: string;
   uidShift?: UidShift;
   log?: (msg: string) => void;
+  /** The daemon's settings: FORKBOX_DEBIAN_MIRROR (apt-mirror.ts). None: the host's apt sources decide. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export { validateImageName } from './image-records.ts';
@@ -114,7 +116,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     }
     const packages = [...new Set([...DEFAULT_PACKAGES, ...(o.packages ?? [])])].sort();
     const isDefault = suite === DEFAULT_SUITE && packages.length === DEFAULT_PACKAGES.length;
-    const mirror = readAptMirror(suite);
+    const mirror = readAptMirror(suite, { env: opts.env ?? {} });
     const key = createHash('sha256')
       .update(
         JSON.stringify({ kind: 'debootstrap', suite, variant: VARIANT, packages, mirror, shift: shiftSalt }),

@@ -216,7 +216,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     const images = createImageStore({
       stateDir,
       uidShift: uidRange,
-      log: (m) => log.info(m),
+      log,
       env: process.env,
     });
     const cgroups = detectCgroups();

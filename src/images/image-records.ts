@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { errors } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { ImageRecord } from '../domain/types.ts';
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -30,7 +31,7 @@ export interface ImageRecords {
   layersInUse(): Set<string>;
 }
 
-export function createImageRecords(imagesDir: string, log: (msg: string) => void): ImageRecords {
+export function createImageRecords(imagesDir: string, log: Pick<Logger, 'warn'>): ImageRecords {
   const metaPath = (name: string) => join(imagesDir, `${name}.json`);
 
   function list(): ImageRecord[] {
@@ -40,7 +41,7 @@ export function createImageRecords(imagesDir: string, log: (msg: string) => void
       try {
         out.push(JSON.parse(readFileSync(join(imagesDir, f), 'utf8')) as ImageRecord);
       } catch (e) {
-        log(`images: skipping unreadable metadata ${f}: ${(e as Error).message}`);
+        log.warn({ file: f, err: (e as Error).message }, 'images: skipping unreadable metadata');
       }
     }
     return out;

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { ProgressEvent } from '../service/api.ts';
 import { removeTree, treeBytes } from './fsutil.ts';
 import type { ImageRecords } from './image-records.ts';
@@ -39,7 +40,7 @@ export interface LayerBuildOptions {
   tmpDir: string;
   shift: UidShift;
   records: Pick<ImageRecords, 'list'>;
-  log: (msg: string) => void;
+  log: Pick<Logger, 'info'>;
 }
 
 export type EnsureLayer = (
@@ -60,7 +61,7 @@ export function createLayerBuilder(opts: LayerBuildOptions): EnsureLayer {
     staleCleaned ??= (async () => {
       for (const n of await readdir(tmpDir)) {
         if (!n.startsWith(TMP_PREFIX) || ownerAlive(n)) continue;
-        log(`images: removing stale build directory ${n}`);
+        log.info({ dir: n }, 'images: removing a stale build directory');
         await removeTree(join(tmpDir, n));
       }
     })();

@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { errors, ForkboxError } from '../domain/errors.ts';
+import { type Logger, silentLogger } from '../domain/logger.ts';
 import type { ImageRecord } from '../domain/types.ts';
 import type { ProgressEvent } from '../service/api.ts';
 import type { BuildDebianOptions, ImageStore } from '../service/ports.ts';
@@ -33,7 +34,7 @@ import { convertWhiteouts } from './whiteout.ts';
 export interface ImageStoreOptions {
   stateDir: string;
   uidShift?: UidShift;
-  log?: (msg: string) => void;
+  log?: Pick<Logger, 'info' | 'warn'>;
   /** The daemon's settings: FORKBOX_DEBIAN_MIRROR (apt-mirror.ts). None: the host's apt sources decide. */
   env?: Readonly<Record<string, string | undefined>>;
 }
@@ -49,7 +50,7 @@ export const DEFAULT_ENV: Readonly<Record<string, string>> = {
 export function createImageStore(opts: ImageStoreOptions): ImageStore {
   const stateDir = resolve(opts.stateDir);
   const shift = opts.uidShift ?? DEFAULT_UID_SHIFT;
-  const log = opts.log ?? (() => {});
+  const log = opts.log ?? silentLogger;
   const layersDir = join(stateDir, 'layers');
   const imagesDir = join(stateDir, 'images');
   const tmpDir = join(stateDir, 'tmp');
@@ -103,7 +104,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     if (now) throw conflict(name, now);
     records.write(rec);
     emit({ phase: 'done', message: `image '${name}' ready (${rec.id.slice(0, LAYER_ID_LEN)})` });
-    log(`images: registered ${name} (${source}) at ${layer}`);
+    log.info({ image: name, source, layer }, 'images: registered');
     return rec;
   }
 
@@ -191,7 +192,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
       // Only ever delete inside our own layers directory, whatever the metadata file says.
       if (inUse.has(layer) || !resolve(layer).startsWith(layersDir + sep)) continue;
       if (mountsUnder(layer).length > 0) {
-        log(`images: keeping layer ${layer}: something is mounted inside it`);
+        log.warn({ layer }, 'images: keeping a layer: something is mounted inside it');
         continue;
       }
       // Rename first (atomic): a crash mid-delete leaves junk in tmp/, never a half layer that a later
@@ -204,7 +205,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
       }
       rmSync(doomed, { recursive: true, force: true });
     }
-    log(`images: removed ${name}`);
+    log.info({ image: name }, 'images: removed');
   }
 
   return { list, get, require: records.require, buildDebian, importImage, remove };

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { isForkboxError } from '../../src/domain/errors.ts';
+import { silentLogger } from '../../src/domain/logger.ts';
 import type { ImageRecord } from '../../src/domain/types.ts';
 import { createImageRecords, validateImageName } from '../../src/images/image-records.ts';
 
@@ -23,7 +24,9 @@ test('records are written whole, listed by name, and their layers counted as in 
   const dir = mkdtempSync(join(tmpdir(), 'fb-records-'));
   try {
     const logged: string[] = [];
-    const r = createImageRecords(dir, (m) => logged.push(m));
+    const r = createImageRecords(dir, {
+      warn: (obj: object | string) => void logged.push(JSON.stringify(obj)),
+    });
     r.write(record('b', ['/l/2', '/l/3']));
     r.write(record('a', ['/l/1']));
     writeFileSync(join(dir, 'broken.json'), '{');
@@ -53,7 +56,7 @@ test('a name that could leave the images directory is never looked up, and is re
   const dir = mkdtempSync(join(tmpdir(), 'fb-records-'));
   try {
     writeFileSync(join(dir, '..', 'fb-outside.json'), JSON.stringify(record('x', [])));
-    const r = createImageRecords(dir, () => {});
+    const r = createImageRecords(dir, silentLogger);
     assert.equal(r.get('../fb-outside'), undefined);
     assert.throws(
       () => validateImageName('../fb-outside'),

@@ -4,7 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(runc debootstrap btrfs-progs slirp4netns uidmap attr util-linux iproute2 python3 make g++)
+# What forkbox uses today: runc, debootstrap (images), btrfs-progs (the btrfs storage driver), util-linux
+# (losetup), python3, and make/g++ (native npm modules). attr (getfattr/setfattr): forkbox itself calls
+# the xattr syscalls directly; the image tests use these tools to check its work independently, and
+# `forkbox doctor` still looks for them.
+PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++)
+# Not used by anything yet: sandbox network egress (the next networking work) will use slirp4netns,
+# uidmap (newuidmap) and iproute2. Installed now so that hosts set up today need no second round.
+PKGS+=(slirp4netns uidmap iproute2)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do
@@ -18,7 +25,8 @@ if [ "${#need_pkgs[@]}" -gt 0 ]; then
   fi
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "forkbox setup: not a Debian/Ubuntu system. Install these with your package manager, then re-run:" >&2
-    echo "  runc, debootstrap, btrfs-progs, slirp4netns, uidmap (newuidmap), attr (getfattr/setfattr), util-linux, python3, make, g++" >&2
+    echo "  runc, debootstrap, btrfs-progs, attr (getfattr/setfattr), util-linux, python3, make, g++;" >&2
+    echo "  for the coming network egress: slirp4netns, uidmap (newuidmap), iproute2" >&2
     exit 1
   fi
   echo "==> installing system packages: ${need_pkgs[*]}" >&2

@@ -220,7 +220,12 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       mkdirSync(join(stateDir, d), { recursive: true, mode: 0o711 });
       chmodSync(join(stateDir, d), 0o711);
     }
-    const images = createImageStore({ stateDir, uidShift: uidRange, log: (m) => log.info(m) });
+    const images = createImageStore({
+      stateDir,
+      uidShift: uidRange,
+      log,
+      env: process.env,
+    });
     const cgroups = detectCgroups();
     const mounts = createMounts(sys);
     inboxFs = openInboxFs({ dir: join(stateDir, 'inbox'), sys, mounts, log });

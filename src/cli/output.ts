@@ -62,16 +62,7 @@ export function table(headers: string[], rows: string[][]): string {
   return [line(headers), ...rows.map(line)].join('\n');
 }
 
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return i === 0 ? `${v} B` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
-}
+export { formatBytes } from '../domain/sizes.ts';
 
 /** "3m ago" / "in 2h" relative to now; '-' for none. */
 export function formatRelative(when: string | number | null, now = Date.now()): string {

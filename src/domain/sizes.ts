@@ -1,8 +1,9 @@
 /** Size and count notation shared by the CLI and the daemon's settings: `512m`, `2g`, `100k` inodes. Pure. */
 import { ForkboxError } from './errors.ts';
 
+const MiB = 1024 * 1024;
+
 const SIZE_UNITS: Record<string, number> = {
-  '': 1024 * 1024, // a bare number is MiB: `--memory 512` means 512 MiB, not 512 bytes
   b: 1,
   k: 1024,
   kb: 1024,
@@ -18,10 +19,14 @@ const SIZE_UNITS: Record<string, number> = {
   tib: 1024 ** 4,
 };
 
-/** `512m`, `2g`, `1.5G`, `256` (MiB) → bytes. */
-export function parseSize(text: string): number {
+/**
+ * `512m`, `2g`, `1.5G`, `256` → bytes. A bare number is MiB by default (`--memory 512` means 512 MiB,
+ * not 512 bytes); `bareUnit` says otherwise (1: bytes).
+ */
+export function parseSize(text: string, bareUnit = MiB): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
-  const unit = m ? SIZE_UNITS[(m[2] ?? '').toLowerCase()] : undefined;
+  const suffix = (m?.[2] ?? '').toLowerCase();
+  const unit = m ? (suffix === '' ? bareUnit : SIZE_UNITS[suffix]) : undefined;
   if (!m || unit === undefined) {
     throw new ForkboxError(
       'invalid_argument',
@@ -33,6 +38,18 @@ export function parseSize(text: string): number {
     throw new ForkboxError('invalid_argument', `size '${text}' must be greater than zero.`);
   }
   return bytes;
+}
+
+/** Bytes for people: `512 B`, `2 KiB`, `1.5 GiB`, `12.3 GiB` (powers of 1024, one decimal at most). */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${i === 0 ? v : Number(v.toFixed(1))} ${units[i]}`;
 }
 
 const COUNT_UNITS: Record<string, number> = { '': 1, k: 1e3, m: 1e6 };

@@ -93,13 +93,14 @@ const USABLE_URI = /^(https?:\/\/|file:\/)/;
  * The mirror URI that serves the main Debian archive for `suite`.
  * An entry qualifies only if its Suites contain exactly `suite` (so `bookworm-security`, `bookworm-updates`
  * and third-party repos with their own suite names such as `nodistro` never match) and, when it lists
- * components, one of them is `main`. `FORKBOX_DEBIAN_MIRROR` overrides everything.
+ * components, one of them is `main`. `FORKBOX_DEBIAN_MIRROR` in `env` (the daemon's settings, passed in by
+ * composition.ts) overrides everything.
  */
 export function readAptMirror(
   suite: string,
   opts: { root?: string; env?: Record<string, string | undefined> } = {},
 ): string {
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? {};
   const override = env.FORKBOX_DEBIAN_MIRROR?.trim();
   if (override) return override.replace(/\/+$/, '');
   const root = opts.root ?? '/';

@@ -2,8 +2,9 @@
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
+import type { Logger } from '../domain/logger.ts';
 import type { ProgressEvent } from '../service/api.ts';
-import { run } from './run.ts';
+import { run } from '../util/subprocess.ts';
 
 /** The default image: Debian minbase plus what the agent and typical agent work need. */
 export const DEFAULT_PACKAGES: readonly string[] = [
@@ -73,7 +74,7 @@ export async function debootstrap(opts: {
   target: string;
   onProgress?: (e: ProgressEvent) => void;
   signal?: AbortSignal;
-  log?: (msg: string) => void;
+  log?: Pick<Logger, 'info'>;
 }): Promise<void> {
   const emit = opts.onProgress ?? (() => {});
   const parse = createProgressParser(emit);
@@ -91,7 +92,7 @@ export async function debootstrap(opts: {
     onLine: (line) => {
       tail.push(line);
       if (tail.length > 30) tail.shift();
-      opts.log?.(`debootstrap: ${line}`);
+      opts.log?.info({ line }, 'debootstrap');
       parse(line);
     },
     ...(opts.signal ? { signal: opts.signal } : {}),

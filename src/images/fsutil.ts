@@ -1,34 +1,11 @@
 /** Filesystem helpers for the image store: safe removal, atomic metadata writes, python lookup, hashing. */
 import { createHash } from 'node:crypto';
-import { createReadStream, readFileSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { lstat, readdir, readlink, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, posix, resolve, sep } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
-import { run } from './run.ts';
-
-/** Decode /proc/self/mountinfo's octal escapes (\040 for a space, …). */
-function unescapeMount(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-}
-
-/** Mount points at or below `dir`, deepest first. */
-export function mountsUnder(dir: string): string[] {
-  const abs = resolve(dir);
-  let text = '';
-  try {
-    text = readFileSync('/proc/self/mountinfo', 'utf8');
-  } catch {
-    return [];
-  }
-  const out: string[] = [];
-  for (const line of text.split('\n')) {
-    const mp = line.split(' ')[4];
-    if (mp === undefined) continue;
-    const p = unescapeMount(mp);
-    if (p === abs || p.startsWith(abs + sep)) out.push(p);
-  }
-  return out.sort((a, b) => b.length - a.length);
-}
+import { detachMount } from '../util/fs-calls.ts';
+import { mountsUnder } from '../util/mountinfo.ts';
 
 /**
  * Remove a tree, first detaching anything mounted inside it. debootstrap bind-mounts host /dev nodes,
@@ -36,7 +13,13 @@ export function mountsUnder(dir: string): string[] {
  * would reach through them into the host.
  */
 export async function removeTree(dir: string): Promise<void> {
-  for (const mp of mountsUnder(dir)) await run('umount', ['-l', mp]);
+  for (const mp of mountsUnder(dir)) {
+    try {
+      detachMount(mp);
+    } catch {
+      // Checked below: what is still mounted is reported, with how to find it.
+    }
+  }
   if (mountsUnder(dir).length > 0)
     throw new ForkboxError(
       'busy',

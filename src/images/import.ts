@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
+import { runOk } from '../util/subprocess.ts';
 import { hashDirectory, sha256File } from './fsutil.ts';
-import { runOk } from './run.ts';
 
 export type ImportKind = 'tar' | 'dir';
 

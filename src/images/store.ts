@@ -2,23 +2,19 @@
  * The image store: `<stateDir>/layers/<id>/` (read-only, uid-shifted layer roots), `<stateDir>/images/<name>.json`
  * (metadata, written atomically) and `<stateDir>/tmp/` (builds in progress). A layer directory appears only by
  * a rename after it is complete, and metadata is written only after that, so a crash never registers half an image.
+ * Metadata is image-records.ts, building a layer layer-build.ts; this file builds, imports and removes images.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { mkdir, readdir, rename } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { errors, ForkboxError } from '../domain/errors.ts';
+import { type Logger, silentLogger } from '../domain/logger.ts';
 import type { ImageRecord } from '../domain/types.ts';
 import type { ProgressEvent } from '../service/api.ts';
+import type { BuildDebianOptions, ImageStore } from '../service/ports.ts';
+import { mountsUnder } from '../util/mountinfo.ts';
+import { requireTools } from '../util/subprocess.ts';
 import { readAptMirror } from './apt-mirror.ts';
 import {
   DEFAULT_PACKAGES,
@@ -28,39 +24,22 @@ import {
   validPackageName,
   validSuite,
 } from './debootstrap.ts';
-import { findPython, mountsUnder, removeTree, treeBytes } from './fsutil.ts';
+import { findPython } from './fsutil.ts';
+import { createImageRecords, validateImageName } from './image-records.ts';
 import { contentKey, populate, sourceKind } from './import.ts';
-import { requireTools } from './run.ts';
-import { shiftTree, type UidShift } from './shift.ts';
+import { createLayerBuilder, LAYER_ID_LEN, tmpName } from './layer-build.ts';
+import type { UidShift } from './shift.ts';
 import { convertWhiteouts } from './whiteout.ts';
-
-export interface BuildDebianOptions {
-  name?: string;
-  suite?: string;
-  packages?: string[];
-  onProgress?: (e: ProgressEvent) => void;
-  signal?: AbortSignal;
-}
-
-export interface ImageStore {
-  list(): ImageRecord[];
-  get(name: string): ImageRecord | undefined;
-  require(name: string): ImageRecord;
-  buildDebian(opts: BuildDebianOptions): Promise<ImageRecord>;
-  importImage(
-    name: string,
-    source: string,
-    opts?: { onProgress?: (e: ProgressEvent) => void },
-  ): Promise<ImageRecord>;
-  remove(name: string): void;
-  layersInUse(): Set<string>;
-}
 
 export interface ImageStoreOptions {
   stateDir: string;
   uidShift?: UidShift;
-  log?: (msg: string) => void;
+  log?: Pick<Logger, 'info' | 'warn'>;
+  /** The daemon's settings: FORKBOX_DEBIAN_MIRROR (apt-mirror.ts). None: the host's apt sources decide. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
+
+export { validateImageName } from './image-records.ts';
 
 export const DEFAULT_UID_SHIFT: UidShift = { hostStart: 100000, size: 65536 };
 export const DEFAULT_ENV: Readonly<Record<string, string>> = {
@@ -68,41 +47,10 @@ export const DEFAULT_ENV: Readonly<Record<string, string>> = {
   LANG: 'C.UTF-8',
   HOME: '/root',
 };
-/** Layer ids stay short: overlay's lowerdir option list must fit in one page. */
-const LAYER_ID_LEN = 12;
-const TMP_PREFIX = 'img-';
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-
-/** Build directories carry their process id, so a cleanup never touches another live process's build. */
-function tmpName(): string {
-  return `${TMP_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}`;
-}
-
-function ownerAlive(name: string): boolean {
-  const pid = Number(/^img-(\d+)-/.exec(name)?.[1]);
-  // Our own pid here is a previous process's: cleanup runs once, before this process starts any build.
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-export function validateImageName(name: string): void {
-  if (!NAME_RE.test(name)) {
-    throw errors.invalid(
-      `invalid image name '${name}': use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.`,
-      { name },
-    );
-  }
-}
-
 export function createImageStore(opts: ImageStoreOptions): ImageStore {
   const stateDir = resolve(opts.stateDir);
   const shift = opts.uidShift ?? DEFAULT_UID_SHIFT;
-  const log = opts.log ?? (() => {});
+  const log = opts.log ?? silentLogger;
   const layersDir = join(stateDir, 'layers');
   const imagesDir = join(stateDir, 'images');
   const tmpDir = join(stateDir, 'tmp');
@@ -110,62 +58,10 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
   // from the host side — overlay mounts reference them by path, as root.
   for (const d of [stateDir, layersDir, imagesDir, tmpDir]) mkdirSync(d, { recursive: true, mode: 0o700 });
   const shiftSalt = `${shift.hostStart}:${shift.size}`;
-  const building = new Map<string, Promise<{ layer: string; sizeBytes: number }>>();
-  let staleCleaned: Promise<void> | undefined;
 
-  const metaPath = (name: string) => join(imagesDir, `${name}.json`);
-
-  function list(): ImageRecord[] {
-    const out: ImageRecord[] = [];
-    for (const f of readdirSync(imagesDir).sort()) {
-      if (f.startsWith('.') || !f.endsWith('.json')) continue;
-      try {
-        out.push(JSON.parse(readFileSync(join(imagesDir, f), 'utf8')) as ImageRecord);
-      } catch (e) {
-        log(`images: skipping unreadable metadata ${f}: ${(e as Error).message}`);
-      }
-    }
-    return out;
-  }
-
-  function get(name: string): ImageRecord | undefined {
-    if (!NAME_RE.test(name)) return undefined;
-    try {
-      return JSON.parse(readFileSync(metaPath(name), 'utf8')) as ImageRecord;
-    } catch {
-      return undefined;
-    }
-  }
-
-  function requireImage(name: string): ImageRecord {
-    const rec = get(name);
-    if (!rec) throw errors.imageNotFound(name);
-    return rec;
-  }
-
-  function writeRecord(rec: ImageRecord): void {
-    // Synchronous temp + rename: atomic on disk, and no other store call can interleave between the
-    // caller's "does this name exist?" check and this write.
-    const tmp = join(imagesDir, `.${rec.name}.${randomBytes(4).toString('hex')}.tmp`);
-    writeFileSync(tmp, `${JSON.stringify(rec, null, 2)}\n`, { mode: 0o644, flush: true });
-    renameSync(tmp, metaPath(rec.name));
-  }
-
-  function layersInUse(): Set<string> {
-    return new Set(list().flatMap((r) => r.layers));
-  }
-
-  /** Remove build directories that processes which died mid-build left in tmp/. */
-  function cleanStale(): Promise<void> {
-    staleCleaned ??= (async () => {
-      for (const n of await readdir(tmpDir)) {
-        if (!n.startsWith(TMP_PREFIX) || ownerAlive(n)) continue;
-        log(`images: removing stale build directory ${n}`);
-        await removeTree(join(tmpDir, n));
-      }
-    })();
-    return staleCleaned;
-  }
+  const records = createImageRecords(imagesDir, log);
+  const { list, get } = records;
+  const ensureLayer = createLayerBuilder({ layersDir, tmpDir, shift, records, log });
 
   function conflict(name: string, existing: ImageRecord): ForkboxError {
     return new ForkboxError(
@@ -173,53 +69,6 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
       `image '${name}' already exists with different content (from ${existing.source}). Remove it first with 'forkbox images rm ${name}', or pick another name.`,
       { image: name },
     );
-  }
-
-  /**
-   * Make sure the layer for `key` exists, building it with `fill` in a temp dir and renaming it into place
-   * when complete. Concurrent calls for the same key share one build. Resolves with the layer's size.
-   */
-  function ensureLayer(
-    key: string,
-    fill: (rootfs: string) => Promise<void>,
-    emit: (e: ProgressEvent) => void,
-    signal?: AbortSignal,
-  ): Promise<{ layer: string; sizeBytes: number }> {
-    const running = building.get(key);
-    if (running) return running;
-    const p = (async () => {
-      await cleanStale();
-      const layer = join(layersDir, key.slice(0, LAYER_ID_LEN));
-      const sibling = list().find((r) => r.id === key);
-      if (existsSync(layer)) {
-        // Either another image uses it, or a process died between the rename and writing metadata:
-        // the rename happens only once a layer is complete, so it is whole either way.
-        return { layer, sizeBytes: sibling?.sizeBytes ?? (await treeBytes(layer)) };
-      }
-      const work = join(tmpDir, tmpName());
-      await mkdir(work, { mode: 0o700 });
-      try {
-        const rootfs = join(work, 'rootfs');
-        await fill(rootfs);
-        if (signal?.aborted) throw new ForkboxError('conflict', 'image build cancelled.');
-        emit({ phase: 'shifting', message: `shifting owners into host ids ${shift.hostStart}+` });
-        const shifted = await shiftTree(rootfs, shift);
-        emit({
-          phase: 'shifting',
-          message: `shifted ${shifted.files} files`,
-          current: shifted.files,
-          total: shifted.files,
-        });
-        await rename(rootfs, layer);
-        return { layer, sizeBytes: shifted.bytes };
-      } finally {
-        await removeTree(work);
-      }
-    })();
-    building.set(key, p);
-    const clear = () => building.delete(key);
-    p.then(clear, clear);
-    return p;
   }
 
   /** Build (or reuse) the layer for `key`, then register it as `name`; cached when `name` already has `key`. */
@@ -253,9 +102,9 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     const now = get(name);
     if (now?.id === key) return now;
     if (now) throw conflict(name, now);
-    writeRecord(rec);
+    records.write(rec);
     emit({ phase: 'done', message: `image '${name}' ready (${rec.id.slice(0, LAYER_ID_LEN)})` });
-    log(`images: registered ${name} (${source}) at ${layer}`);
+    log.info({ image: name, source, layer }, 'images: registered');
     return rec;
   }
 
@@ -268,7 +117,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     }
     const packages = [...new Set([...DEFAULT_PACKAGES, ...(o.packages ?? [])])].sort();
     const isDefault = suite === DEFAULT_SUITE && packages.length === DEFAULT_PACKAGES.length;
-    const mirror = readAptMirror(suite);
+    const mirror = readAptMirror(suite, { env: opts.env ?? {} });
     const key = createHash('sha256')
       .update(
         JSON.stringify({ kind: 'debootstrap', suite, variant: VARIANT, packages, mirror, shift: shiftSalt }),
@@ -279,7 +128,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     const emit = o.onProgress ?? (() => {});
     const cached = get(name);
     if (cached?.id !== key && !existsSync(join(layersDir, key.slice(0, LAYER_ID_LEN)))) {
-      requireTools(['debootstrap', 'getfattr', 'setfattr']);
+      requireTools(['debootstrap']);
     }
     return materialize(
       name,
@@ -311,7 +160,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     const kind = await sourceKind(abs);
     emit({ phase: 'hashing', message: `computing the content key of ${abs}` });
     const key = await contentKey(abs, kind, shiftSalt);
-    if (get(name)?.id !== key) requireTools(['getfattr', 'setfattr', kind === 'tar' ? 'tar' : 'cp']);
+    if (get(name)?.id !== key) requireTools([kind === 'tar' ? 'tar' : 'cp']);
     return materialize(
       name,
       key,
@@ -336,14 +185,14 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
   }
 
   function remove(name: string): void {
-    const rec = requireImage(name);
-    unlinkSync(metaPath(name));
-    const inUse = layersInUse();
+    const rec = records.require(name);
+    records.unlink(name);
+    const inUse = records.layersInUse();
     for (const layer of rec.layers) {
       // Only ever delete inside our own layers directory, whatever the metadata file says.
       if (inUse.has(layer) || !resolve(layer).startsWith(layersDir + sep)) continue;
       if (mountsUnder(layer).length > 0) {
-        log(`images: keeping layer ${layer}: something is mounted inside it`);
+        log.warn({ layer }, 'images: keeping a layer: something is mounted inside it');
         continue;
       }
       // Rename first (atomic): a crash mid-delete leaves junk in tmp/, never a half layer that a later
@@ -356,8 +205,8 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
       }
       rmSync(doomed, { recursive: true, force: true });
     }
-    log(`images: removed ${name}`);
+    log.info({ image: name }, 'images: removed');
   }
 
-  return { list, get, require: requireImage, buildDebian, importImage, remove, layersInUse };
+  return { list, get, require: records.require, buildDebian, importImage, remove };
 }

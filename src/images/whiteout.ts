@@ -5,8 +5,7 @@
  */
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { runOk } from './run.ts';
-import { setXattr } from './xattr.ts';
+import { mknodChar, setXattr } from '../util/fs-calls.ts';
 
 export const WH_PREFIX = '.wh.';
 export const WH_OPAQUE = '.wh..wh..opq';
@@ -67,12 +66,12 @@ export async function convertWhiteouts(root: string): Promise<{ whiteouts: numbe
     const plan = planDirectory(d, names);
     for (const p of plan.remove) await rm(p, { recursive: true, force: true });
     for (const dev of plan.devices) {
-      // Node has no mknod; mode 0 like docker's whiteouts. Ownership is shifted later with the rest.
-      await runOk('mknod', ['-m', '000', dev, 'c', '0', '0']);
+      // Mode 0 like docker's whiteouts. Ownership is shifted later with the rest.
+      mknodChar(dev, 0o000, 0, 0);
       whiteouts++;
     }
     for (const o of plan.opaque) {
-      await setXattr(o, 'trusted.overlay.opaque', Buffer.from('y'));
+      setXattr(o, 'trusted.overlay.opaque', Buffer.from('y'));
       opaque++;
     }
     const removed = new Set(plan.remove);

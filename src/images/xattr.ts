@@ -1,100 +1,56 @@
 /**
- * Extended attributes through Debian's getfattr/setfattr (Node has no xattr API), and the pure byte
+ * Extended attributes of image trees (through util/fs-calls.ts: Node has no xattr API), and the pure byte
  * rewriting that uid shifting needs: file capabilities (v1/v2/v3 → v3 with a shifted rootid) and POSIX ACLs.
  */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
-import { runOk } from './run.ts';
+import { getXattr, listXattrs, setXattr } from '../util/fs-calls.ts';
+
+export { setXattr } from '../util/fs-calls.ts';
 
 export const CAP_XATTR = 'security.capability';
 export const ACL_ACCESS = 'system.posix_acl_access';
 export const ACL_DEFAULT = 'system.posix_acl_default';
 
-// ───────────── getfattr dump format ─────────────
+// ───────────── reading and writing ─────────────
 
-/** Undo getfattr's quoting of path names: `\ooo` octal escapes and `\\`. */
-export function unquote(s: string): string {
-  if (!s.includes('\\')) return s;
-  const bytes: number[] = [];
-  const raw = Buffer.from(s, 'utf8');
-  for (let i = 0; i < raw.length; i++) {
-    const b = raw[i] as number;
-    if (
-      b === 0x5c &&
-      i + 3 < raw.length &&
-      /^[0-7]{3}$/.test(raw.subarray(i + 1, i + 4).toString('latin1'))
-    ) {
-      bytes.push(Number.parseInt(raw.subarray(i + 1, i + 4).toString('latin1'), 8));
-      i += 3;
-    } else if (b === 0x5c && raw[i + 1] === 0x5c) {
-      bytes.push(0x5c);
-      i += 1;
-    } else bytes.push(b);
-  }
-  return Buffer.from(bytes).toString('utf8');
-}
-
-/** Quote a path for setfattr --restore: octal-escape anything that is not plain printable ASCII. */
-export function quote(s: string): string {
-  let out = '';
-  for (const b of Buffer.from(s, 'utf8')) {
-    if (b === 0x5c || b <= 0x20 || b >= 0x7f) out += `\\${b.toString(8).padStart(3, '0')}`;
-    else out += String.fromCharCode(b);
-  }
-  return out;
-}
-
-/** Parse `getfattr -d -e hex --absolute-names` output into path → (name → value bytes). */
-export function parseGetfattrDump(text: string): Map<string, Map<string, Buffer>> {
-  const out = new Map<string, Map<string, Buffer>>();
-  let current: Map<string, Buffer> | undefined;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('# file: ')) {
-      current = new Map();
-      out.set(unquote(line.slice('# file: '.length)), current);
-      continue;
-    }
-    const eq = line.indexOf('=');
-    if (!current || eq < 0) continue;
-    const name = line.slice(0, eq);
-    const value = line.slice(eq + 1);
-    if (value.startsWith('0x')) current.set(name, Buffer.from(value.slice(2), 'hex'));
-    else if (value.startsWith('"') && value.endsWith('"'))
-      current.set(name, Buffer.from(unquote(value.slice(1, -1))));
-    else current.set(name, Buffer.from(value, 'base64'));
-  }
-  return out;
-}
-
-/** Render path → (name → value) as a `setfattr --restore` file. */
-export function renderRestore(entries: Iterable<[string, Map<string, Buffer>]>): string {
-  let out = '';
-  for (const [path, attrs] of entries) {
-    out += `# file: ${quote(path)}\n`;
-    for (const [name, value] of attrs) out += `${name}=0x${value.toString('hex')}\n`;
-    out += '\n';
-  }
-  return out;
-}
-
-/** Every file under `dir` (symlinks not followed) carrying one of `names`; one getfattr call. */
+/**
+ * Every entry under `dir` (and `dir` itself) carrying one of `names`: path → (name → value). Symlinks are
+ * never followed, and a symlink's own attributes are read (a layer's symlinks point at host paths when
+ * seen from outside the layer).
+ */
 export async function readXattrsTree(
   dir: string,
   names: readonly string[],
 ): Promise<Map<string, Map<string, Buffer>>> {
-  const pattern = `^(${names.map((n) => n.replace(/\./g, '\\.')).join('|')})$`;
-  // -h: never follow symlinks (a layer's symlinks point at host paths when seen from outside the layer).
-  const r = await runOk('getfattr', ['-R', '-h', '-d', '-m', pattern, '-e', 'hex', '--absolute-names', dir]);
-  return parseGetfattrDump(r.stdout.toString('utf8'));
+  const wanted = new Set(names);
+  const out = new Map<string, Map<string, Buffer>>();
+  const look = (path: string) => {
+    const attrs = new Map<string, Buffer>();
+    for (const name of listXattrs(path)) {
+      if (!wanted.has(name)) continue;
+      const value = getXattr(path, name);
+      if (value !== null) attrs.set(name, value);
+    }
+    if (attrs.size > 0) out.set(path, attrs);
+  };
+  look(dir);
+  const dirs = [dir];
+  while (dirs.length > 0) {
+    const d = dirs.pop() as string;
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      look(p);
+      if (e.isDirectory()) dirs.push(p);
+    }
+  }
+  return out;
 }
 
-/** Write many xattrs in one setfattr call (-h: on the symlink itself, never its target). */
+/** Write many xattrs, each on the entry itself (on a symlink, never its target). */
 export async function writeXattrs(entries: Map<string, Map<string, Buffer>>): Promise<void> {
-  if (entries.size === 0) return;
-  await runOk('setfattr', ['-h', '--restore=-'], { input: renderRestore(entries) });
-}
-
-export async function setXattr(path: string, name: string, value: Buffer): Promise<void> {
-  await runOk('setfattr', ['-h', '-n', name, '-v', `0x${value.toString('hex')}`, path]);
+  for (const [path, attrs] of entries) for (const [name, value] of attrs) setXattr(path, name, value);
 }
 
 // ───────────── file capabilities ─────────────

@@ -1,7 +1,7 @@
 /** The sandbox part of the API for one caller: lifecycle, lineage, snapshots, diff. */
 import { errors } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
-import type { ForkboxApi, SystemStatus } from './api.ts';
+import type { SandboxApi, SystemStatus } from './api.ts';
 import type { CallerContext } from './caller.ts';
 import { diffSandboxRecords } from './diff.ts';
 import type { EngineParts } from './engine-parts.ts';
@@ -9,26 +9,6 @@ import { MERGED_LABEL } from './lineage.ts';
 import { info } from './sandbox-info.ts';
 import { SNAPSHOT_LABEL } from './snapshots.ts';
 import { checkTtl } from './validate.ts';
-
-type SandboxApi = Pick<
-  ForkboxApi,
-  | 'status'
-  | 'createSandbox'
-  | 'listSandboxes'
-  | 'getSandbox'
-  | 'killSandbox'
-  | 'forkSandbox'
-  | 'mergeSandbox'
-  | 'createSnapshot'
-  | 'listSnapshots'
-  | 'getSnapshot'
-  | 'deleteSnapshot'
-  | 'restoreSnapshot'
-  | 'diffSandboxes'
-  | 'pauseSandbox'
-  | 'resumeSandbox'
-  | 'extendSandbox'
->;
 
 export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
   const { store, runtime, snapshots } = p;

@@ -365,3 +365,24 @@ export interface ForkboxApi {
   gc(): Promise<GcReport>;
   df(): Promise<DiskUsage>;
 }
+
+/** The sandbox part of the API: lifecycle, lineage, snapshots, diff (service/api-sandboxes.ts). */
+export type SandboxApi = Pick<
+  ForkboxApi,
+  | 'status'
+  | 'createSandbox'
+  | 'listSandboxes'
+  | 'getSandbox'
+  | 'killSandbox'
+  | 'forkSandbox'
+  | 'mergeSandbox'
+  | 'createSnapshot'
+  | 'listSnapshots'
+  | 'getSnapshot'
+  | 'deleteSnapshot'
+  | 'restoreSnapshot'
+  | 'diffSandboxes'
+  | 'pauseSandbox'
+  | 'resumeSandbox'
+  | 'extendSandbox'
+>;

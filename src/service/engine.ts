@@ -4,9 +4,9 @@
  */
 import type { Logger } from '../domain/logger.ts';
 import { runtimeId } from '../domain/runtime-id.ts';
-import type { ImageRecord, SandboxRecord } from '../domain/types.ts';
+import type { SandboxRecord } from '../domain/types.ts';
 import { createKeyedQueue } from '../util/keyed-queue.ts';
-import type { DiskUsage, ForkboxApi, GcReport, ProgressEvent, SandboxInfo } from './api.ts';
+import type { DiskUsage, ForkboxApi, GcReport, SandboxInfo } from './api.ts';
 import { adminApi } from './api-admin.ts';
 import { execApi } from './api-execs.ts';
 import { fileApi } from './api-files.ts';
@@ -17,7 +17,7 @@ import type { EngineParts } from './engine-parts.ts';
 import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
 import { createLineage } from './lineage.ts';
-import type { Runtime, Store } from './ports.ts';
+import type { ImageStore, Runtime, Store } from './ports.ts';
 import { recoverSandboxes } from './recovery.ts';
 import { createSandboxMaker } from './sandbox-create.ts';
 import { createExitHandler } from './sandbox-exit.ts';
@@ -26,30 +26,12 @@ import { type AttachOptions, createSessions, type Detach } from './sessions.ts';
 import { createSnapshots } from './snapshots.ts';
 import { createTemplateConfigs } from './template-configs.ts';
 
-export interface ImageCatalog {
-  list(): ImageRecord[];
-  get(name: string): ImageRecord | undefined;
-  require(name: string): ImageRecord;
-  buildDebian(opts: {
-    name?: string;
-    suite?: string;
-    packages?: string[];
-    onProgress?: (e: ProgressEvent) => void;
-  }): Promise<ImageRecord>;
-  importImage(
-    name: string,
-    source: string,
-    opts?: { onProgress?: (e: ProgressEvent) => void },
-  ): Promise<ImageRecord>;
-  remove(name: string): void;
-}
-
 export type { Logger } from '../domain/logger.ts';
 
 export interface EngineDeps {
   store: Store;
   runtime: Runtime;
-  images: ImageCatalog;
+  images: ImageStore;
   stateDir: string;
   version: string;
   log: Logger;

@@ -2,9 +2,11 @@
  * Ports: the interfaces the service layer declares and that runtimes and stores implement.
  * Dependencies point inward: runtimes/ and storage/ import from here, never the reverse.
  */
+
 import type {
   ExecRecord,
   ExecState,
+  ImageRecord,
   Limits,
   SandboxRecord,
   SandboxState,
@@ -12,8 +14,33 @@ import type {
   StreamSummary,
   TemplateRecord,
 } from '../domain/types.ts';
+import type { ProgressEvent } from './api.ts';
 
 export type { StreamSummary } from '../domain/types.ts';
+
+// ───────────────────────────── images ─────────────────────────────
+
+export interface BuildDebianOptions {
+  name?: string;
+  suite?: string;
+  packages?: string[];
+  onProgress?: (e: ProgressEvent) => void;
+  signal?: AbortSignal;
+}
+
+/** The image catalog (images/store.ts): read-only layer roots and their metadata. */
+export interface ImageStore {
+  list(): ImageRecord[];
+  get(name: string): ImageRecord | undefined;
+  require(name: string): ImageRecord;
+  buildDebian(opts: BuildDebianOptions): Promise<ImageRecord>;
+  importImage(
+    name: string,
+    source: string,
+    opts?: { onProgress?: (e: ProgressEvent) => void },
+  ): Promise<ImageRecord>;
+  remove(name: string): void;
+}
 
 // ───────────────────────────── store ─────────────────────────────
 

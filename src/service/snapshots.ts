@@ -2,29 +2,20 @@
  * Snapshots: a named frozen state of a sandbox. Taking one forks the sandbox into a hidden child and
  * pauses it: the child's lower layers are the frozen files, and its paused REPL worker is a live copy
  * of the Python state. Restoring forks that hidden child again (files + Python state), or — once it is
- * gone (host reboot) — creates sandboxes on the frozen layers alone (`python_state: false`).
+ * gone (host reboot) — creates sandboxes on the frozen layers alone (`python_state: false`):
+ * snapshot-restore.ts. Lookups are snapshot-lookup.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
-import type { Limits, SandboxRecord, SnapshotRecord } from '../domain/types.ts';
+import type { SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, ForkRequest, ForkResult, SnapshotInfo } from './api.ts';
 import type { Runtime, Store } from './ports.ts';
-import { info as sandboxInfo } from './sandbox-info.ts';
-import { checkForkCount, checkName } from './validate.ts';
+import { createSnapshotLookup } from './snapshot-lookup.ts';
+import { createSnapshotRestore, SNAPSHOT_LABEL } from './snapshot-restore.ts';
+import { checkName } from './validate.ts';
 
-/** A restore's disk limit: given, else the snapshot's (a snapshot from before disk limits: the default). */
-function diskOf(req: ForkRequest, limits: Limits): Pick<CreateSandboxRequest, 'diskMb' | 'diskInodes'> {
-  const mb = req.diskMb ?? (limits.diskBytes > 0 ? Math.ceil(limits.diskBytes / 2 ** 20) : undefined);
-  const inodes = req.diskInodes ?? (limits.diskInodes > 0 ? limits.diskInodes : undefined);
-  return {
-    ...(mb === undefined ? {} : { diskMb: mb }),
-    ...(inodes === undefined ? {} : { diskInodes: inodes }),
-  };
-}
-
-/** Label on a snapshot's hidden holder sandbox; such sandboxes are left out of listings. */
-export const SNAPSHOT_LABEL = 'forkbox.snapshot';
+export { SNAPSHOT_LABEL } from './snapshot-restore.ts';
 
 export interface SnapshotDeps {
   store: Store;
@@ -48,52 +39,8 @@ export interface SnapshotDeps {
 
 export function createSnapshots(deps: SnapshotDeps) {
   const { store, runtime, now } = deps;
-
-  function find(tenant: string, idOrName: string): SnapshotRecord {
-    const byId = store.getSnapshot(idOrName);
-    const rec = byId && byId.tenant === tenant ? byId : store.getSnapshotByName(idOrName, tenant);
-    if (!rec) {
-      throw new ForkboxError(
-        'not_found',
-        `no snapshot '${idOrName}'. List snapshots with 'forkbox snapshot ls'.`,
-        {
-          snapshot: idOrName,
-        },
-      );
-    }
-    return rec;
-  }
-
-  function holder(snap: SnapshotRecord): SandboxRecord | undefined {
-    const h = snap.holderId ? store.getSandbox(snap.holderId) : undefined;
-    return h && (h.state === 'paused' || h.state === 'running') ? h : undefined;
-  }
-
-  /** Live sandboxes stacked on the snapshot's files (other than its holder). */
-  function dependents(snap: SnapshotRecord): SandboxRecord[] {
-    const top = snap.layers[0];
-    return store
-      .listSandboxes({ states: ['creating', 'running', 'paused'] })
-      .filter(
-        (r) =>
-          r.id !== snap.holderId &&
-          Array.isArray(r.runtime.lowers) &&
-          (r.runtime.lowers as string[]).includes(top ?? ''),
-      );
-  }
-
-  function snapInfo(snap: SnapshotRecord): SnapshotInfo {
-    return {
-      id: snap.id,
-      name: snap.name,
-      source: snap.sourceId,
-      image: snap.image,
-      createdAt: new Date(snap.createdAt).toISOString(),
-      pythonState: holder(snap) !== undefined,
-      layers: snap.layers.length,
-      dependents: dependents(snap).map((r) => r.id),
-    };
-  }
+  const lookup = createSnapshotLookup(store);
+  const { find, holder, dependents, info: snapInfo } = lookup;
 
   return {
     async create(
@@ -184,77 +131,7 @@ export function createSnapshots(deps: SnapshotDeps) {
       return { deleted: snap.id, killed };
     },
 
-    async restore(
-      ctx: { tenant: string; session?: string },
-      idOrName: string,
-      req: ForkRequest,
-    ): Promise<ForkResult> {
-      const snap = find(ctx.tenant, idOrName);
-      const h = holder(snap);
-      if (h) {
-        // Thaw the holder just long enough to fork it; it holds the REPL copy for the next restore.
-        return deps.serial(`restore:${h.id}`, async () => {
-          await deps.serial(h.id, async () => {
-            const cur = store.getSandbox(h.id);
-            if (cur?.state === 'paused') {
-              await runtime.resumeSandbox(cur);
-              store.transitionSandbox(h.id, 'running');
-            }
-          });
-          try {
-            return await deps.fork(ctx, store.getSandbox(h.id) as SandboxRecord, req, {
-              session: ctx.session ?? null,
-              dropLabels: [SNAPSHOT_LABEL],
-            });
-          } finally {
-            await deps.serial(h.id, async () => {
-              const cur = store.getSandbox(h.id);
-              if (cur?.state === 'running') {
-                await runtime.pauseSandbox(cur);
-                store.transitionSandbox(h.id, 'paused');
-              }
-            });
-          }
-        });
-      }
-      // The live copy is gone: new sandboxes on the frozen files only.
-      const n = checkForkCount(req.n);
-      const started = now();
-      const children: ForkResult['children'] = [];
-      for (let i = 0; i < n; i++) {
-        const name = req.names?.[i];
-        const creq: CreateSandboxRequest = {
-          image: snap.image,
-          memoryMb: req.memoryMb ?? snap.limits.memoryBytes / 2 ** 20,
-          cpus: req.cpus ?? snap.limits.cpus,
-          pids: req.pids ?? snap.limits.pids,
-          ...diskOf(req, snap.limits),
-          env: { ...snap.env, ...(req.env ?? {}) },
-          ...(name === undefined ? {} : { name }),
-          ...(req.ttlSeconds === undefined ? {} : { ttlSeconds: req.ttlSeconds }),
-          ...(req.labels === undefined ? {} : { labels: req.labels }),
-        };
-        try {
-          const rec = await deps.create(ctx, creq, snap.layers);
-          children.push({ ok: true, sandbox: sandboxInfo(rec) });
-        } catch (e) {
-          const err = e instanceof ForkboxError ? e : new ForkboxError('internal', String(e));
-          children.push({ ok: false, error: { code: err.code, message: err.message } });
-        }
-      }
-      return {
-        source: snap.id,
-        pauseMs: 0,
-        snapshotMs: 0,
-        driver: 'none',
-        durationMs: now() - started,
-        carried: { filesystem: true, pythonState: false, environment: true },
-        notCarried: [
-          'Python state: the snapshot no longer holds a live copy of the REPL (the host restarted since it was taken)',
-        ],
-        children,
-      };
-    },
+    restore: createSnapshotRestore(deps, lookup),
   };
 }
 

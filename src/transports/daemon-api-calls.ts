@@ -12,7 +12,7 @@ import {
   quoteEtag,
   unquoteEtag,
 } from '../protocol/rest/wire.ts';
-import type { ExecOutcome, ForkboxApi, ProgressEvent } from '../service/api.ts';
+import type { ExecOutcome, ForkboxApi, ProgressEvent, SandboxApi } from '../service/api.ts';
 import type { ExecOutputChunk, FileRead, ReplResult } from '../service/ports.ts';
 import type { Requester } from './daemon-request.ts';
 
@@ -22,26 +22,7 @@ const sb = (id: string, rest = '') => `/v1/sandboxes/${seg(id)}${rest}`;
 type Calls<K extends keyof ForkboxApi> = Pick<ForkboxApi, K>;
 
 /** Lifecycle, forks, snapshots, diff. */
-export function sandboxCalls(
-  rq: Requester,
-): Calls<
-  | 'status'
-  | 'createSandbox'
-  | 'listSandboxes'
-  | 'getSandbox'
-  | 'killSandbox'
-  | 'forkSandbox'
-  | 'mergeSandbox'
-  | 'createSnapshot'
-  | 'listSnapshots'
-  | 'getSnapshot'
-  | 'deleteSnapshot'
-  | 'restoreSnapshot'
-  | 'diffSandboxes'
-  | 'pauseSandbox'
-  | 'resumeSandbox'
-  | 'extendSandbox'
-> {
+export function sandboxCalls(rq: Requester): SandboxApi {
   const { call } = rq;
   return {
     status: () => call({ method: 'GET', path: '/v1/system' }),

@@ -5,7 +5,7 @@
  */
 import { errors, ForkboxError } from '../../src/domain/errors.ts';
 import type { ImageRecord } from '../../src/domain/types.ts';
-import type { ImageCatalog } from '../../src/service/engine.ts';
+import type { ImageStore } from '../../src/service/ports.ts';
 
 export function fakeImage(name: string, extra: Partial<ImageRecord> = {}): ImageRecord {
   return {
@@ -23,7 +23,7 @@ export function fakeImage(name: string, extra: Partial<ImageRecord> = {}): Image
 
 export function createFakeImages(
   names: string[] = ['debian'],
-): ImageCatalog & { images: Map<string, ImageRecord> } {
+): ImageStore & { images: Map<string, ImageRecord> } {
   const images = new Map(names.map((n) => [n, fakeImage(n)]));
   const require = (name: string) => {
     const i = images.get(name);

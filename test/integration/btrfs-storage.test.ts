@@ -23,7 +23,7 @@ import { createSys } from '../../src/runtimes/native/host/sys.ts';
 import { createBtrfsDriver } from '../../src/runtimes/native/storage/btrfs-driver.ts';
 import { isOnBtrfs, isSubvolume } from '../../src/runtimes/native/storage/btrfs-ioctl.ts';
 import { loopbackMissing, planStorage } from '../../src/runtimes/native/storage/btrfs-storage.ts';
-import { openBtrfsVolume, parseSize } from '../../src/runtimes/native/storage/btrfs-volume.ts';
+import { openBtrfsVolume, parseBtrfsSize } from '../../src/runtimes/native/storage/btrfs-volume.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const noBtrfs = process.getuid?.() !== 0 ? 'needs root (loop devices and mounts)' : loopbackMissing();
@@ -55,12 +55,12 @@ describe('btrfs volume and driver', { skip: noBtrfs ?? false }, () => {
   });
 
   it('parses FORKBOX_BTRFS_SIZE and refuses nonsense', () => {
-    assert.equal(parseSize(undefined), 64 * 1024 ** 3);
-    assert.equal(parseSize('2G'), 2 * 1024 ** 3);
-    assert.equal(parseSize('1.5GiB'), 1.5 * 1024 ** 3);
-    assert.equal(parseSize('1t'), 1024 ** 4);
-    assert.throws(() => parseSize('lots'), /FORKBOX_BTRFS_SIZE="lots" is not a size/);
-    assert.throws(() => parseSize('100M'), /under 1 GiB/);
+    assert.equal(parseBtrfsSize(undefined), 64 * 1024 ** 3);
+    assert.equal(parseBtrfsSize('2G'), 2 * 1024 ** 3);
+    assert.equal(parseBtrfsSize('1.5GiB'), 1.5 * 1024 ** 3);
+    assert.equal(parseBtrfsSize('1t'), 1024 ** 4);
+    assert.throws(() => parseBtrfsSize('lots'), /FORKBOX_BTRFS_SIZE="lots" is not a size/);
+    assert.throws(() => parseBtrfsSize('100M'), /under 1 GiB/);
   });
 
   it('plans btrfs on a loopback image here, and copy when asked', () => {

@@ -3,11 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
-import {
-  createAdmission,
-  DEFAULT_OVERCOMMIT_RATIO,
-  formatBytes,
-} from '../../src/runtimes/native/host/admission.ts';
+import { createAdmission, DEFAULT_OVERCOMMIT_RATIO } from '../../src/runtimes/native/host/admission.ts';
 import {
   parseMemAvailable,
   parsePsiFull10,
@@ -151,10 +147,5 @@ describe('admission by real use', () => {
     );
     const st = readMemoryState();
     assert.ok(st.availableBytes > 0 && st.availableBytes <= os.totalmem());
-  });
-
-  it('formats bytes readably', () => {
-    assert.equal(formatBytes(512), '512 B');
-    assert.equal(formatBytes(1536 * MiB), '1.5 GiB');
   });
 });

@@ -152,7 +152,7 @@ describe('forkbox diff rendering', () => {
     });
     const lines = out.split('\n');
     assert.match(lines[1] ?? '', /^D\s+\/a\s+dir/);
-    assert.match(lines[2] ?? '', /^A\s+\/b\s+2\.0 KiB/);
+    assert.match(lines[2] ?? '', /^A\s+\/b\s+2 KiB/);
     assert.match(lines[3] ?? '', /^M\s+\/c\s+1 B → 3 B\s+size,mode$/);
     assert.match(out, /incomplete/);
     assert.ok(out.endsWith('--- a/c\n+++ b/c'));

@@ -1,16 +1,13 @@
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { isForkboxError } from '../../src/domain/errors.ts';
 import { createProgressParser } from '../../src/images/debootstrap.ts';
-import {
-  parseGetfattrDump,
-  quote,
-  renderRestore,
-  shiftAcl,
-  shiftCapability,
-  unquote,
-} from '../../src/images/xattr.ts';
+import { readXattrsTree, setXattr, shiftAcl, shiftCapability, writeXattrs } from '../../src/images/xattr.ts';
 import type { ProgressEvent } from '../../src/service/api.ts';
+import { getXattr, listXattrs } from '../../src/util/fs-calls.ts';
 
 const SHIFT = 100000;
 const SIZE = 65536;
@@ -77,17 +74,35 @@ test('ACL: named user/group entries shift, owner/mask/other entries keep their u
   assert.throws(() => shiftAcl(b, SHIFT, SIZE, '/f', 'system.posix_acl_access'), /\/f: ACL user id 65536/);
 });
 
-test('getfattr dump parsing and setfattr restore rendering round-trip odd path names', () => {
-  const weird = '/l/a b\nc\\d/é';
-  assert.equal(unquote(quote(weird)), weird);
-  assert.ok(!quote(weird).includes('\n'));
-  const dump = renderRestore([[weird, new Map([['security.capability', Buffer.from('0100', 'hex')]])]]);
-  const parsed = parseGetfattrDump(dump);
-  assert.deepEqual([...parsed.keys()], [weird]);
-  assert.equal(parsed.get(weird)?.get('security.capability')?.toString('hex'), '0100');
-  // getfattr's own escaping of a space and a backslash.
-  const real = parseGetfattrDump('# file: /t/x\\040y\\\\z\nsystem.posix_acl_access=0x02000000\n\n');
-  assert.deepEqual([...real.keys()], ['/t/x y\\z']);
+test('xattrs of a tree are read and written back by path, odd names included, symlinks not followed', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'fb-xattr-'));
+  try {
+    const weird = join(root, 'a b\nc\\d é');
+    mkdirSync(join(root, 'sub'));
+    writeFileSync(weird, 'x');
+    writeFileSync(join(root, 'sub', 'plain'), 'y');
+    symlinkSync(weird, join(root, 'link'));
+    await writeXattrs(
+      new Map([
+        [weird, new Map([['user.one', Buffer.from('0100', 'hex')]])],
+        [join(root, 'sub'), new Map([['user.two', Buffer.from('y')]])],
+      ]),
+    );
+    setXattr(join(root, 'sub', 'plain'), 'user.other', Buffer.from('z'));
+    const got = await readXattrsTree(root, ['user.one', 'user.two']);
+    assert.deepEqual([...got.keys()].sort(), [weird, join(root, 'sub')].sort());
+    assert.equal(got.get(weird)?.get('user.one')?.toString('hex'), '0100');
+    assert.equal(got.get(join(root, 'sub'))?.get('user.two')?.toString(), 'y');
+    // Only the names asked for, and the link is not read through to its target.
+    assert.equal(got.has(join(root, 'sub', 'plain')), false);
+    assert.equal(got.has(join(root, 'link')), false);
+    assert.deepEqual(listXattrs(join(root, 'sub', 'plain')), ['user.other']);
+    assert.equal(getXattr(join(root, 'sub', 'plain'), 'user.none'), null);
+    assert.equal(getXattr(join(root, 'link'), 'user.one', { follow: true })?.toString('hex'), '0100');
+    assert.throws(() => getXattr(join(root, 'missing'), 'user.one'), { code: 'ENOENT' });
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
 
 test('debootstrap progress parser reports phases with running counts', () => {

@@ -13,8 +13,8 @@ const SRC = fileURLToPath(new URL('../../src', import.meta.url));
 
 /** Layer → the layers it may import (besides itself). */
 const ALLOWED: Record<string, readonly string[]> = {
-  util: [],
-  domain: ['util'],
+  util: ['domain'],
+  domain: [],
   service: ['domain', 'util'],
   storage: ['domain', 'service', 'util'],
   images: ['domain', 'service', 'util'],

@@ -8,9 +8,9 @@ import { errors, ForkboxError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
-import type { ImageCatalog } from '../../service/engine.ts';
 import type {
   CreateSandboxSpec,
+  ImageStore,
   Runtime,
   RuntimeCounters,
   RuntimeEvents,
@@ -35,10 +35,11 @@ import type { Mounts } from './host/mounts.ts';
 import type { NativePaths } from './host/paths.ts';
 import { isRunning } from './host/proc.ts';
 import { createRecover } from './recover.ts';
+import { createAdmit } from './runtime-admission.ts';
+import { createSandboxLifecycle } from './sandbox-lifecycle.ts';
 import { createChildSpawner, type LiveSandbox } from './spawn/child-spawner.ts';
 import { createExitWatch } from './spawn/exit-watch.ts';
 import type { OomOrder } from './spawn/oom-order.ts';
-import { dirSize } from './storage/disk.ts';
 import { diffLayerChains } from './storage/layer-diff.ts';
 import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
@@ -51,7 +52,7 @@ export interface NativeRuntimeDeps {
   cgroups: Cgroups;
   hub: InboxHub;
   templates: Templates;
-  images: Pick<ImageCatalog, 'require'>;
+  images: Pick<ImageStore, 'require'>;
   snapshots: SnapshotDriver;
   log: Logger;
   uidRange: UidRange;
@@ -93,22 +94,6 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
   }, 5000);
   oomLook.unref();
 
-  async function admit(children: { limits: { memoryBytes: number; diskBytes: number } }[]): Promise<void> {
-    try {
-      deps.fds?.check(children.length);
-    } catch (e) {
-      deps.counters?.admissionRefused('fds');
-      throw e;
-    }
-    await deps.admission.check({
-      count: children.length,
-      limitBytes: children.reduce((a, c) => a + c.limits.memoryBytes, 0),
-      committedLimitBytes: [...live.values()].reduce((a, s) => a + s.memoryBytes, 0),
-    });
-    const free = deps.snapshots.free();
-    for (const c of children) deps.admission.checkDiskLimit(c.limits.diskBytes, free);
-  }
-
   async function connOf(rec: SandboxRecord): Promise<AgentConnection> {
     const sb = live.get(rid(rec));
     if (!sb || sb.tombstone) throw errors.sandboxNotRunning(rec.id, rec.state);
@@ -142,14 +127,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     oomKills: ops.oomKills,
   });
 
-  /** What a sandbox stores against its disk limit: from the driver's accounting, else a walk of its upper. */
-  async function diskUsage(rec: SandboxRecord): Promise<{ diskBytes: number; diskInodes: number | null }> {
-    const dir = paths.sandbox(rid(rec));
-    const u = deps.snapshots.usage(dir);
-    if (u) return { diskBytes: u.bytes, diskInodes: u.inodes };
-    return { diskBytes: await dirSize(join(dir, 'upper')), diskInodes: null };
-  }
-
+  const admit = createAdmit({ ...deps, live });
+  const lifecycle = createSandboxLifecycle({ ...deps, live, spawner, spawners });
   const forkSandbox = createForkSandbox({ ...deps, spawner, live, replLocks, connOf, admit, spawners });
   const recover = createRecover({ ...deps, spawner, exits, live });
 
@@ -164,6 +143,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     live,
     ...ops,
     ...execOps,
+    ...lifecycle,
     replEval: (rec, code, opts) =>
       queuedUnlessCancelled(withRepl, rid(rec), opts.signal, () => ops.replEval(rec, code, opts)),
     replRestart: (rec) => withRepl(rid(rec), () => ops.replRestart(rec)),
@@ -216,51 +196,6 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       return { upper: join(paths.sandbox(rid(rec)), 'upper'), lowers };
     },
     diffLayers: diffLayerChains,
-
-    async killSandbox(rec: SandboxRecord, opts): Promise<void> {
-      spawners.forget(rid(rec));
-      if (!live.has(rid(rec)) && rec.hostPid !== null) live.set(rid(rec), spawner.fromRecord(rec));
-      if (opts?.keepInit) {
-        await spawner.tombstone(rid(rec));
-        return;
-      }
-      const known = live.get(rid(rec)) ?? spawner.fromRecord(rec);
-      await spawner.releaseKnown(known, rec.templateId || null, rec.parentId);
-      await spawner.collectLayers();
-    },
-
-    async pauseSandbox(rec) {
-      const sb = live.get(rid(rec));
-      if (!sb) throw errors.sandboxNotRunning(rec.id, rec.state);
-      // Paused before frozen: its agent's silence from now on is no failure (agent-link/liveness.ts).
-      sb.paused = true;
-      try {
-        await cgroups.freeze(sb.cgroup);
-      } catch (e) {
-        sb.paused = false;
-        throw e;
-      }
-    },
-
-    async resumeSandbox(rec) {
-      const sb = live.get(rid(rec));
-      if (!sb) throw errors.sandboxNotRunning(rec.id, rec.state);
-      await cgroups.thaw(sb.cgroup);
-      sb.paused = false;
-    },
-
-    async usage(rec) {
-      const sb = live.get(rid(rec));
-      if (!sb) throw errors.sandboxNotRunning(rec.id, rec.state);
-      const s = await cgroups.stats(sb.cgroup);
-      return {
-        memoryBytes: s.memoryBytes,
-        cpuUsageNs: s.cpuUsageNs,
-        pids: s.pids,
-        oomKills: s.oomKills,
-        ...(await diskUsage(rec)),
-      };
-    },
 
     recover,
 

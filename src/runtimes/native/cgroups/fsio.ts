@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ErrorCode, ForkboxError } from '../../../domain/errors.ts';
+import { DEFAULT_FREEZE_TIMEOUT_MS } from './types.ts';
 
 export { sleep };
 
@@ -250,6 +251,52 @@ export function killPid(pid: number): void {
     process.kill(pid, 'SIGKILL');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+  }
+}
+
+interface KillOps {
+  freeze(rel: string, timeoutMs?: number): Promise<void>;
+  thaw(rel: string): Promise<void>;
+  procs(rel: string): Promise<number[]>;
+}
+
+/**
+ * SIGKILL a group's processes with the group frozen, so nothing can fork between listing the pids and
+ * killing them. If the freeze itself times out (stuck FREEZING), killing is still the right thing to do:
+ * it goes on without it. Frozen tasks act on SIGKILL only once thawed.
+ */
+export async function freezeAndKill(ops: KillOps, rel: string, timeoutMs: number): Promise<void> {
+  let frozen = true;
+  await ops.freeze(rel, Math.min(timeoutMs / 2, DEFAULT_FREEZE_TIMEOUT_MS)).catch(() => {
+    frozen = false;
+  });
+  for (const pid of await ops.procs(rel)) killPid(pid);
+  if (frozen) await ops.thaw(rel);
+}
+
+/** SIGKILL what is left in a group (forked in a gap) until it is empty; a timeout error past `deadline`. */
+export async function killUntilEmpty(
+  kind: 'v1' | 'v2',
+  procs: (rel: string) => Promise<number[]>,
+  rel: string,
+  opts: { deadline: number; timeoutMs: number; everyMs: number },
+): Promise<void> {
+  const empty = await pollUntil(
+    async () => {
+      const left = await procs(rel);
+      for (const pid of left) killPid(pid);
+      return left.length === 0;
+    },
+    Math.max(0, opts.deadline - Date.now()),
+    opts.everyMs,
+  );
+  if (!empty) {
+    const left = await procs(rel);
+    throw new ForkboxError(
+      'timeout',
+      `cgroup ${kind}: processes ${left.join(', ')} in '${rel}' survived SIGKILL for ${opts.timeoutMs} ms (stuck in uninterruptible I/O?); check 'cat /proc/<pid>/stack' and retry`,
+      { cgroup: rel, pids: left },
+    );
   }
 }
 

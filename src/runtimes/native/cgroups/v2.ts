@@ -8,8 +8,9 @@ import {
   checkRel,
   childGroups,
   fileExists,
+  freezeAndKill,
   isUnlimited,
-  killPid,
+  killUntilEmpty,
   mkdirGroup,
   moveToCgroup,
   parseKeyed,
@@ -178,30 +179,9 @@ export function createCgroupsV2(opts: { root: string }): Cgroups {
         // Kernel ≥ 5.14: kills the whole subtree atomically, no race with fork.
         await writeCgroupFile(killFile, 1);
       } else {
-        let frozen = true;
-        await freeze(rel, Math.min(timeoutMs / 2, DEFAULT_FREEZE_TIMEOUT_MS)).catch(() => {
-          frozen = false;
-        });
-        for (const pid of await procs(rel)) killPid(pid);
-        if (frozen) await thaw(rel);
+        await freezeAndKill({ freeze, thaw, procs }, rel, timeoutMs);
       }
-      const empty = await pollUntil(
-        async () => {
-          const left = await procs(rel);
-          for (const pid of left) killPid(pid);
-          return left.length === 0;
-        },
-        Math.max(0, deadline - Date.now()),
-        20,
-      );
-      if (!empty) {
-        const left = await procs(rel);
-        throw new ForkboxError(
-          'timeout',
-          `cgroup v2: processes ${left.join(', ')} in '${rel}' survived SIGKILL for ${timeoutMs} ms (stuck in uninterruptible I/O?); check 'cat /proc/<pid>/stack' and retry`,
-          { cgroup: rel, pids: left },
-        );
-      }
+      await killUntilEmpty('v2', procs, rel, { deadline, timeoutMs, everyMs: 20 });
     },
 
     async stats(rel): Promise<CgroupStats> {

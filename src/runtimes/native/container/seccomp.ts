@@ -12,9 +12,8 @@
  * fanotify_init, process_vm_readv/writev, and user namespace creation (below).
  */
 
-const EPERM = 1;
-const ENOSYS = 38;
-const EAFNOSUPPORT = 97;
+import { EAFNOSUPPORT, ENOSYS, EPERM } from '../host/errno.ts';
+
 const AF_UNIX = 1;
 const AF_INET = 2;
 const AF_INET6 = 10;

@@ -15,6 +15,7 @@
  */
 import fsp from 'node:fs/promises';
 import { ForkboxError } from '../../../domain/errors.ts';
+import { formatBytes } from '../../../domain/sizes.ts';
 import type { AdmissionRefusal } from '../../../service/ports.ts';
 import { type MemoryState, readMemoryState } from './memory-state.ts';
 
@@ -69,17 +70,6 @@ export interface Admission {
   checkDiskLimit(limitBytes: number, free: { bytes: number; where: string }): void;
   /** Memory, then disk. */
   check(req: AdmissionRequest): Promise<void>;
-}
-
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let i = 0;
-  while (Math.abs(v) >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${i === 0 ? v : Number(v.toFixed(1))} ${units[i]}`;
 }
 
 async function statfsFree(dir: string): Promise<number> {

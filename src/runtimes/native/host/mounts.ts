@@ -1,50 +1,9 @@
 /** Host-side mount helpers for the native runtime (mount(2) through koffi: no mount(8) process per call). */
-import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { isMountPoint, mountsUnder } from '../../../util/mountinfo.ts';
 import { MNT_DETACH, MS, type Sys } from './sys.ts';
 
-export interface MountInfo {
-  mountId: number;
-  parentId: number;
-  mountPoint: string;
-  fsType: string;
-  optional: string;
-}
-
-/** Decode the octal escapes mountinfo uses for space, tab, newline and backslash. */
-function unescapeMountPath(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
-}
-
-export function readMountInfo(pid: number | 'self' = 'self'): MountInfo[] {
-  const out: MountInfo[] = [];
-  for (const line of readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n')) {
-    if (!line) continue;
-    const sep = line.indexOf(' - ');
-    const left = line.slice(0, sep).split(' ');
-    const right = line.slice(sep + 3).split(' ');
-    out.push({
-      mountId: Number(left[0]),
-      parentId: Number(left[1]),
-      mountPoint: unescapeMountPath(left[4] ?? ''),
-      optional: left.slice(6).join(' '),
-      fsType: right[0] ?? '',
-    });
-  }
-  return out;
-}
-
-export function isMountPoint(path: string): boolean {
-  return readMountInfo().some((m) => m.mountPoint === path);
-}
-
-/** Mount points at or below `prefix`, deepest first (the order to unmount them in). */
-export function mountsUnder(prefix: string): string[] {
-  const p = prefix.endsWith('/') ? prefix : `${prefix}/`;
-  return readMountInfo()
-    .map((m) => m.mountPoint)
-    .filter((m) => m === prefix || m.startsWith(p))
-    .sort((a, b) => b.length - a.length);
-}
+export { isMountPoint, type MountInfo, mountsUnder, readMountInfo } from '../../../util/mountinfo.ts';
 
 export function createMounts(sys: Sys) {
   return {

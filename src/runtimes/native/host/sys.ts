@@ -7,6 +7,9 @@
  */
 import type net from 'node:net';
 import koffi from 'koffi';
+import { umount2 } from '../../../util/fs-calls.ts';
+import { libc, SysError } from '../../../util/libc.ts';
+import { EINTR, ENOSYS, EWOULDBLOCK } from './errno.ts';
 
 /** mount(2) flags (linux/mount.h). */
 export const MS = {
@@ -65,44 +68,13 @@ export interface Sys {
   joinAnonymousSessionKeyring(): void;
 }
 
-const ERRNO_NAMES: ReadonlyMap<number, string> = (() => {
-  const m = new Map<number, string>();
-  // First name wins: koffi's table is alphabetical, so aliases (EDEADLOCK, EWOULDBLOCK, ENOTSUP) lose to the
-  // names strerror uses unless listed first here.
-  for (const preferred of ['EAGAIN', 'EDEADLK', 'EOPNOTSUPP']) {
-    const n = koffi.os.errno[preferred];
-    if (n !== undefined) m.set(n, preferred);
-  }
-  for (const [name, n] of Object.entries(koffi.os.errno)) if (!m.has(n)) m.set(n, name);
-  return m;
-})();
-
-export function errnoName(errno: number): string {
-  return ERRNO_NAMES.get(errno) ?? `E${errno}`;
-}
-
-/** A failed host syscall. `code` is the symbolic errno name, like Node's own system errors. */
-export class SysError extends Error {
-  readonly errno: number;
-  readonly code: string;
-  readonly syscall: string;
-  constructor(syscall: string, errno: number, detail: string) {
-    const code = errnoName(errno);
-    super(`${syscall}(${detail}) failed: ${code} (errno ${errno})`);
-    this.name = 'SysError';
-    this.errno = errno;
-    this.code = code;
-    this.syscall = syscall;
-  }
-}
+export { errnoName, SysError } from '../../../util/libc.ts';
 
 // sys/socket.h, sys/file.h (Linux, all architectures Node runs forkbox on).
 const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
 const LOCK_EX = 2;
 const LOCK_NB = 4;
-const EINTR = 4;
-const EWOULDBLOCK = 11;
 const RLIMIT_NOFILE = 7;
 const KEYCTL_JOIN_SESSION_KEYRING = 1;
 /** keyctl(2)'s syscall number (libc has no wrapper; libkeyutils may not be installed). */
@@ -112,7 +84,6 @@ type Fn = (...args: unknown[]) => number;
 
 interface Libc {
   mount: Fn;
-  umount2: Fn;
   flock: Fn;
   getsockopt: Fn;
   getrlimit: Fn;
@@ -121,12 +92,11 @@ interface Libc {
 }
 
 function loadLibc(): Libc {
-  const lib = koffi.load('libc.so.6');
+  const lib = libc();
   return {
     mount: lib.func(
       'int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)',
     ) as Fn,
-    umount2: lib.func('int umount2(const char *target, int flags)') as Fn,
     flock: lib.func('int flock(int fd, int op)') as Fn,
     // optval/optlen are passed as raw Buffers: avoids registering a named struct type (koffi type names are
     // process-global, so a second createSys() would collide).
@@ -162,12 +132,7 @@ export function createSys(): Sys {
       }
     },
 
-    umount2(target, flags) {
-      if (c().umount2(target, flags) !== 0) {
-        const e = koffi.errno();
-        throw new SysError('umount2', e, `${JSON.stringify(target)}, flags ${flags}`);
-      }
-    },
+    umount2,
 
     tryLockExclusive(fd) {
       for (;;) {
@@ -211,7 +176,8 @@ export function createSys(): Sys {
 
     joinAnonymousSessionKeyring() {
       const nr = SYS_KEYCTL[process.arch];
-      if (nr === undefined) throw new SysError('keyctl', 38, `no syscall number known for ${process.arch}`);
+      if (nr === undefined)
+        throw new SysError('keyctl', ENOSYS, `no syscall number known for ${process.arch}`);
       const r = c().syscall(nr, 'int', KEYCTL_JOIN_SESSION_KEYRING, 'void *', null);
       if (r < 0) throw new SysError('keyctl', koffi.errno(), 'KEYCTL_JOIN_SESSION_KEYRING, NULL');
     },

@@ -12,10 +12,11 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
+import { runOk } from '../../../util/subprocess.ts';
 import { type BtrfsIoctl, createBtrfsIoctl, isSubvolume } from './btrfs-ioctl.ts';
 import type { BtrfsQuotas } from './btrfs-qgroups.ts';
 import type { BtrfsVolume } from './btrfs-volume.ts';
-import { createPlainDirs, freeBytes, run, SNAPSHOT_PREFIX, type SnapshotDriver } from './snapshot-driver.ts';
+import { createPlainDirs, freeBytes, SNAPSHOT_PREFIX, type SnapshotDriver } from './snapshot-driver.ts';
 
 const GiB = 1024 ** 3;
 
@@ -120,7 +121,7 @@ export function createBtrfsDriver(
       const tmp = `${layer}.tmp`;
       try {
         wrap('making a layer', () => ioctl.createSubvolume(tmp));
-        await run('cp', ['-a', '--reflink=auto', upperDir, join(tmp, 'upper')]);
+        await runOk('cp', ['-a', '--reflink=auto', upperDir, join(tmp, 'upper')]);
         renameSync(tmp, layer);
       } catch (e) {
         removeTree(tmp);

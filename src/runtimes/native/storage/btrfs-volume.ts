@@ -12,6 +12,8 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
+import { parseSize } from '../../../domain/sizes.ts';
+import { runSync } from '../../../util/subprocess.ts';
 import { type Mounts, readMountInfo } from '../host/mounts.ts';
 import { MS, type Sys } from '../host/sys.ts';
 import { isOnBtrfs } from './btrfs-ioctl.ts';
@@ -32,17 +34,17 @@ export interface BtrfsVolume {
 }
 
 /** Parse FORKBOX_BTRFS_SIZE: bytes, or a number with K/M/G/T (powers of 1024, optional "iB"/"B"). */
-export function parseSize(text: string | undefined): number {
+export function parseBtrfsSize(text: string | undefined): number {
   if (text === undefined || text.trim() === '') return DEFAULT_BTRFS_SIZE;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(text);
-  if (!m) {
+  let bytes: number;
+  try {
+    bytes = Math.floor(parseSize(text, 1));
+  } catch {
     throw new ForkboxError(
       'invalid_argument',
       `FORKBOX_BTRFS_SIZE=${JSON.stringify(text)} is not a size; use e.g. 64G or 200GiB.`,
     );
   }
-  const exp = ' kmgt'.indexOf((m[2] ?? '').toLowerCase() || ' ');
-  const bytes = Math.floor(Number(m[1]) * 1024 ** exp);
   if (bytes < MIN_BTRFS_SIZE) {
     throw new ForkboxError(
       'invalid_argument',
@@ -52,21 +54,8 @@ export function parseSize(text: string | undefined): number {
   return bytes;
 }
 
-function run(cmd: string, args: string[]): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  if (r.error) {
-    throw new ForkboxError(
-      'requirement_missing',
-      `${cmd} could not run (${r.error.message}); install btrfs-progs and util-linux, or set FORKBOX_STORAGE=copy.`,
-    );
-  }
-  if (r.status !== 0)
-    throw new ForkboxError(
-      'internal',
-      `${cmd} ${args.join(' ')} failed (exit ${r.status}): ${r.stderr.trim()}`,
-    );
-  return r.stdout;
-}
+const ADVICE = 'install btrfs-progs and util-linux, or set FORKBOX_STORAGE=copy.';
+const run = (cmd: string, args: string[]): string => runSync(cmd, args, ADVICE);
 
 function mountAt(path: string) {
   return readMountInfo().filter((m) => m.mountPoint === path);
@@ -110,7 +99,7 @@ export function openBtrfsVolume(opts: {
 
   const image = join(stateDir, 'btrfs.img');
   const mountPoint = join(stateDir, 'btrfs');
-  const sizeBytes = parseSize(opts.sizeText);
+  const sizeBytes = parseBtrfsSize(opts.sizeText);
   const mounted = mountAt(mountPoint);
   if (mounted.length > 0 && mounted.some((m) => m.fsType !== 'btrfs'))
     throw new ForkboxError('conflict', `${mountPoint} is mounted but not btrfs; unmount it and start again.`);

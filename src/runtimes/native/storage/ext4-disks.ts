@@ -26,10 +26,9 @@ import {
 import { basename, join } from 'node:path';
 import koffi from 'koffi';
 import { ForkboxError } from '../../../domain/errors.ts';
+import { runOk, which } from '../../../util/subprocess.ts';
 import type { Mounts } from '../host/mounts.ts';
 import { MS, type Sys, SysError } from '../host/sys.ts';
-import { which } from '../host/which.ts';
-import { run } from './snapshot-driver.ts';
 
 const LOOP_CTL_GET_FREE = 0x4c82;
 const LOOP_CONFIGURE = 0x4c0a;
@@ -125,7 +124,7 @@ export function createExt4Disks(opts: { disksDir: string; sys: Sys; mounts: Moun
         closeSync(fd);
       }
       try {
-        await run('mkfs.ext4', [
+        await runOk('mkfs.ext4', [
           '-q',
           '-F',
           '-O',

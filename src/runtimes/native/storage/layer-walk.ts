@@ -19,16 +19,14 @@ import {
 } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import { run } from '../../../images/run.ts';
-import { parseGetfattrDump } from '../../../images/xattr.ts';
+import { readXattrsTree } from '../../../images/xattr.ts';
 import type { FileType } from '../../../service/ports.ts';
+import { getXattr } from '../../../util/fs-calls.ts';
 
 const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
 /** Linux O_PATH (Node does not export it): an fd naming an inode without opening the file. */
 const O_PATH = 0o10000000;
 const OPAQUE = 'trusted.overlay.opaque';
-/** Directory fds held for one getfattr call. */
-const XATTR_BATCH = 512;
 
 export type Kind = FileType | 'whiteout';
 
@@ -109,41 +107,27 @@ export function makeFilter(paths: string[] | undefined) {
 }
 export type Filter = ReturnType<typeof makeFilter>;
 
-/** Which of `paths` carry trusted.overlay.opaque=y (one getfattr call; paths are followed, not -h). */
-async function opaqueAmong(args: string[], recursiveRoot?: string): Promise<Set<string>> {
-  const argv = ['-m', `^${OPAQUE.replace(/\./g, '\\.')}$`, '-d', '-e', 'hex', '--absolute-names'];
-  // -R -P -h: a physical walk that neither follows nor reads through symlinks (immutable layers only).
-  if (recursiveRoot !== undefined) argv.push('-R', '-P', '-h');
-  const r = await run('getfattr', [...argv, '--', ...args]);
-  const out = new Set<string>();
-  for (const [p, attrs] of parseGetfattrDump(r.stdout.toString('utf8')))
-    if (attrs.get(OPAQUE)?.toString('latin1') === 'y') out.add(p);
-  return out;
+/** Whether the directory open as `fd` carries trusted.overlay.opaque=y (unreadable: not opaque). */
+function isOpaqueFd(fd: number): boolean {
+  try {
+    // Followed on purpose: /proc/self/fd/N names exactly the directory this process holds open.
+    return getXattr(`/proc/self/fd/${fd}`, OPAQUE, { follow: true })?.toString('latin1') === 'y';
+  } catch {
+    return false;
+  }
 }
 
 /**
- * Walk one layer into memory through directory fds. Opaque flags are read from `/proc/<pid>/fd/N` of
- * fds we hold: getfattr follows that magic link to exactly the directory we opened, not to whatever
- * the sandbox may have put at its path since.
+ * Walk one layer into memory through directory fds. Opaque flags are read through `/proc/self/fd/N` of
+ * fds we hold: that magic link leads to exactly the directory we opened, not to whatever the sandbox
+ * may have put at its path since.
  */
 export async function walkLayer(root: string, filter: Filter, budget: Budget): Promise<Layer> {
   const tree = new Map<string, LNode>();
   const children = new Map<string, string[]>();
-  const pending: { fd: number; rel: string }[] = [];
   const opaqueRels = new Set<string>();
-  const flush = async () => {
-    const batch = pending.splice(0);
-    if (batch.length === 0) return;
-    try {
-      const found = await opaqueAmong(batch.map((x) => `/proc/${process.pid}/fd/${x.fd}`));
-      for (const x of batch) if (found.has(`/proc/${process.pid}/fd/${x.fd}`)) opaqueRels.add(x.rel);
-    } finally {
-      for (const x of batch) closeSync(x.fd);
-    }
-  };
-  const holdForXattr = async (dirFd: number, rel: string) => {
-    pending.push({ fd: openSync(`/proc/self/fd/${dirFd}`, O_RDONLY | O_DIRECTORY), rel });
-    if (pending.length >= XATTR_BATCH) await flush();
+  const noteOpaque = (dirFd: number, rel: string) => {
+    if (isOpaqueFd(dirFd)) opaqueRels.add(rel);
   };
   const walkDir = async (fd: number, rel: string): Promise<void> => {
     let names: string[];
@@ -181,7 +165,7 @@ export async function walkLayer(root: string, filter: Filter, budget: Budget): P
         continue;
       }
       try {
-        await holdForXattr(cfd, childRel);
+        noteOpaque(cfd, childRel);
         await walkDir(cfd, childRel);
       } finally {
         closeSync(cfd);
@@ -191,11 +175,10 @@ export async function walkLayer(root: string, filter: Filter, budget: Budget): P
   const rootFd = openSync(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   try {
     tree.set('', nodeOf(fstatSync(rootFd)));
-    await holdForXattr(rootFd, '');
+    noteOpaque(rootFd, '');
     await walkDir(rootFd, '');
   } finally {
     closeSync(rootFd);
-    await flush();
   }
   for (const rel of opaqueRels) {
     const n = tree.get(rel);
@@ -209,8 +192,9 @@ export async function diskLayer(root: string, needOpaque: boolean): Promise<Laye
   let opaque: Set<string> | null = null;
   if (needOpaque) {
     opaque = new Set();
-    for (const p of await opaqueAmong([root], root))
-      if (p.startsWith(`${root}/`)) opaque.add(p.slice(root.length + 1));
+    for (const [p, attrs] of await readXattrsTree(root, [OPAQUE]))
+      if (p.startsWith(`${root}/`) && attrs.get(OPAQUE)?.toString('latin1') === 'y')
+        opaque.add(p.slice(root.length + 1));
   }
   return { root, tree: null, children: null, opaque, cache: new Map() };
 }

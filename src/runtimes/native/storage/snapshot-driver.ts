@@ -6,11 +6,10 @@
  *   (free on filesystems with reflinks, e.g. XFS and btrfs).
  * - `btrfs` (btrfs-driver.ts): every sandbox dir is a subvolume, freezing is an O(1) read-only snapshot.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, renameSync, rmSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ForkboxError } from '../../../domain/errors.ts';
+import { runOk } from '../../../util/subprocess.ts';
 import type { DiskQuota, Ext4Disks } from './ext4-disks.ts';
 
 export type { DiskQuota } from './ext4-disks.ts';
@@ -74,22 +73,6 @@ export function createPlainDirs(dir: string): SandboxDirs {
 /** Snapshot layers live beside image layers, with a prefix image ids never have. */
 export const SNAPSHOT_PREFIX = 's-';
 
-export function run(cmd: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    p.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
-    p.on('error', reject);
-    p.on('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new ForkboxError('internal', `${cmd} failed (exit ${code}): ${err.trim().slice(0, 500)}`)),
-    );
-  });
-}
-
 /** Free bytes for an unprivileged writer on the filesystem holding `path`. */
 export function freeBytes(path: string): number {
   const s = statfsSync(path);
@@ -146,7 +129,7 @@ export function createCopyDriver(
       const tmp = `${layer}.tmp`;
       try {
         // -a keeps owners, modes, xattrs (overlay's opaque markers) and whiteout device nodes.
-        await run('cp', ['-a', '--reflink=auto', upperDir, tmp]);
+        await runOk('cp', ['-a', '--reflink=auto', upperDir, tmp]);
         renameSync(tmp, layer);
       } catch (e) {
         rmSync(tmp, { recursive: true, force: true });

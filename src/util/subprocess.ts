@@ -1,20 +1,21 @@
 /**
- * Small process helpers for the image store. Always argv arrays, never shell strings.
+ * Running host programs, the one place for it: argv arrays only, never shell strings; a missing program is
+ * `requirement_missing` naming the Debian package that provides it. Also the PATH search (`which`).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
 
 /** Debian package that provides each external tool we spawn, for "missing requirement" errors. */
 const PACKAGE_OF: Record<string, string> = {
-  getfattr: 'attr',
-  setfattr: 'attr',
   debootstrap: 'debootstrap',
   tar: 'tar',
   cp: 'coreutils',
-  mknod: 'coreutils',
-  umount: 'mount',
+  losetup: 'mount',
+  'mkfs.btrfs': 'btrfs-progs',
+  btrfs: 'btrfs-progs',
+  'mkfs.ext4': 'e2fsprogs',
 };
 
 export function missingTool(cmd: string): ForkboxError {
@@ -110,20 +111,45 @@ export async function runOk(cmd: string, args: readonly string[], opts: RunOptio
   return r;
 }
 
-/** Throw requirement_missing for the first of `tools` not found on PATH (checked before long operations). */
-export function requireTools(tools: readonly string[]): void {
-  const dirs = (process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin').split(
-    ':',
-  );
-  for (const tool of tools) {
-    const found = dirs.some((d) => {
-      try {
-        accessSync(join(d || '.', tool), constants.X_OK);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    if (!found) throw missingTool(tool);
+/**
+ * Run a short command synchronously and return its stdout; a command that cannot start is
+ * requirement_missing (with `advice`, or the package to install), a non-zero exit internal with its stderr.
+ */
+export function runSync(cmd: string, args: readonly string[], advice?: string): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error) {
+    if (advice === undefined) throw missingTool(cmd);
+    throw new ForkboxError('requirement_missing', `${cmd} could not run (${r.error.message}); ${advice}`);
   }
+  if (r.status !== 0)
+    throw new ForkboxError(
+      'internal',
+      `${cmd} ${args.join(' ')} failed (exit ${r.status}): ${r.stderr.trim()}`,
+    );
+  return r.stdout;
+}
+
+/** Where a root daemon's PATH may lack the sbin directories. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/**
+ * The full path of an executable `bin` found on `path` (default: this process's PATH), then in the sbin
+ * directories a root daemon's PATH may lack; null when none is found.
+ */
+export function which(bin: string, path: string = process.env.PATH ?? DEFAULT_PATH): string | null {
+  for (const dir of path.split(':').concat(['/usr/sbin', '/sbin'])) {
+    if (dir === '') continue;
+    try {
+      accessSync(join(dir, bin), constants.X_OK);
+      return join(dir, bin);
+    } catch {
+      // next
+    }
+  }
+  return null;
+}
+
+/** Throw requirement_missing for the first of `tools` not found (checked before long operations). */
+export function requireTools(tools: readonly string[]): void {
+  for (const tool of tools) if (which(tool) === null) throw missingTool(tool);
 }

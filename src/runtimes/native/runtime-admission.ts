@@ -1,0 +1,40 @@
+/**
+ * Admission of new sandboxes (creates and forks) by the native runtime: the daemon's file descriptors
+ * first, then the host's memory and the storage's free disk (host/admission.ts).
+ */
+import type { RuntimeCounters } from '../../service/ports.ts';
+import type { Admission } from './host/admission.ts';
+import type { FdBudget } from './host/fd-budget.ts';
+import type { LiveSandbox } from './spawn/child-spawner.ts';
+import type { SnapshotDriver } from './storage/snapshot-driver.ts';
+
+export interface AdmitDeps {
+  admission: Admission;
+  snapshots: Pick<SnapshotDriver, 'free'>;
+  live: Map<string, Pick<LiveSandbox, 'memoryBytes'>>;
+  fds?: FdBudget;
+  counters?: RuntimeCounters;
+}
+
+export type Admit = (children: { limits: { memoryBytes: number; diskBytes: number } }[]) => Promise<void>;
+
+export function createAdmit(deps: AdmitDeps): Admit {
+  const { live } = deps;
+  return async function admit(
+    children: { limits: { memoryBytes: number; diskBytes: number } }[],
+  ): Promise<void> {
+    try {
+      deps.fds?.check(children.length);
+    } catch (e) {
+      deps.counters?.admissionRefused('fds');
+      throw e;
+    }
+    await deps.admission.check({
+      count: children.length,
+      limitBytes: children.reduce((a, c) => a + c.limits.memoryBytes, 0),
+      committedLimitBytes: [...live.values()].reduce((a, s) => a + s.memoryBytes, 0),
+    });
+    const free = deps.snapshots.free();
+    for (const c of children) deps.admission.checkDiskLimit(c.limits.diskBytes, free);
+  };
+}

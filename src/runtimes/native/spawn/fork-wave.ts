@@ -2,7 +2,7 @@
  * One wave of a spawn: prepare each child on the host (storage, overlay root, inbox, cgroup, control
  * socket), ask the parent's agent to clone them all in one `fork` request, and wait for each to be ready.
  */
-import { oomRank } from './oom-order.ts';
+
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import type { SnapshotDriver } from '../storage/snapshot-driver.ts';
 import { handleOf, LEAVES, type LiveSandbox, type ParentRef, type SpawnOutcome } from './live-sandbox.ts';
+import { oomRank } from './oom-order.ts';
 import type { Releaser } from './release.ts';
 import type { SandboxLink } from './sandbox-link.ts';
 import { watchUnborn } from './unborn-watch.ts';

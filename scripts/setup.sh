@@ -6,8 +6,7 @@ cd "$(dirname "$0")/.."
 
 # What forkbox uses today: runc, debootstrap (images), btrfs-progs (the btrfs storage driver), util-linux
 # (losetup), python3, and make/g++ (native npm modules). attr (getfattr/setfattr): forkbox itself calls
-# the xattr syscalls directly; the image tests use these tools to check its work independently, and
-# `forkbox doctor` still looks for them.
+# the xattr syscalls directly; the image tests use these tools to check its work independently.
 PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++)
 # Not used by anything yet: sandbox network egress (the next networking work) will use slirp4netns,
 # uidmap (newuidmap) and iproute2. Installed now so that hosts set up today need no second round.

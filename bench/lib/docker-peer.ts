@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { c as tarCreate } from 'tar';
 import { createMounts, mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { createSys } from '../../src/runtimes/native/host/sys.ts';
-import { which } from '../../src/runtimes/native/host/which.ts';
+import { which } from '../../src/util/subprocess.ts';
 import { defaultImage, type Log, tmpDir } from './env.ts';
 import { nowMs, sleep } from './stats.ts';
 

@@ -8,7 +8,7 @@ import { DEFAULT_UID_SHIFT } from '../images/store.ts';
 import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
 import { hasCapSysResource } from '../runtimes/native/host/proc.ts';
 import { traverseAdvice, untraversable } from '../runtimes/native/host/traverse.ts';
-import { which } from '../runtimes/native/host/which.ts';
+import { which } from '../util/subprocess.ts';
 import { planStorage } from '../runtimes/native/storage/btrfs-storage.ts';
 
 export interface DoctorCheck {
@@ -123,15 +123,6 @@ export async function runDoctorChecks(opts: { stateDir: string; image?: string }
     })),
   );
   out.push(binary('runc', process.env.FORKBOX_RUNC ?? 'runc', 'runc', true, 'runs the template containers'));
-  out.push(
-    binary(
-      'getfattr/setfattr',
-      'setfattr',
-      'attr',
-      true,
-      'shifts file capabilities and ACLs when images are imported',
-    ),
-  );
   out.push(binary('debootstrap', 'debootstrap', 'debootstrap', false, 'builds Debian images'));
   out.push(
     binary('btrfs-progs', 'mkfs.btrfs', 'btrfs-progs', false, 'the btrfs storage driver for O(1) snapshots'),

@@ -30,9 +30,20 @@ const ALLOWED: Record<string, readonly string[]> = {
     'images',
     'storage',
     'composition',
+    'util',
     'version',
   ],
-  composition: ['domain', 'service', 'protocol', 'transports', 'runtimes', 'images', 'storage', 'version'],
+  composition: [
+    'domain',
+    'service',
+    'protocol',
+    'transports',
+    'runtimes',
+    'images',
+    'storage',
+    'util',
+    'version',
+  ],
   version: [],
 };
 

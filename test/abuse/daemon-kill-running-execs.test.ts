@@ -5,7 +5,9 @@
  * down was reported `failed` instead of its exit status.
  * Contained when, after the restart, every exec that was running is ended for real (no process of it is
  * left) and recorded `interrupted` (killed), the one that ended meanwhile reports its real exit status, no
- * exec group holds a process, and the sandbox runs commands again.
+ * exec row is left `running`, no exec group is left (the old spawner's included), nothing on the host is
+ * left without an owner (mounts, cgroups, processes, directories: test/helpers/leftovers.ts), and the
+ * sandbox runs commands again.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -13,9 +15,25 @@ import { after, before, describe, it } from 'node:test';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { processesIn, until } from '../helpers/exec-probe.ts';
+import { leftovers, readStore } from '../helpers/leftovers.ts';
 import { makeStateDir, nativeUnavailable, sandboxCgroupDir } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
+
+/** Whether a process of the sandbox (its memory cgroup, seen from the host) has `text` in its command line. */
+function hostRuns(stateDir: string, id: string, text: string): boolean {
+  const procs = readFileSync(`${sandboxCgroupDir(stateDir, id, 'memory')}/cgroup.procs`, 'utf8');
+  return procs
+    .split('\n')
+    .filter(Boolean)
+    .some((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(text);
+      } catch {
+        return false; // ended meanwhile
+      }
+    });
+}
 
 describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: skip ?? false }, () => {
   let stateDir = '';
@@ -39,14 +57,16 @@ describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: s
       const rec = await api.startExec(id, { cmd: `setsid sleep 96${i} & sleep 97${i}` });
       running.push(rec.id);
     }
-    const meanwhile = await api.startExec(id, { cmd: 'sleep 3; exit 7' });
+    const meanwhile = await api.startExec(id, { cmd: 'sleep 8; exit 7' });
     await until('all of them to run', async () => (await processesIn(api, id, 'sleep 9')).length === 20);
+    assert.ok(hostRuns(stateDir, id, 'sleep 8'), 'the short exec still runs when the daemon is killed');
     const old = daemon?.child;
     old?.kill('SIGKILL');
     await new Promise((r) => old?.once('exit', r));
     api.close();
-    // The short one ends while no daemon runs; the others keep running until the restart.
-    await new Promise((r) => setTimeout(r, 5000));
+    // The short one ends while no daemon runs (seen on the host: no process of the sandbox runs it any
+    // more); the others keep running until the restart.
+    await until('the short exec to end while the daemon is down', () => !hostRuns(stateDir, id, 'sleep 8'));
     daemon = await startServe(stateDir);
     api = createDaemonClient({ url: daemon.url });
     for (const execId of running) {
@@ -57,15 +77,21 @@ describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: s
     const m = (await api.pollExec(id, meanwhile.id)).exec;
     assert.equal(m.state, 'exited', JSON.stringify(m));
     assert.equal(m.exitCode, 7);
+    // Before any new exec: every exec group of the old daemon is gone, the old spawner's too.
+    const work = `${sandboxCgroupDir(stateDir, id, 'freezer')}/work`;
+    const groups = () =>
+      readdirSync(work, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name);
+    assert.deepEqual(groups(), [], 'no exec group is left');
+    const view = readStore(stateDir);
+    assert.deepEqual(view.runningExecs, [], "no exec row is left 'running'");
+    assert.deepEqual(view.live, [id]);
+    assert.deepEqual(leftovers(stateDir, view), [], 'nothing is left without an owner');
     assert.deepEqual(await processesIn(api, id, 'sleep 9'), [], 'nothing of them runs');
     // No exec group holds a process but the spawner waiting in the next one.
-    const work = `${sandboxCgroupDir(stateDir, id, 'freezer')}/work`;
-    const busy = readdirSync(work, { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map(
-        (d) =>
-          readFileSync(`${work}/${d.name}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean).length,
-      )
+    const busy = groups()
+      .map((g) => readFileSync(`${work}/${g}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean).length)
       .filter((n) => n > 1);
     assert.deepEqual(busy, []);
     assert.equal((await api.exec(id, { argv: ['echo', 'after'] })).stdout, 'after\n');

@@ -85,6 +85,15 @@ function memoryCgroupOf(pid: string): string | null {
   return null;
 }
 
+/** The pid of the process that owns the state dir now (its daemon), from `<state>/lock.pid`. */
+function readOwnerPid(stateDir: string): number {
+  try {
+    return Number(readFileSync(join(stateDir, 'lock.pid'), 'utf8').trim());
+  } catch {
+    return 0;
+  }
+}
+
 function nsDepth(pid: number | string): number {
   try {
     const m = /^NSpid:\s*(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -144,6 +153,18 @@ export function leftovers(stateDir: string, view: StoreView = readStore(stateDir
       if (tplPid === undefined) out.push(`process: ${pid} in ${cg} (no such template)`);
       else if (nsDepth(pid) > nsDepth(tplPid)) out.push(`process: ${pid} in ${cg} (an unplaced sandbox)`);
     }
+  }
+
+  // Helpers a daemon runs (runc) that outlived it: any process naming the state dir but its owner.
+  const owner = readOwnerPid(stateDir);
+  for (const pid of entries('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== owner)) {
+    let cmd: string;
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    } catch {
+      continue;
+    }
+    if (cmd.includes(`${stateDir}/`) && /\brunc\b/.test(cmd)) out.push(`process: ${pid} ${cmd.trim()}`);
   }
 
   // Directories in the state dir, by owner.

@@ -106,7 +106,7 @@ describe('abuse: daemon SIGKILL during twenty concurrent creates, then restart',
     await assertRecovered(answered);
   });
 
-  it('while the first sandboxes are being set up (none answered yet)', async () => {
+  it('while the first sandboxes are being set up (three have a cgroup)', async () => {
     const answered = await killDuringCreates(
       () => sandboxCgroups(stateDir) >= 3,
       'three creates have a cgroup',

@@ -5,9 +5,9 @@
  * did not clean; the class is every container engine's "orphaned shim / leaked overlay mount after a
  * daemon crash" (dockerd and containerd both shipped cleanup-on-restart fixes for it).
  *
- * The kill lands at four moments (it is a race): while runc starts the template they wait for,
- * while the first sandboxes are being set up and none has answered, after a few answered, and after most
- * answered.
+ * The kill lands at five moments (it is a race): while runc starts the template they wait for, while
+ * the first sandboxes are being set up, while a sandbox is cloned but has not greeted the host (it still
+ * sits in its template's cgroup), after a few answered, and after most answered.
  *
  * Contained when, after each restart: no mount, cgroup (under the state dir's `forkbox/<state-id>/`),
  * process, directory or row is left without a live owner; every sandbox is either running and usable or
@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
-import { leftovers, readStore } from '../helpers/leftovers.ts';
+import { leftovers, readStore, unplacedChildren } from '../helpers/leftovers.ts';
 import { makeStateDir, nativeUnavailable, sandboxCgroupDir } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
@@ -110,6 +110,15 @@ describe('abuse: daemon SIGKILL during twenty concurrent creates, then restart',
     const answered = await killDuringCreates(
       () => sandboxCgroups(stateDir) >= 3,
       'three creates have a cgroup',
+    );
+    await assertRecovered(answered);
+  });
+
+  it('while a sandbox is cloned but has not greeted the host yet', async () => {
+    // The first such child, or the first answer at the latest: the window is short and need not be seen.
+    const answered = await killDuringCreates(
+      (n) => unplacedChildren(stateDir) > 0 || n >= 1,
+      'a cloned sandbox has not greeted the host (or one create answered)',
     );
     await assertRecovered(answered);
   });

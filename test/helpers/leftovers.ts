@@ -181,3 +181,29 @@ export function leftovers(stateDir: string, view: StoreView = readStore(stateDir
   for (const t of entries(join(stateDir, 'runc'))) if (!tpls.has(t)) out.push(`dir: runc/${t}`);
   return out;
 }
+
+/**
+ * Sandboxes cloned by a template's worker that have not greeted the host yet: processes in a template's
+ * memory cgroup one pid namespace deeper than its PID 1 (a child is moved to its own cgroup at its greeting).
+ */
+export function unplacedChildren(stateDir: string): number {
+  const stateId = readFileSync(join(stateDir, 'state-id'), 'utf8').trim();
+  let n = 0;
+  for (const t of subdirs(controllerFile('memory', `forkbox/${stateId}/templates`, ''))) {
+    let procs: string[];
+    try {
+      procs = readFileSync(
+        controllerFile('memory', `forkbox/${stateId}/templates/${t}`, 'cgroup.procs'),
+        'utf8',
+      )
+        .split('\n')
+        .filter(Boolean);
+    } catch {
+      continue;
+    }
+    const depths = procs.map(nsDepth).filter((d) => d > 0);
+    const top = Math.min(...depths);
+    n += depths.filter((d) => d > top).length;
+  }
+  return n;
+}

@@ -271,6 +271,11 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       fds: host.fds,
       counters: host.metrics,
       admission: admissionFromEnv(paths, cgroups, host.metrics),
+      // How long a new sandbox may take to greet the host and set itself up (default 10 s). A child that
+      // dies on the way is reported at once, whatever this is (spawn/unborn-watch.ts).
+      ...(process.env.FORKBOX_SANDBOX_START_TIMEOUT_MS
+        ? { createTimeoutMs: Number(process.env.FORKBOX_SANDBOX_START_TIMEOUT_MS) }
+        : {}),
     });
     const maintenance = createHostMaintenance({ paths, mounts, cgroups, images, snapshots });
     const disk = diskPolicy({

@@ -8,8 +8,8 @@ import { DEFAULT_UID_SHIFT } from '../images/store.ts';
 import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
 import { hasCapSysResource } from '../runtimes/native/host/proc.ts';
 import { traverseAdvice, untraversable } from '../runtimes/native/host/traverse.ts';
-import { which } from '../util/subprocess.ts';
 import { planStorage } from '../runtimes/native/storage/btrfs-storage.ts';
+import { which } from '../util/subprocess.ts';
 
 export interface DoctorCheck {
   name: string;

@@ -129,7 +129,7 @@ export function createForker(deps: ForkDeps) {
           return { ok: true, sandbox: info(rec) };
         }
         store.transitionSandbox(o.id, 'failed', { endReason: o.error });
-        return { ok: false, error: { code: 'internal', message: o.error } };
+        return { ok: false, error: { code: o.code ?? 'internal', message: o.error } };
       }),
     );
     const notCarried = [

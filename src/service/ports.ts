@@ -2,7 +2,7 @@
  * Ports: the interfaces the service layer declares and that runtimes and stores implement.
  * Dependencies point inward: runtimes/ and storage/ import from here, never the reverse.
  */
-
+import type { ErrorCode } from '../domain/errors.ts';
 import type {
   ExecRecord,
   ExecState,
@@ -207,7 +207,8 @@ export interface ForkChildSpec {
 
 export type ForkChildOutcome =
   | { id: string; ok: true; handle: SandboxHandle }
-  | { id: string; ok: false; error: string };
+  /** `code`: the catalog code of the child's failure (default 'internal'). */
+  | { id: string; ok: false; error: string; code?: ErrorCode };
 
 export interface ForkOutcome {
   /** How long the source's workload (everything but its agent and idle REPL worker) was frozen. */

@@ -5,7 +5,9 @@
  * down was reported `failed` instead of its exit status.
  * Contained when, after the restart, every exec that was running is ended for real (no process of it is
  * left) and recorded `interrupted` (killed), the one that ended meanwhile reports its real exit status, no
- * exec group holds a process, and the sandbox runs commands again.
+ * exec row is left `running`, no exec group is left (the old spawner's included), nothing on the host is
+ * left without an owner (mounts, cgroups, processes, directories: test/helpers/leftovers.ts), and the
+ * sandbox runs commands again.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +18,7 @@ import { sandboxCgroupDir } from '../helpers/cgroup-files.ts';
 import { hostProcessesOf } from '../helpers/cli.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { processesIn, until } from '../helpers/exec-probe.ts';
+import { leftovers, readStore } from '../helpers/leftovers.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
@@ -54,6 +57,10 @@ describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: s
       cmd: 'until [ -e /.forkbox/inbox/go-7 ]; do sleep 0.05; done; exit 7',
     });
     await until('all of them to run', async () => (await processesIn(api, id, 'sleep 9')).length === 20);
+    assert.ok(
+      hostProcessesOf(id).some((p) => cmdline(p).includes('go-7')),
+      'the short exec still runs when the daemon is killed',
+    );
     const old = daemon?.child;
     old?.kill('SIGKILL');
     await new Promise((r) => old?.once('exit', r));
@@ -71,15 +78,21 @@ describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: s
     const m = (await api.pollExec(id, meanwhile.id)).exec;
     assert.equal(m.state, 'exited', JSON.stringify(m));
     assert.equal(m.exitCode, 7);
+    // Before any new exec: every exec group of the old daemon is gone, the old spawner's too.
+    const work = `${sandboxCgroupDir(stateDir, id, 'freezer')}/work`;
+    const groups = () =>
+      readdirSync(work, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name);
+    assert.deepEqual(groups(), [], 'no exec group is left');
+    const view = readStore(stateDir);
+    assert.deepEqual(view.runningExecs, [], "no exec row is left 'running'");
+    assert.deepEqual(view.live, [id]);
+    assert.deepEqual(leftovers(stateDir, view), [], 'nothing is left without an owner');
     assert.deepEqual(await processesIn(api, id, 'sleep 9'), [], 'nothing of them runs');
     // No exec group holds a process but the spawner waiting in the next one.
-    const work = `${sandboxCgroupDir(stateDir, id, 'freezer')}/work`;
-    const busy = readdirSync(work, { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map(
-        (d) =>
-          readFileSync(`${work}/${d.name}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean).length,
-      )
+    const busy = groups()
+      .map((g) => readFileSync(`${work}/${g}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean).length)
       .filter((n) => n > 1);
     assert.deepEqual(busy, []);
     assert.equal((await api.exec(id, { argv: ['echo', 'after'] })).stdout, 'after\n');

@@ -156,7 +156,9 @@ export function createForkSandbox(deps: ForkDeps) {
         snapshotMs,
         driver: deps.snapshots.name,
         pythonState: !deep,
-        children: results.map((r) => (r.ok ? r : { id: r.id, ok: false as const, error: r.error.message })),
+        children: results.map((r) =>
+          r.ok ? r : { id: r.id, ok: false as const, error: r.error.message, code: r.error.code },
+        ),
       };
     });
   };

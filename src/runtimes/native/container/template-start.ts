@@ -52,7 +52,7 @@ function awaitAgent(h: TemplateHandle, connected: Promise<void>, logFile: string
         const log = logTail(logFile);
         reject(
           new ForkboxError(
-            'internal',
+            'requirement_missing',
             `template ${h.id}'s agent exited before it connected to the host${log ? `; the end of its log (${logFile}):\n${log}` : ` (its log ${logFile} is empty)`}\nCheck the image's python3 with 'forkbox doctor'.`,
             { template: h.id, log },
           ),

@@ -152,7 +152,12 @@ export function createForkWaves(deps: ForkWaveDeps) {
         const died =
           typeof r.pid === 'number'
             ? unborn.gone(r.pid).then((why) => {
-                throw new ForkboxError('internal', `the new sandbox died: ${why}`);
+                // Not a forkbox bug: what the child runs before its greeting is its parent's (at-fork
+                // hooks of the source's Python) and its image's.
+                throw new ForkboxError(
+                  'sandbox_gone',
+                  `the new sandbox died during its set-up: ${why}. Nothing of it is kept. If its source's Python runs code at fork (os.register_at_fork) or its image is broken, fix that, then retry.`,
+                );
               })
             : new Promise<never>(() => undefined);
         died.catch(() => undefined);

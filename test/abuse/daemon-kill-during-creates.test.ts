@@ -19,9 +19,10 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { sandboxCgroupDir } from '../helpers/cgroup-files.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { leftovers, readStore, unplacedChildren } from '../helpers/leftovers.ts';
-import { makeStateDir, nativeUnavailable, sandboxCgroupDir } from '../helpers/native.ts';
+import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const why = nativeUnavailable();

@@ -13,6 +13,7 @@ import type { BenchContext, Benchmark } from './lib/context.ts';
 import { makeStateDir } from './lib/env.ts';
 import { type BenchResult, emptyResult, ratio, row } from './lib/report.ts';
 import { nowMs } from './lib/stats.ts';
+import { NETWORK_NONE } from '../src/domain/network.ts';
 
 const NAME = 'retention';
 const ENDED = 100_000;
@@ -43,6 +44,7 @@ function ended(i: number): SandboxRecord {
     hostPid: null,
     runtime: {},
     endReason: null,
+    network: NETWORK_NONE,
   };
 }
 

@@ -13,6 +13,7 @@ import { fileApi } from './api-files.ts';
 import { sandboxApi } from './api-sandboxes.ts';
 import { type CallerContext, createSandboxFinder, DEFAULT_TENANT } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
+import type { NetworkCap } from './network-cap.ts';
 import type { EngineParts } from './engine-parts.ts';
 import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
@@ -66,6 +67,8 @@ export interface EngineDeps {
   sessionReattachMs?: number;
   /** Disk limits: the daemon's default and maximum, and whether the storage enforces them. */
   disk?: DiskPolicy;
+  /** The daemon's cap on network policies (`forkbox serve --network-max/--network-allow`). */
+  networkCap?: NetworkCap;
   /**
    * Host-level garbage collection of what no live sandbox uses: `keep` holds the runtime ids of every
    * sandbox holding processes (live ones and tombstones); `ours(id)` says whether this store knows an id.
@@ -131,6 +134,7 @@ export function createEngine(deps: EngineDeps): Engine {
     templateConfigs,
     now,
     ...(deps.disk ? { disk: deps.disk } : {}),
+    ...(deps.networkCap ? { networkCap: deps.networkCap } : {}),
   });
   const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
     store,

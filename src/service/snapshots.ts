@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ForkboxError } from '../domain/errors.ts';
+import { formatNetwork, NETWORK_NONE, type NetworkPolicy } from '../domain/network.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { Limits, SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, ForkRequest, ForkResult, SnapshotInfo } from './api.ts';
@@ -48,6 +49,11 @@ export interface SnapshotDeps {
 
 export function createSnapshots(deps: SnapshotDeps) {
   const { store, runtime, now } = deps;
+
+  /** A snapshot's network policy: its holder's (a fork of the source); none once that record is gone. */
+  function snapNetwork(snap: SnapshotRecord): NetworkPolicy {
+    return (snap.holderId ? store.getSandbox(snap.holderId)?.network : undefined) ?? NETWORK_NONE;
+  }
 
   function find(tenant: string, idOrName: string): SnapshotRecord {
     const byId = store.getSnapshot(idOrName);
@@ -230,6 +236,7 @@ export function createSnapshots(deps: SnapshotDeps) {
           pids: req.pids ?? snap.limits.pids,
           ...diskOf(req, snap.limits),
           env: { ...snap.env, ...(req.env ?? {}) },
+          network: formatNetwork(snapNetwork(snap)),
           ...(name === undefined ? {} : { name }),
           ...(req.ttlSeconds === undefined ? {} : { ttlSeconds: req.ttlSeconds }),
           ...(req.labels === undefined ? {} : { labels: req.labels }),

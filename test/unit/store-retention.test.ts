@@ -15,6 +15,7 @@ import { createRetention } from '../../src/service/retention.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
 import { RETENTION_SQL } from '../../src/storage/sqlite/retention-queries.ts';
 import { SANDBOX_SQL } from '../../src/storage/sqlite/sandbox-queries.ts';
+import { NETWORK_NONE } from '../../src/domain/network.ts';
 
 let dir: string;
 let n = 0;
@@ -50,6 +51,7 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
     hostPid: null,
     runtime: {},
     endReason: null,
+    network: NETWORK_NONE,
     ...over,
   };
 }

@@ -9,6 +9,7 @@ import { LIVE_STATES } from '../../src/domain/sandbox-state.ts';
 import type { ExecRecord, SandboxRecord } from '../../src/domain/types.ts';
 import { LATEST_SCHEMA_VERSION, openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
 import { MIGRATION_1_LIVE_STATES } from '../../src/storage/sqlite/migrations.ts';
+import { NETWORK_NONE } from '../../src/domain/network.ts';
 
 let dir: string;
 let n = 0;
@@ -45,6 +46,7 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
     hostPid: null,
     runtime: { cgroup: `/forkbox/${id}`, nested: { a: [1, 2] } },
     endReason: null,
+    network: NETWORK_NONE,
     ...over,
   };
 }

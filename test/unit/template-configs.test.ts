@@ -14,6 +14,7 @@ import {
   TEMPLATE_LABEL,
 } from '../../src/service/template-configs.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
+import { NETWORK_NONE } from '../../src/domain/network.ts';
 
 const code = (c: string) => (e: unknown) => e instanceof ForkboxError && e.code === c;
 
@@ -194,6 +195,7 @@ describe('template configs over the SQLite store', () => {
       hostPid: null,
       runtime: {},
       endReason: null,
+      network: NETWORK_NONE,
     });
     store.insertSandbox(rec('sb-live', 'creating', 'bob'));
     store.transitionSandbox('sb-live', 'running');

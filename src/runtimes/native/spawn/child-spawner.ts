@@ -6,6 +6,7 @@
  * socket), fork-wave.ts (one wave of children), release.ts (giving it all back), exit-watch.ts (sandboxes
  * that end on their own).
  */
+import type { EgressProxies } from '../../../network/egress-proxies.ts';
 import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
@@ -47,6 +48,7 @@ export interface ChildSpawnerDeps {
   oom: OomOrder;
   createTimeoutMs?: number;
   pinnedLayers?: () => string[];
+  egress?: EgressProxies | undefined;
 }
 
 export function createChildSpawner(deps: ChildSpawnerDeps) {

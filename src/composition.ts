@@ -24,6 +24,10 @@ import { type NativePaths, nativePaths } from './runtimes/native/host/paths.ts';
 import { stateIdOf } from './runtimes/native/host/state-id.ts';
 import { createSys, type Sys, socketFd } from './runtimes/native/host/sys.ts';
 import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
+import { createEgressProxies } from './network/egress-proxies.ts';
+import { createResolver, parseHostsMap } from './network/egress-resolve.ts';
+import type { AuditLog } from './protocol/audit.ts';
+import type { NetworkCap } from './service/network-cap.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { createOomOrder } from './runtimes/native/spawn/oom-order.ts';
 import { openStorage, type StorageMode } from './runtimes/native/storage/btrfs-storage.ts';
@@ -60,6 +64,10 @@ export interface OpenEngineOptions {
    * FORKBOX_EXEC_OUTPUT_BYTES / FORKBOX_EXEC_SPOOL_BYTES, else 1 MiB and 256 MiB (the spool at most a sixteenth of the sandbox's disk limit).
    */
   execOutput?: { outputBytes?: number; spoolBytes?: number };
+  /** The cap on sandboxes' network policies (`--network-max`, `--network-allow`); default: any allow list. */
+  networkCap?: NetworkCap;
+  /** Where each egress proxy decision is written (the daemon's audit log); default: nowhere. */
+  audit?: AuditLog;
 }
 
 /** `0`, or a duration (`24h`, `30m`), in seconds. */
@@ -250,7 +258,27 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       env: opts.storage ? { ...process.env, FORKBOX_STORAGE: opts.storage } : process.env,
     });
     const snapshots = storage.driver;
+    const egress = createEgressProxies({
+      resolve: createResolver(
+        process.env.FORKBOX_EGRESS_HOSTS ? parseHostsMap(process.env.FORKBOX_EGRESS_HOSTS) : undefined,
+      ),
+      onDecision(d) {
+        host.metrics.egressDecision?.(d.decision);
+        opts.audit?.write({
+          door: 'egress',
+          tenant: store.getSandbox(d.sandbox)?.tenant ?? '?',
+          route: 'egress',
+          sandbox: d.sandbox,
+          host: d.host,
+          port: d.port,
+          outcome: d.decision,
+          status: d.decision === 'accepted' ? 200 : 403,
+          durationMs: 0,
+        });
+      },
+    });
     const runtime = createNativeRuntime({
+      egress,
       snapshots,
       pinnedLayers: () => store.listSnapshots().flatMap((s) => s.layers),
       paths,
@@ -275,6 +303,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     });
     const engine = createEngine({
       disk,
+      ...(opts.networkCap ? { networkCap: opts.networkCap } : {}),
       store,
       runtime,
       images,

@@ -36,6 +36,7 @@ export const sandboxShape = z.object({
   end_reason: z.string().nullable(),
   persistent: z.boolean(),
   children: z.array(z.string()),
+  network: z.string(),
 });
 
 /** sandbox_get's output: the sandbox with its live usage. */
@@ -86,6 +87,7 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
     end_reason: s.endReason,
     persistent: s.persistent,
     children: s.children,
+    network: s.network,
   };
   if (s.usage) {
     out.usage = {

@@ -20,7 +20,11 @@ export interface NetworkPolicy {
   cidrs: string[];
 }
 
-export const NETWORK_NONE: NetworkPolicy = Object.freeze({ mode: 'none', hosts: [], cidrs: [] }) as NetworkPolicy;
+export const NETWORK_NONE: NetworkPolicy = Object.freeze({
+  mode: 'none',
+  hosts: [],
+  cidrs: [],
+}) as NetworkPolicy;
 
 const LABEL_RE = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
@@ -54,7 +58,8 @@ export function parseCidr(s: string): string | null {
 
 /** Parse the wire form; every entry is checked, duplicates dropped. */
 export function parseNetwork(value: string): NetworkPolicy {
-  if (value.length > SIZES.networkChars) throw badNetwork(`longer than ${SIZES.networkChars} characters`, value);
+  if (value.length > SIZES.networkChars)
+    throw badNetwork(`longer than ${SIZES.networkChars} characters`, value);
   const v = value.trim();
   if (v === 'none') return NETWORK_NONE;
   if (!v.startsWith('allow:')) throw badNetwork("not 'none' or 'allow:…'", value);
@@ -85,5 +90,7 @@ export function formatNetwork(p: NetworkPolicy): string {
 
 /** Whether host name `h` (lower case) is on the list: an exact name, or below a `*.suffix` wildcard. */
 export function hostAllowed(hosts: readonly string[], h: string): boolean {
-  return hosts.some((e) => (e.startsWith('*.') ? h.endsWith(e.slice(1)) && h.length > e.length - 1 : e === h));
+  return hosts.some((e) =>
+    e.startsWith('*.') ? h.endsWith(e.slice(1)) && h.length > e.length - 1 : e === h,
+  );
 }

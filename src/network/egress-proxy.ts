@@ -112,7 +112,13 @@ export async function openEgressProxy(o: EgressProxyOptions): Promise<EgressProx
     client.on('error', () => undefined);
     client.setTimeout(EGRESS.idleMs, () => client.destroy());
     if (open >= EGRESS.connections) {
-      o.onDecision({ sandbox: o.sandbox, host: '', port: 0, decision: 'refused', reason: 'too many connections' });
+      o.onDecision({
+        sandbox: o.sandbox,
+        host: '',
+        port: 0,
+        decision: 'refused',
+        reason: 'too many connections',
+      });
       refuse(client, `more than ${EGRESS.connections} connections at once`);
       return;
     }

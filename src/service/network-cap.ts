@@ -58,7 +58,10 @@ export function networkFor(cap: NetworkCap, value: string | undefined): NetworkP
 /** The cap from `forkbox serve --network-max none|allow` and `--network-allow <entries>`. */
 export function parseNetworkCap(max: string | undefined, allow: string | undefined): NetworkCap {
   if (max !== undefined && max !== 'none' && max !== 'allow')
-    throw new ForkboxError('invalid_argument', `--network-max must be 'none' or 'allow' (got '${max.slice(0, 40)}').`);
+    throw new ForkboxError(
+      'invalid_argument',
+      `--network-max must be 'none' or 'allow' (got '${max.slice(0, 40)}').`,
+    );
   const list = allow === undefined ? null : parseNetwork(`allow:${allow}`);
   return { max: (max as NetworkMode | undefined) ?? DEFAULT_NETWORK_CAP.max, allow: list };
 }

@@ -18,7 +18,14 @@ import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { bothPython, execPython, replPython } from '../helpers/attacks.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
-import { HOST_SIDE, PORT, SERVER_A, SERVER_B, startTestHosts, type TestHosts } from '../helpers/test-hosts.ts';
+import {
+  HOST_SIDE,
+  PORT,
+  SERVER_A,
+  SERVER_B,
+  startTestHosts,
+  type TestHosts,
+} from '../helpers/test-hosts.ts';
 
 const skip = nativeUnavailable();
 
@@ -115,12 +122,19 @@ describe('abuse: escaping an allow network policy', { skip: skip ?? false }, () 
   });
 
   it('the allowed name works through the proxy (so the refusals below mean something)', async () => {
-    const r = await api.exec(id, { argv: ['curl', '-sS', '--max-time', '15', `http://files.test:${PORT}/hello.txt`] });
+    const r = await api.exec(id, {
+      argv: ['curl', '-sS', '--max-time', '15', `http://files.test:${PORT}/hello.txt`],
+    });
     assert.equal(r.stdout, 'hi\n', r.stderr);
   });
 
   it('without the proxy variables nothing connects, and lo is the only interface', async () => {
-    const targets = [[SERVER_A, PORT], [SERVER_B, PORT], [HOST_SIDE, PORT], ['169.254.169.254', 80]];
+    const targets = [
+      [SERVER_A, PORT],
+      [SERVER_B, PORT],
+      [HOST_SIDE, PORT],
+      ['169.254.169.254', 80],
+    ];
     const r = await bothPython<Record<string, unknown>>(api, id, DIRECT, [JSON.stringify(targets)]);
     for (const res of [r.exec, r.repl]) {
       for (const [host] of targets) assert.match(String(res[String(host)]), /^refused/, JSON.stringify(res));
@@ -167,7 +181,9 @@ describe('abuse: escaping an allow network policy', { skip: skip ?? false }, () 
       `CONNECT files.test:${PORT} HTTP/2.0\r\n\r\n`,
     ];
     const answers = await execPython<string[]>(api, id, RAW, [JSON.stringify(heads)]);
-    answers.forEach((a, i) => assert.equal(a, 'HTTP/1.1 403 Forbidden', `${JSON.stringify(heads[i])} -> ${a}`));
+    assert.equal(answers.length, heads.length);
+    for (const [i, a] of answers.entries())
+      assert.equal(a, 'HTTP/1.1 403 Forbidden', `${JSON.stringify(heads[i])} -> ${a}`);
     // A Host header naming another host does not move a request off the listed one.
     const [ok] = await execPython<string[]>(api, id, RAW, [
       JSON.stringify([`GET http://files.test:${PORT}/hello.txt HTTP/1.1\r\nHost: other.test\r\n\r\n`]),

@@ -66,10 +66,29 @@ export async function startTestHosts(): Promise<TestHosts> {
     ip('-n', ns, 'link', 'set', 'lo', 'up');
     server = spawn(
       'ip',
-      ['netns', 'exec', ns, '/usr/bin/python3', '-m', 'http.server', String(PORT), '--bind', '0.0.0.0', '--directory', dir],
+      [
+        'netns',
+        'exec',
+        ns,
+        '/usr/bin/python3',
+        '-m',
+        'http.server',
+        String(PORT),
+        '--bind',
+        '0.0.0.0',
+        '--directory',
+        dir,
+      ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
-    server.stderr?.on('data', (d: Buffer) => log.push(...d.toString().split('\n').filter((l) => l !== '')));
+    server.stderr?.on('data', (d: Buffer) =>
+      log.push(
+        ...d
+          .toString()
+          .split('\n')
+          .filter((l) => l !== ''),
+      ),
+    );
     await waitFor(
       () => {
         try {

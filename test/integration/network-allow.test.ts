@@ -13,7 +13,14 @@ import { after, before, describe, it } from 'node:test';
 import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
-import { HOST_SIDE, PORT, SERVER_A, SERVER_B, startTestHosts, type TestHosts } from '../helpers/test-hosts.ts';
+import {
+  HOST_SIDE,
+  PORT,
+  SERVER_A,
+  SERVER_B,
+  startTestHosts,
+  type TestHosts,
+} from '../helpers/test-hosts.ts';
 
 const skip = nativeUnavailable();
 
@@ -21,7 +28,13 @@ const skip = nativeUnavailable();
 function uplink(): string[] {
   return Object.values(networkInterfaces())
     .flatMap((l) => l ?? [])
-    .filter((i) => i.family === 'IPv4' && !i.internal && !i.address.startsWith('198.51.100.') && !i.address.startsWith('203.0.113.'))
+    .filter(
+      (i) =>
+        i.family === 'IPv4' &&
+        !i.internal &&
+        !i.address.startsWith('198.51.100.') &&
+        !i.address.startsWith('203.0.113.'),
+    )
     .map((i) => i.address);
 }
 const HOSTS_MAP = `files.test=${SERVER_A};other.test=${SERVER_B};meta.test=169.254.169.254;self.test=${HOST_SIDE};loop.test=127.0.0.1;mixed.test=${SERVER_A}|10.1.2.3`;
@@ -64,7 +77,9 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
   });
 
   it('fetches from an allowed name, by plain HTTP and through CONNECT, from commands and the REPL', async () => {
-    const plain = await api.exec(sb, { argv: ['curl', '-sS', '--max-time', '15', `http://files.test:${PORT}/hello.txt`] });
+    const plain = await api.exec(sb, {
+      argv: ['curl', '-sS', '--max-time', '15', `http://files.test:${PORT}/hello.txt`],
+    });
     assert.equal(plain.stdout, BODY, plain.stderr);
     const tunnel = await api.exec(sb, {
       argv: ['curl', '-sS', '--proxytunnel', '--max-time', '15', `http://files.test:${PORT}/hello.txt`],
@@ -74,7 +89,7 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
       code: `import urllib.request\nurllib.request.urlopen("http://files.test:${PORT}/hello.txt", timeout=15).read().decode()`,
     });
     assert.equal(repl.ok, true, JSON.stringify(repl));
-    assert.match(repl.value ?? "", /wheel of cheese/);
+    assert.match(repl.value ?? '', /wheel of cheese/);
     // The server saw the proxy's connections only: from the host side of the veth.
     assert.ok(hosts.clients().length >= 3);
     assert.deepEqual([...new Set(hosts.clients())], [HOST_SIDE]);
@@ -100,7 +115,20 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
       assert.equal(r.stdout, '403', `${url}: ${r.stdout} ${r.stderr}`);
       // Through CONNECT: the proxy's answer to the CONNECT itself is the 403.
       const t = await api.exec(sb, {
-        argv: ['curl', '-s', '-o', '/dev/null', '-w', '%{http_connect}', '--max-time', '15', '--noproxy', '', '--proxytunnel', url],
+        argv: [
+          'curl',
+          '-s',
+          '-o',
+          '/dev/null',
+          '-w',
+          '%{http_connect}',
+          '--max-time',
+          '15',
+          '--noproxy',
+          '',
+          '--proxytunnel',
+          url,
+        ],
       });
       assert.notEqual(t.exitCode, 0, `${url} through CONNECT`);
       assert.equal(t.stdout, '403', `${url} through CONNECT: ${t.stderr}`);
@@ -116,7 +144,9 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
 
   it('a CIDR on the list allows those addresses by literal', async () => {
     const c = (await api.createSandbox({ network: `allow:${SERVER_B}/32` })).id;
-    const ok = await api.exec(c, { argv: ['curl', '-sS', '--max-time', '15', `http://${SERVER_B}:${PORT}/hello.txt`] });
+    const ok = await api.exec(c, {
+      argv: ['curl', '-sS', '--max-time', '15', `http://${SERVER_B}:${PORT}/hello.txt`],
+    });
     assert.equal(ok.stdout, BODY, ok.stderr);
     const other = await api.exec(c, { argv: curlStatus(`http://${SERVER_A}:${PORT}/hello.txt`) });
     assert.equal(other.stdout, '403');
@@ -129,20 +159,26 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
     assert.ok(child?.ok && child.sandbox, JSON.stringify(f));
     const id = child.sandbox.id;
     assert.equal((await api.getSandbox(id)).network, POLICY);
-    const r = await api.exec(id, { argv: ['curl', '-sS', '--max-time', '15', `http://files.test:${PORT}/hello.txt`] });
+    const r = await api.exec(id, {
+      argv: ['curl', '-sS', '--max-time', '15', `http://files.test:${PORT}/hello.txt`],
+    });
     assert.equal(r.stdout, BODY, r.stderr);
     const no = await api.exec(id, { argv: curlStatus(`http://other.test:${PORT}/`) });
     assert.equal(no.stdout, '403');
     await api.killSandbox(id);
     // The source's proxy still serves after its child's is gone.
-    const again = await api.exec(sb, { argv: ['curl', '-sS', '--max-time', '15', `http://files.test:${PORT}/hello.txt`] });
+    const again = await api.exec(sb, {
+      argv: ['curl', '-sS', '--max-time', '15', `http://files.test:${PORT}/hello.txt`],
+    });
     assert.equal(again.stdout, BODY, again.stderr);
   });
 
   it("'none' (the default) reaches nothing: no proxy, no route", async () => {
     const n = await api.createSandbox({});
     assert.equal(n.network, 'none');
-    const env = await api.exec(n.id, { cmd: 'echo "[$HTTP_PROXY]"; test -e /.forkbox/inbox/net.sock && echo SOCKET' });
+    const env = await api.exec(n.id, {
+      cmd: 'echo "[$HTTP_PROXY]"; test -e /.forkbox/inbox/net.sock && echo SOCKET',
+    });
     assert.equal(env.stdout, '[]\n');
     const direct = await api.exec(n.id, { argv: curlStatus(`http://${SERVER_A}:${PORT}/hello.txt`) });
     assert.equal(direct.stdout, '000');

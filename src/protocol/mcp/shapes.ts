@@ -36,11 +36,13 @@ export const sandboxShape = z.object({
   end_reason: z.string().nullable(),
   persistent: z.boolean(),
   children: z.array(z.string()),
-  network: z.string(),
 });
 
 /** sandbox_get's output: the sandbox with its live usage. */
-export const sandboxWithUsageShape = sandboxShape.extend({ usage: usageShape.optional() });
+export const sandboxWithUsageShape = sandboxShape.extend({
+  usage: usageShape.optional(),
+  network: z.string().optional(),
+});
 
 /** One line of sandbox_list. */
 export const sandboxSummaryShape = sandboxShape.pick({
@@ -87,7 +89,6 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
     end_reason: s.endReason,
     persistent: s.persistent,
     children: s.children,
-    network: s.network,
   };
   if (s.usage) {
     out.usage = {
@@ -181,7 +182,7 @@ export const streamShape = z.object({
 
 export const streamsShape = z
   .object({ stdout: streamShape, stderr: streamShape })
-  .describe('Per stream: bytes written, cut from the middle, and the file in the sandbox holding them');
+  .describe('Per stream: bytes written, cut from the middle, and the sandbox file holding them');
 
 interface StreamSummaryLike {
   totalBytes: number;

@@ -60,7 +60,9 @@ export const createSandboxBody = z.strictObject({
   network: z
     .string()
     .max(SIZES.networkChars)
-    .describe("'none' (default: loopback only) or 'allow:' + names, *.suffix wildcards, CIDRs (egress through the daemon's proxy)")
+    .describe(
+      "'none' (default: loopback only) or 'allow:' + names, *.suffix wildcards, CIDRs (egress through the daemon's proxy)",
+    )
     .optional(),
 });
 

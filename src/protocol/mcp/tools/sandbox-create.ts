@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIMITS, SIZES } from '../../../domain/limits.ts';
+import { LIMITS } from '../../../domain/limits.ts';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg, labelsArg } from '../kv-list.ts';
@@ -10,7 +10,7 @@ export const sandboxCreate = defineTool({
   name: 'sandbox_create',
   title: 'Create a sandbox',
   description:
-    'Create another sandbox (own files, processes, Python REPL; no network unless `network` allows); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one on first use. Ends after your session and its grace unless persistent.',
+    'Create another sandbox (own files, processes, Python REPL); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one on first use. Ends after your session grace unless persistent.',
   annotations: HINTS.create,
   input: z.object({
     image: z.string().min(1).max(128).optional().describe('Image (default debian; see image_list)'),
@@ -25,11 +25,7 @@ export const sandboxCreate = defineTool({
     labels: labelsArg.optional().describe('Labels, NAME=value items'),
     persistent: z.boolean().optional().describe('Keep it after your session ends'),
     template: nameSchema().optional().describe('Template to start from (see template_list)'),
-    network: z
-      .string()
-      .max(SIZES.networkChars)
-      .optional()
-      .describe("'none' (default) or 'allow:host,*.suffix,CIDR' (HTTP(S) via proxy)"),
+    network: z.string().optional().describe('none|allow:host,*.suffix,CIDR'),
   }),
   output: sandboxShape,
   async run(a, { api }) {

@@ -34,6 +34,12 @@ export function createSandboxMaker(deps: {
     req: CreateSandboxRequest,
   ): { rec: SandboxRecord; prewarm: string[] } {
     checkLabels(req.labels);
+    const network = networkFor(deps.networkCap ?? DEFAULT_NETWORK_CAP, req.network);
+    if (network.mode !== 'none' && !runtime.capabilities.network)
+      throw new ForkboxError(
+        'requirement_missing',
+        `the ${runtime.name} runtime has no network egress: create the sandbox with network 'none'.`,
+      );
     // The named template config (or 'default') picks the image and the modules it starts with.
     const tpl = deps.templateConfigs.resolve(req);
     const limits = limitsFrom(req, deps.disk);
@@ -69,13 +75,8 @@ export function createSandboxMaker(deps: {
       endReason: null,
       tenant: ctx.tenant,
       session: req.persistent === true ? null : (ctx.session ?? null),
-      network: networkFor(deps.networkCap ?? DEFAULT_NETWORK_CAP, req.network),
+      network,
     };
-    if (rec.network.mode !== 'none' && !runtime.capabilities.network)
-      throw new ForkboxError(
-        'requirement_missing',
-        `the ${runtime.name} runtime has no network egress: create the sandbox with network 'none'.`,
-      );
     return { rec, prewarm: tpl.prewarm };
   }
 

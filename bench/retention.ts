@@ -7,6 +7,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type OpenedEngine, openEngine } from '../src/composition.ts';
+import { NETWORK_NONE } from '../src/domain/network.ts';
 import type { SandboxRecord } from '../src/domain/types.ts';
 import { openSqliteStore, type SqliteStore } from '../src/storage/sqlite/index.ts';
 import type { BenchContext, Benchmark } from './lib/context.ts';
@@ -43,6 +44,7 @@ function ended(i: number): SandboxRecord {
     hostPid: null,
     runtime: {},
     endReason: null,
+    network: NETWORK_NONE,
   };
 }
 

@@ -12,6 +12,9 @@ import { ForkboxError } from './domain/errors.ts';
 import { LIMITS } from './domain/limits.ts';
 import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
+import { createEgressProxies } from './network/egress-proxies.ts';
+import { createResolver, parseHostsMap } from './network/egress-resolve.ts';
+import type { AuditLog } from './protocol/audit.ts';
 import { agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
 import { type Cgroups, detectCgroups } from './runtimes/native/cgroups/index.ts';
@@ -31,6 +34,7 @@ import type { ForkboxApi } from './service/api.ts';
 import { diskPolicy } from './service/disk-limits.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
 import { createHostMetrics, type HostMetrics } from './service/host-metrics.ts';
+import type { NetworkCap } from './service/network-cap.ts';
 import type { Runtime } from './service/ports.ts';
 import { createRetention } from './service/retention.ts';
 import { openSqliteStore } from './storage/sqlite/index.ts';
@@ -60,6 +64,10 @@ export interface OpenEngineOptions {
    * FORKBOX_EXEC_OUTPUT_BYTES / FORKBOX_EXEC_SPOOL_BYTES, else 1 MiB and 256 MiB (the spool at most a sixteenth of the sandbox's disk limit).
    */
   execOutput?: { outputBytes?: number; spoolBytes?: number };
+  /** The cap on sandboxes' network policies (`--network-max`, `--network-allow`); default: any allow list. */
+  networkCap?: NetworkCap;
+  /** Where each egress proxy decision is written (the daemon's audit log); default: nowhere. */
+  audit?: AuditLog;
 }
 
 /** `0`, or a duration (`24h`, `30m`), in seconds. */
@@ -255,7 +263,27 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       env: opts.storage ? { ...process.env, FORKBOX_STORAGE: opts.storage } : process.env,
     });
     const snapshots = storage.driver;
+    const egress = createEgressProxies({
+      resolve: createResolver(
+        process.env.FORKBOX_EGRESS_HOSTS ? parseHostsMap(process.env.FORKBOX_EGRESS_HOSTS) : undefined,
+      ),
+      onDecision(d) {
+        host.metrics.egressDecision?.(d.decision);
+        opts.audit?.write({
+          door: 'egress',
+          tenant: store.getSandbox(d.sandbox)?.tenant ?? '?',
+          route: 'egress',
+          sandbox: d.sandbox,
+          host: d.host,
+          port: d.port,
+          outcome: d.decision,
+          status: d.decision === 'accepted' ? 200 : 403,
+          durationMs: 0,
+        });
+      },
+    });
     const runtime = createNativeRuntime({
+      egress,
       snapshots,
       pinnedLayers: () => store.listSnapshots().flatMap((s) => s.layers),
       paths,
@@ -285,6 +313,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     });
     const engine = createEngine({
       disk,
+      ...(opts.networkCap ? { networkCap: opts.networkCap } : {}),
       store,
       runtime,
       images,

@@ -26,6 +26,7 @@ from outstream import SPOOL_DIR  # noqa: E402
 from spawner import Spawner  # noqa: E402
 from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header, recv_frame, send_frame  # noqa: E402
 from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, MAX_SPOOL_BYTES, Repl, WorkerHandle  # noqa: E402
+from netrelay import NetRelay, proxy_env  # noqa: E402
 from worker import Worker  # noqa: E402
 
 AGENT_VERSION = "0.1.0"
@@ -55,7 +56,7 @@ def _int_arg(args, key, default, limit=None):
 
 
 class Agent:
-    def __init__(self, adopt=None, restrict_error=None, host_sock=None):
+    def __init__(self, adopt=None, restrict_error=None, host_sock=None, net_port=None):
         env = os.environ
         # Commands must not run with the capabilities the agent keeps for forking: refuse execs instead.
         self.restrict_error = restrict_error
@@ -71,6 +72,12 @@ class Agent:
         self.loop = Loop()
         self.sel = self.loop.sel
         self.add_timer = self.loop.add_timer
+        self.netrelay = None
+        if net_port is not None:
+            try:
+                self.netrelay = NetRelay(self.sel, net_port)
+            except OSError as e:
+                log("cannot start the network relay on port %d: %s" % (net_port, e), "warn")
         self.spawner = Spawner(self.loop, self._command_exited)
         self.conn = None
         self.ever_connected = False
@@ -198,6 +205,8 @@ class Agent:
         speak as the agent) or exec pipes (their commands would never see EOF)."""
         signal.set_wakeup_fd(-1)
         self.sel.close()
+        if self.netrelay is not None:
+            self.netrelay.close_in_child()
         os.close(self.wake_r)
         os.close(self.wake_w)
         if self.conn is not None:
@@ -560,6 +569,13 @@ def become_child(spec, worker, host_sock=None):
     if "fork_index" in spec:
         env["FORKBOX_FORK_INDEX"] = str(spec["fork_index"])
     env["FORKBOX_ROLE"] = "sandbox"
+    # An `allow` network policy: the agent relays this loopback port to the daemon's egress proxy, and
+    # every process gets the proxy variables (before Agent() copies the environment for commands).
+    net_port = spec.get("net_relay_port")
+    if not (isinstance(net_port, int) and not isinstance(net_port, bool) and 0 < net_port < 65536):
+        net_port = None
+    else:
+        env.update(proxy_env(net_port))
     rank = spec.get("oom_score_adj")
     if isinstance(rank, int) and not isinstance(rank, bool) and -1000 <= rank <= 1000:
         sysc.OOM_RANK = rank
@@ -582,7 +598,7 @@ def become_child(spec, worker, host_sock=None):
     # could close an fd number the agent reuses).
     gc.freeze()
     _null_std_fds()
-    Agent(adopt=worker, host_sock=host_sock).run()
+    Agent(adopt=worker, host_sock=host_sock, net_port=net_port).run()
     os._exit(70)
 
 

@@ -44,6 +44,7 @@ export function sandboxDetail(s: SandboxInfo): string {
     ['cpus', String(s.limits.cpus)],
     ['pids', String(s.limits.pids)],
     ['disk', diskLimit(s)],
+    ['network', s.network],
     ['created', `${s.createdAt} (${formatRelative(s.createdAt)})`],
     ['expires', s.expiresAt === null ? 'never' : `${s.expiresAt} (${formatRelative(s.expiresAt)})`],
   ];

@@ -96,6 +96,25 @@ export const SIZES = {
   /** Python (or bash, node) source of one code run. */
   codeChars: MiB - 1024,
   idempotencyKeyChars: 256,
+  /** A network policy (`allow:…`): characters, and entries (names, wildcards, CIDRs). */
+  networkChars: 8192,
+  networkEntries: 64,
+} as const;
+
+/** The daemon's egress proxy, per sandbox with an `allow` network policy (network/egress-proxy.ts). */
+export const EGRESS = {
+  /** The port the sandbox's agent relays from (its own loopback) to the proxy. */
+  relayPort: 3128,
+  /** Connections open at once through one sandbox's proxy (more are refused). */
+  connections: 64,
+  /** Bytes of a request head (CONNECT or plain HTTP line and headers) the proxy reads. */
+  headBytes: 16 * 1024,
+  /** A connection with no traffic either way for this long is closed, ms. */
+  idleMs: 5 * 60_000,
+  /** Connecting to the destination (after the name is resolved), ms. */
+  connectMs: 10_000,
+  /** Resolving a name, ms. */
+  resolveMs: 5_000,
 } as const;
 
 /** Sandbox, snapshot and template names: a letter or digit, then letters, digits, '.', '_' or '-'. */

@@ -1,4 +1,5 @@
 /** Core records shared by every layer. Plain data: no behaviour, no I/O. */
+import type { NetworkPolicy } from './network.ts';
 
 export type SandboxState = 'creating' | 'running' | 'paused' | 'killing' | 'killed' | 'failed' | 'lost';
 
@@ -54,6 +55,8 @@ export interface SandboxRecord {
   tenant: string;
   /** The client session it belongs to: it is killed when that session ends. Null = persistent. */
   session: string | null;
+  /** Its network policy (domain/network.ts); forks and restores inherit it. */
+  network: NetworkPolicy;
 }
 
 export type TemplateState = 'starting' | 'running' | 'stopped' | 'failed';

@@ -15,7 +15,8 @@
 import { toForkboxError } from '../domain/errors.ts';
 import type { ForkboxApi } from '../service/api.ts';
 
-export type AuditDoor = 'socket' | 'http';
+/** `egress`: a connection through a sandbox's egress proxy (network/egress-proxy.ts), accepted or refused. */
+export type AuditDoor = 'socket' | 'http' | 'egress';
 
 export interface AuditEntry {
   door: AuditDoor;
@@ -30,6 +31,9 @@ export interface AuditEntry {
   /** MCP: the tool called (tools/call) or the JSON-RPC method. */
   tool?: string | undefined;
   sandbox?: string | undefined;
+  /** Egress: the host (name or address) and port the sandbox asked for. */
+  host?: string | undefined;
+  port?: number | undefined;
   /** `ok`, or the error code (catalog code, or `http_<status>`). */
   outcome: string;
   status: number;
@@ -46,6 +50,8 @@ export interface AuditLine {
   route: string;
   tool?: string;
   sandbox?: string;
+  host?: string;
+  port?: number;
   outcome: string;
   status: number;
   duration_ms: number;
@@ -53,6 +59,7 @@ export interface AuditLine {
 
 const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const SAFE_NAME = /^[A-Za-z0-9_./ :{}-]{1,200}$/;
+const SAFE_HOST = /^[A-Za-z0-9_.:*[\]-]{1,253}$/;
 const SAFE_CLIENT = /^[a-z0-9][a-z0-9_.-]{0,39}$/;
 const id32 = (n: number | undefined): number | undefined =>
   n !== undefined && Number.isInteger(n) && n >= 0 && n <= 0xffffffff ? n : undefined;
@@ -61,7 +68,7 @@ const id32 = (n: number | undefined): number | undefined =>
 export function auditLine(e: AuditEntry, now = new Date()): AuditLine {
   const line: AuditLine = {
     time: now.toISOString(),
-    door: e.door === 'socket' ? 'socket' : 'http',
+    door: e.door === 'socket' || e.door === 'egress' ? e.door : 'http',
     tenant: SAFE_ID.test(e.tenant) ? e.tenant : '?',
     route: SAFE_NAME.test(e.route) ? e.route : '?',
     outcome: /^[a-z0-9_]{1,40}$/.test(e.outcome) ? e.outcome : 'unknown',
@@ -75,6 +82,8 @@ export function auditLine(e: AuditEntry, now = new Date()): AuditLine {
   if (pid !== undefined) line.pid = pid;
   if (e.tool !== undefined) line.tool = SAFE_NAME.test(e.tool) ? e.tool : '?';
   if (e.sandbox !== undefined) line.sandbox = SAFE_ID.test(e.sandbox) ? e.sandbox : '?';
+  if (e.host !== undefined) line.host = SAFE_HOST.test(e.host) ? e.host : '?';
+  if (e.port !== undefined && Number.isInteger(e.port) && e.port >= 0 && e.port <= 65535) line.port = e.port;
   return line;
 }
 

@@ -40,6 +40,8 @@ export interface CreateSandboxRequest {
    * REPL already imported the config's modules. `image`, when also given, must be the template's.
    */
   template?: string;
+  /** Network policy: 'none' (default: loopback only) or 'allow:<names, *.suffix, CIDRs>' (domain/network.ts). */
+  network?: string;
 }
 
 /** A named template config (see defineTemplate). */
@@ -79,6 +81,8 @@ export interface SandboxInfo {
   persistent: boolean;
   /** Ids of its children that are alive (forks of it). */
   children: string[];
+  /** Its network policy ('none', or 'allow:…'). */
+  network: string;
   usage?: SandboxUsage;
 }
 

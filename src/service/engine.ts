@@ -17,6 +17,7 @@ import type { EngineParts } from './engine-parts.ts';
 import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
 import { createLineage } from './lineage.ts';
+import type { NetworkCap } from './network-cap.ts';
 import type { ImageStore, Runtime, Store } from './ports.ts';
 import { recoverSandboxes } from './recovery.ts';
 import { createSandboxMaker } from './sandbox-create.ts';
@@ -48,6 +49,8 @@ export interface EngineDeps {
   sessionReattachMs?: number;
   /** Disk limits: the daemon's default and maximum, and whether the storage enforces them. */
   disk?: DiskPolicy;
+  /** The daemon's cap on network policies (`forkbox serve --network-max/--network-allow`). */
+  networkCap?: NetworkCap;
   /**
    * Host-level garbage collection of what no live sandbox uses: `keep` holds the runtime ids of every
    * sandbox holding processes (live ones and tombstones); `ours(id)` says whether this store knows an id.
@@ -113,6 +116,7 @@ export function createEngine(deps: EngineDeps): Engine {
     templateConfigs,
     now,
     ...(deps.disk ? { disk: deps.disk } : {}),
+    ...(deps.networkCap ? { networkCap: deps.networkCap } : {}),
   });
   const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
     store,

@@ -14,6 +14,7 @@ export interface HostMetricsSnapshot {
   controlConnectionsRefused: Record<ControlRefusal, number>;
   admissionsRefused: Record<AdmissionRefusal, number>;
   fds: FdUsage | null;
+  egress: { accepted: number; refused: number };
 }
 
 export interface HostMetrics extends RuntimeCounters {
@@ -29,12 +30,16 @@ export function createHostMetrics(opts: { fds?: () => FdUsage } = {}): HostMetri
     disk: 0,
     fds: 0,
   };
+  const egress = { accepted: 0, refused: 0 };
   return {
     controlConnectionRefused(reason) {
       control[reason] += 1;
     },
     admissionRefused(reason) {
       admission[reason] += 1;
+    },
+    egressDecision(decision) {
+      egress[decision] += 1;
     },
     read() {
       let fds: FdUsage | null = null;
@@ -43,7 +48,12 @@ export function createHostMetrics(opts: { fds?: () => FdUsage } = {}): HostMetri
       } catch {
         fds = null;
       }
-      return { controlConnectionsRefused: { ...control }, admissionsRefused: { ...admission }, fds };
+      return {
+        controlConnectionsRefused: { ...control },
+        admissionsRefused: { ...admission },
+        fds,
+        egress: { ...egress },
+      };
     },
   };
 }

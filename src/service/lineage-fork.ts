@@ -105,7 +105,15 @@ export function createForker(deps: ForkDeps) {
     try {
       outcome = await runtime.forkSandbox(
         source,
-        children.map((c, i) => ({ id: c.id, name: c.name, env: c.env, limits: c.limits, forkIndex: i })),
+        children.map((c, i) => ({
+          id: c.id,
+          name: c.name,
+          env: c.env,
+          limits: c.limits,
+          forkIndex: i,
+          // Inherited: a fork never widens (or narrows) its source's network policy.
+          network: source.network,
+        })),
         { wait: req.wait !== false },
       );
     } catch (e) {

@@ -3,6 +3,7 @@
  * Dependencies point inward: runtimes/ and storage/ import from here, never the reverse.
  */
 import type { ErrorCode } from '../domain/errors.ts';
+import type { NetworkPolicy } from '../domain/network.ts';
 import type {
   ExecRecord,
   ExecState,
@@ -195,6 +196,8 @@ export interface CreateSandboxSpec {
   lowers?: string[];
   /** Python modules the template it is forked from pre-imported (picks, or starts, that template). */
   prewarm: string[];
+  /** Its network policy (default none: loopback only). */
+  network?: NetworkPolicy;
 }
 
 export interface ForkChildSpec {
@@ -203,6 +206,8 @@ export interface ForkChildSpec {
   env: Record<string, string>;
   limits: Limits;
   forkIndex: number;
+  /** Its network policy, the source's (default none: loopback only). */
+  network?: NetworkPolicy;
 }
 
 export type ForkChildOutcome =
@@ -453,6 +458,8 @@ export type AdmissionRefusal = 'memory_pressure' | 'memory_available' | 'memory_
 export interface RuntimeCounters {
   controlConnectionRefused(reason: ControlRefusal): void;
   admissionRefused(reason: AdmissionRefusal): void;
+  /** A connection through a sandbox's egress proxy, accepted or refused. */
+  egressDecision?(decision: 'accepted' | 'refused'): void;
 }
 
 export interface Runtime {

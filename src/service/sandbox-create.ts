@@ -6,6 +6,7 @@ import type { SandboxRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest } from './api.ts';
 import type { CallerContext } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
+import { DEFAULT_NETWORK_CAP, type NetworkCap, networkFor } from './network-cap.ts';
 import type { Runtime, Store } from './ports.ts';
 import type { TemplateConfigs } from './template-configs.ts';
 import { checkEnv, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
@@ -23,6 +24,8 @@ export function createSandboxMaker(deps: {
   now: () => number;
   /** The daemon's disk default and maximum (none: no disk limit is checked or applied by default). */
   disk?: DiskPolicy;
+  /** The daemon's cap on network policies (default: any allow list). */
+  networkCap?: NetworkCap;
 }): CreateSandbox {
   const { store, runtime, now } = deps;
 
@@ -31,6 +34,12 @@ export function createSandboxMaker(deps: {
     req: CreateSandboxRequest,
   ): { rec: SandboxRecord; prewarm: string[] } {
     checkLabels(req.labels);
+    const network = networkFor(deps.networkCap ?? DEFAULT_NETWORK_CAP, req.network);
+    if (network.mode !== 'none' && !runtime.capabilities.network)
+      throw new ForkboxError(
+        'requirement_missing',
+        `the ${runtime.name} runtime has no network egress: create the sandbox with network 'none'.`,
+      );
     // The named template config (or 'default') picks the image and the modules it starts with.
     const tpl = deps.templateConfigs.resolve(req);
     const limits = limitsFrom(req, deps.disk);
@@ -66,6 +75,7 @@ export function createSandboxMaker(deps: {
       endReason: null,
       tenant: ctx.tenant,
       session: req.persistent === true ? null : (ctx.session ?? null),
+      network,
     };
     return { rec, prewarm: tpl.prewarm };
   }
@@ -80,6 +90,7 @@ export function createSandboxMaker(deps: {
         image: rec.image,
         limits: rec.limits,
         env: rec.env,
+        network: rec.network,
         ...(lowers ? { lowers } : {}),
         prewarm,
       });

@@ -1,4 +1,5 @@
 /** A sandbox record as the API shows it. */
+import { formatNetwork } from '../domain/network.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { SandboxInfo } from './api.ts';
 
@@ -17,5 +18,6 @@ export function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {
     endReason: rec.endReason,
     persistent: rec.session === null,
     children,
+    network: formatNetwork(rec.network),
   };
 }

@@ -3,7 +3,8 @@
  * or once the holder is gone (host reboot), create sandboxes on the frozen layers alone.
  */
 import { ForkboxError } from '../domain/errors.ts';
-import type { Limits, SandboxRecord } from '../domain/types.ts';
+import { formatNetwork, NETWORK_NONE, type NetworkPolicy } from '../domain/network.ts';
+import type { Limits, SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, ForkRequest, ForkResult } from './api.ts';
 import { info as sandboxInfo } from './sandbox-info.ts';
 import type { SnapshotLookup } from './snapshot-lookup.ts';
@@ -24,6 +25,11 @@ function diskOf(req: ForkRequest, limits: Limits): Pick<CreateSandboxRequest, 'd
 }
 
 export function createSnapshotRestore(deps: SnapshotDeps, { find, holder }: SnapshotLookup) {
+  /** A snapshot's network policy: its holder's (a fork of the source); none once that record is gone. */
+  function snapNetwork(snap: SnapshotRecord): NetworkPolicy {
+    return (snap.holderId ? deps.store.getSandbox(snap.holderId)?.network : undefined) ?? NETWORK_NONE;
+  }
+
   const { store, runtime, now } = deps;
   return async function restore(
     ctx: { tenant: string; session?: string },
@@ -71,6 +77,7 @@ export function createSnapshotRestore(deps: SnapshotDeps, { find, holder }: Snap
         pids: req.pids ?? snap.limits.pids,
         ...diskOf(req, snap.limits),
         env: { ...snap.env, ...(req.env ?? {}) },
+        network: formatNetwork(snapNetwork(snap)),
         ...(name === undefined ? {} : { name }),
         ...(req.ttlSeconds === undefined ? {} : { ttlSeconds: req.ttlSeconds }),
         ...(req.labels === undefined ? {} : { labels: req.labels }),

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
+import { NETWORK_NONE } from '../../src/domain/network.ts';
 import { DEFAULT_LIMITS, type SandboxRecord } from '../../src/domain/types.ts';
 import type { ExecOutputChunk, ExecSpec, Runtime, SandboxHandle } from '../../src/service/ports.ts';
 
@@ -48,6 +49,7 @@ function recordOf(
     hostPid: h.hostPid,
     runtime: h.runtime,
     endReason: null,
+    network: NETWORK_NONE,
     tenant: 'default',
     session: null,
   };

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import { NETWORK_NONE } from '../../src/domain/network.ts';
 import type { ExecRecord, SandboxRecord } from '../../src/domain/types.ts';
 import { createRetention } from '../../src/service/retention.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
@@ -50,6 +51,7 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
     hostPid: null,
     runtime: {},
     endReason: null,
+    network: NETWORK_NONE,
     ...over,
   };
 }
@@ -195,7 +197,9 @@ describe('retention: ended sandboxes', () => {
     const raw = new Database(path);
     raw.pragma('auto_vacuum = NONE');
     raw.exec('VACUUM');
-    raw.prepare('DELETE FROM schema_migrations WHERE version = 8').run();
+    // Back to a version-7 database: the later migrations' records, and what they added, are gone.
+    raw.prepare('DELETE FROM schema_migrations WHERE version >= 8').run();
+    raw.exec('ALTER TABLE sandboxes DROP COLUMN network');
     assert.equal(raw.pragma('auto_vacuum', { simple: true }), 0);
     raw.close();
     const s2 = openSqliteStore({ path });

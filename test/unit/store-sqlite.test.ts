@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { ForkboxError } from '../../src/domain/errors.ts';
+import { NETWORK_NONE } from '../../src/domain/network.ts';
 import { LIVE_STATES } from '../../src/domain/sandbox-state.ts';
 import type { ExecRecord, SandboxRecord } from '../../src/domain/types.ts';
 import { LATEST_SCHEMA_VERSION, openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
@@ -45,6 +46,7 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
     hostPid: null,
     runtime: { cgroup: `/forkbox/${id}`, nested: { a: [1, 2] } },
     endReason: null,
+    network: NETWORK_NONE,
     ...over,
   };
 }

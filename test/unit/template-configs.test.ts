@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { errors, ForkboxError } from '../../src/domain/errors.ts';
+import { NETWORK_NONE } from '../../src/domain/network.ts';
 import type { ImageRecord, SandboxRecord } from '../../src/domain/types.ts';
 import {
   checkPrewarm,
@@ -194,6 +195,7 @@ describe('template configs over the SQLite store', () => {
       hostPid: null,
       runtime: {},
       endReason: null,
+      network: NETWORK_NONE,
     });
     store.insertSandbox(rec('sb-live', 'creating', 'bob'));
     store.transitionSandbox('sb-live', 'running');

@@ -14,13 +14,24 @@ export function register(program: Command, ctx: CliContext): void {
     .option(
       '--template <name>',
       "a template (see 'forkbox templates ls'): its image, Python modules pre-imported",
+    )
+    .option(
+      '--network <policy>',
+      "none (default: loopback only), or allow:NAME,*.SUFFIX,CIDR,... (HTTP/HTTPS through the daemon's filtering proxy)",
     );
   addLimitOptions(cmd).action(
     async (
-      o: LimitOptions & { name?: string; ttl?: number; label?: Record<string, string>; template?: string },
+      o: LimitOptions & {
+        name?: string;
+        ttl?: number;
+        label?: Record<string, string>;
+        template?: string;
+        network?: string;
+      },
     ) => {
       const req: CreateSandboxRequest = limitsToRequest(o);
       if (o.template !== undefined) req.template = o.template;
+      if (o.network !== undefined) req.network = o.network;
       if (o.name !== undefined) req.name = o.name;
       if (o.ttl !== undefined) req.ttlSeconds = o.ttl;
       if (o.label !== undefined) req.labels = o.label;

@@ -2,6 +2,7 @@
  * `forkbox serve`: the daemon. Owns the state dir (the engine takes its lock), serves the local API on
  * its Unix socket and, beside it, MCP + REST on one TCP listener (transports/http-listener.ts).
  */
+
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -12,6 +13,7 @@ import { DEFAULT_MAX_CONCURRENCY } from '../../protocol/http/limits.ts';
 import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
 import { DEFAULT_TENANT } from '../../service/engine.ts';
+import { parseNetworkCap } from '../../service/network-cap.ts';
 import { auditMaxBytes, createAuditFile } from '../../transports/audit-file.ts';
 import { socketPathFor } from '../../transports/daemon-launcher.ts';
 import {
@@ -49,6 +51,8 @@ interface ServeFlags {
   diskMax?: DiskSpec;
   retention?: string;
   auditMaxSize?: string;
+  networkMax?: string;
+  networkAllow?: string;
 }
 
 /** The /mcp options the flags ask for (protocol/mcp/session-policy.ts and http-sessions.ts). */
@@ -121,6 +125,14 @@ export function register(program: Command, ctx: CliContext): void {
       `audit.log is rotated to audit.log.1 past this size, e.g. 64m (env FORKBOX_AUDIT_MAX_SIZE; default 64m)`,
     )
     .option(
+      '--network-max <mode>',
+      "the widest network policy a sandbox may ask for: none, or allow (an allow list through the daemon's egress proxy; default)",
+    )
+    .option(
+      '--network-allow <entries>',
+      'names, *.suffix wildcards and CIDRs (comma-separated) that every allow list must stay within (default: any)',
+    )
+    .option(
       '--conformance-fixtures',
       "also serve the MCP conformance suite's test tools, resources and prompts on /mcp (for running the suite; never in production)",
     )
@@ -154,23 +166,26 @@ export function register(program: Command, ctx: CliContext): void {
         );
       }
       const auditMax = auditMaxBytes(o.auditMaxSize);
+      const networkCap = parseNetworkCap(o.networkMax, o.networkAllow);
       // Refuse an unauthenticated network listener before taking the state dir.
       if (listen) checkListenSecurity(listen.host, tokenFile);
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });
       // Loaded here, not at the top: the engine (SQLite, FFI, runtimes) is only needed by the daemon, and
       // every other command should start fast.
       const { openEngine, parseRetention, socketPeerReader } = await import('../../composition.ts');
-      const engine = await openEngine({
-        stateDir,
-        log,
-        ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
-        ...(o.diskMax ? { diskMax: o.diskMax } : {}),
-        ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
-      });
-      // One audit writer for every door: the socket (CLI, forkbox mcp) and the TCP listener.
+      // One audit writer for every door: the socket (CLI, forkbox mcp), the TCP listener, egress proxies.
       const audit = createAuditFile(join(stateDir, 'audit.log'), {
         maxBytes: auditMax,
         onError: (e) => log.warn({ err: e.message }, 'audit log write failed'),
+      });
+      const engine = await openEngine({
+        stateDir,
+        log,
+        networkCap,
+        audit,
+        ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
+        ...(o.diskMax ? { diskMax: o.diskMax } : {}),
+        ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
       });
       let server: Awaited<ReturnType<typeof serveUnix>> | undefined;
       let listener: Listener | undefined;

@@ -52,6 +52,16 @@ function registerHostMetrics(registry: Registry, host: HostMetrics): void {
       for (const [reason, n] of Object.entries(host.read().admissionsRefused)) this.inc({ reason }, n);
     },
   });
+  new Counter({
+    name: 'forkbox_egress_connections_total',
+    help: "Connections through sandboxes' egress proxies, by decision (accepted, refused)",
+    labelNames: ['decision'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [decision, n] of Object.entries(host.read().egress)) this.inc({ decision }, n);
+    },
+  });
   new Gauge({
     name: 'forkbox_daemon_open_fds',
     help: 'File descriptors the daemon has open',

@@ -41,7 +41,7 @@ export interface ForkboxMcpServerOptions {
 const SILENT: ToolLog = { debug: () => undefined, warn: () => undefined };
 
 const INSTRUCTIONS =
-  'forkbox runs commands, code and file operations in isolated Linux sandboxes (no network). Tools that act on a sandbox take an optional `sandbox` (id or name); without it they use your default sandbox, created on first use. Python code_run calls share one persistent REPL per sandbox. Large outputs are cut in the middle and kept in a file in the sandbox (the result names it and which bytes it holds; read it with file_read). For work longer than a minute, use exec_start and poll with exec_poll.';
+  'forkbox runs commands, code and file operations in isolated Linux sandboxes (no network unless created with a `network` allow list). Tools that act on a sandbox take an optional `sandbox` (id or name); without it they use your default sandbox, created on first use. Python code_run calls share one persistent REPL per sandbox. Large outputs are cut in the middle and kept in a file in the sandbox (the result names it and which bytes it holds; read it with file_read). For work longer than a minute, use exec_start and poll with exec_poll.';
 
 export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer {
   const server = new McpServer(

@@ -39,7 +39,10 @@ export const sandboxShape = z.object({
 });
 
 /** sandbox_get's output: the sandbox with its live usage. */
-export const sandboxWithUsageShape = sandboxShape.extend({ usage: usageShape.optional() });
+export const sandboxWithUsageShape = sandboxShape.extend({
+  usage: usageShape.optional(),
+  network: z.string().optional(),
+});
 
 /** One line of sandbox_list. */
 export const sandboxSummaryShape = sandboxShape.pick({
@@ -179,7 +182,7 @@ export const streamShape = z.object({
 
 export const streamsShape = z
   .object({ stdout: streamShape, stderr: streamShape })
-  .describe('Per stream: bytes written, cut from the middle, and the file in the sandbox holding them');
+  .describe('Per stream: bytes written, cut from the middle, and the sandbox file holding them');
 
 interface StreamSummaryLike {
   totalBytes: number;

@@ -57,6 +57,13 @@ export const createSandboxBody = z.strictObject({
   labels: labelsSchema().optional(),
   persistent: z.boolean().optional(),
   template: nameSchema().describe('a template name (see GET /v1/templates)').optional(),
+  network: z
+    .string()
+    .max(SIZES.networkChars)
+    .describe(
+      "'none' (default: loopback only) or 'allow:' + names, *.suffix wildcards, CIDRs (egress through the daemon's proxy)",
+    )
+    .optional(),
 });
 
 /** POST /v1/templates (DefineTemplateRequest); the engine checks module names in detail. */

@@ -55,6 +55,7 @@ export const sandboxInfoSchema = z.object({
   expiresAt: z.string().nullable(),
   endReason: z.string().nullable(),
   persistent: z.boolean(),
+  network: z.string(),
   usage: z.record(z.string(), z.unknown()).optional(),
 });
 const streamSummary = z.object({

@@ -3,11 +3,13 @@
  * fresh namespaces on fresh overlay roots, with per-sandbox cgroups (docs/ARCHITECTURE.md). Implements
  * the Runtime port; the parts: spawn/ (making and releasing sandboxes), fork-sandbox.ts, recover.ts.
  */
+
 import { join } from 'node:path';
 import { errors, ForkboxError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
+import type { EgressProxies } from '../../network/egress-proxies.ts';
 import type {
   CreateSandboxSpec,
   ImageStore,
@@ -65,6 +67,8 @@ export interface NativeRuntimeDeps {
   createTimeoutMs?: number;
   /** Layers kept although no live sandbox stacks on them (snapshots' files). */
   pinnedLayers?: () => string[];
+  /** Egress proxies for sandboxes with an `allow` network policy (none: such creates are refused). */
+  egress?: EgressProxies;
 }
 
 export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: Map<string, LiveSandbox> } {
@@ -130,7 +134,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
   const admit = createAdmit({ ...deps, live });
   const lifecycle = createSandboxLifecycle({ ...deps, live, spawner, spawners });
   const forkSandbox = createForkSandbox({ ...deps, spawner, live, replLocks, connOf, admit, spawners });
-  const recover = createRecover({ ...deps, spawner, exits, live });
+  const recover = createRecover({ ...deps, spawner, exits, live, inboxOf: paths.inbox });
 
   return {
     name: 'native',
@@ -138,7 +142,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       forkProcessState: true,
       pause: true,
       limits: { memory: true, pids: true, cpu: true, disk: deps.snapshots.diskLimits.enforced },
-      network: false,
+      network: deps.egress !== undefined,
     },
     live,
     ...ops,
@@ -165,7 +169,16 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
           depth: -1,
           lowers: spec.lowers ?? image.layers,
         },
-        [{ id: spec.id, name: spec.name, env: spec.env, limits: spec.limits, forkIndex: 0 }],
+        [
+          {
+            id: spec.id,
+            name: spec.name,
+            env: spec.env,
+            limits: spec.limits,
+            forkIndex: 0,
+            ...(spec.network ? { network: spec.network } : {}),
+          },
+        ],
         null,
       );
       if (!out) throw new ForkboxError('internal', 'no result for the new sandbox');
@@ -215,6 +228,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         for (const t of templates.list()) t.conn?.close();
       }
       deps.hub.closeAll();
+      deps.egress?.closeAll();
     },
   };
 }

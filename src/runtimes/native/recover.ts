@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord, TemplateRecord } from '../../domain/types.ts';
+import type { EgressProxies } from '../../network/egress-proxies.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
 import { deadline } from './host/deadline.ts';
@@ -22,6 +23,9 @@ export interface RecoverDeps {
   exits: ExitWatch;
   live: Map<string, LiveSandbox>;
   log: Pick<Logger, 'info' | 'warn'>;
+  /** Egress proxies: re-opened for recovered sandboxes with an `allow` policy (they died with the daemon). */
+  egress?: EgressProxies | undefined;
+  inboxOf?: (id: string) => string;
 }
 
 /**
@@ -123,6 +127,12 @@ export function createRecover(deps: RecoverDeps) {
       if (wait) waits.push(wait);
     }
     await Promise.all(waits);
+    for (const rec of liveRecs) {
+      if (lost.includes(rec.id) || rec.network.mode !== 'allow' || !deps.egress || !deps.inboxOf) continue;
+      await deps.egress.open(rid(rec), deps.inboxOf(rid(rec)), rec.network).catch((e: unknown) => {
+        deps.log.warn({ sandbox: rec.id, err: String(e) }, 'could not re-open its egress proxy');
+      });
+    }
     return { lost };
   };
 }

@@ -213,6 +213,12 @@ INSERT OR IGNORE INTO output_drops (sandbox_id)
       db.exec('VACUUM');
     },
   },
+  {
+    version: 9,
+    name: 'sandbox network policy',
+    // The wire form of domain/network.ts; sandboxes made before it had loopback only: 'none'.
+    sql: "ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT 'none';",
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

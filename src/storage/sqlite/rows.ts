@@ -3,6 +3,8 @@
  * the wrong shape degrades to a safe default instead of crashing the daemon at start-up (the record is
  * still listed, so the user can kill or delete it).
  */
+
+import { formatNetwork, NETWORK_NONE, type NetworkPolicy, parseNetwork } from '../../domain/network.ts';
 import type {
   ExecRecord,
   ExecState,
@@ -26,6 +28,8 @@ export interface SandboxRow {
   limits: string;
   env: string;
   labels: string;
+  /** Its network policy's wire form (domain/network.ts). */
+  network: string;
   expires_at: number | null;
   created_at: number;
   updated_at: number;
@@ -153,7 +157,17 @@ export function sandboxToRow(r: SandboxRecord): SandboxRow {
     end_reason: r.endReason,
     tenant: r.tenant,
     session: r.session,
+    network: formatNetwork(r.network),
   };
+}
+
+/** A stored policy that does not parse any more reads as 'none': no egress rather than a crash. */
+function parseStoredNetwork(s: string): NetworkPolicy {
+  try {
+    return parseNetwork(s);
+  } catch {
+    return NETWORK_NONE;
+  }
 }
 
 export function rowToSandbox(row: SandboxRow): SandboxRecord {
@@ -176,6 +190,7 @@ export function rowToSandbox(row: SandboxRow): SandboxRecord {
     endReason: row.end_reason,
     tenant: row.tenant,
     session: row.session,
+    network: parseStoredNetwork(row.network),
   };
 }
 

@@ -39,9 +39,9 @@ type TemplateMethods = Pick<
 const LIVE_LIST = LIVE_STATES.map((st) => `'${st}'`).join(', ');
 
 const SANDBOX_COLS =
-  'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason, tenant, session';
+  'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason, tenant, session, network';
 const SANDBOX_VALUES =
-  '@id, @name, @state, @image, @template_id, @parent_id, @depth, @limits, @env, @labels, @expires_at, @created_at, @updated_at, @host_pid, @runtime, @end_reason, @tenant, @session';
+  '@id, @name, @state, @image, @template_id, @parent_id, @depth, @limits, @env, @labels, @expires_at, @created_at, @updated_at, @host_pid, @runtime, @end_reason, @tenant, @session, @network';
 
 /**
  * Labels filter in SQL: no wanted (key, value) pair is missing from the row's labels. json_each on both

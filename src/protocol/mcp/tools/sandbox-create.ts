@@ -10,7 +10,7 @@ export const sandboxCreate = defineTool({
   name: 'sandbox_create',
   title: 'Create a sandbox',
   description:
-    'Create another sandbox (own files, processes, Python REPL; no network); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one on first use. Ends after your session and its grace unless persistent.',
+    'Create another sandbox (own files, processes, Python REPL); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one on first use. Ends after your session grace unless persistent.',
   annotations: HINTS.create,
   input: z.object({
     image: z.string().min(1).max(128).optional().describe('Image (default debian; see image_list)'),
@@ -25,6 +25,7 @@ export const sandboxCreate = defineTool({
     labels: labelsArg.optional().describe('Labels, NAME=value items'),
     persistent: z.boolean().optional().describe('Keep it after your session ends'),
     template: nameSchema().optional().describe('Template to start from (see template_list)'),
+    network: z.string().optional().describe('none|allow:host,*.suffix,CIDR'),
   }),
   output: sandboxShape,
   async run(a, { api }) {
@@ -40,6 +41,7 @@ export const sandboxCreate = defineTool({
     if (a.env !== undefined) req.env = a.env;
     if (a.labels !== undefined) req.labels = a.labels;
     if (a.template !== undefined) req.template = a.template;
+    if (a.network !== undefined) req.network = a.network;
     // The engine ties a non-persistent sandbox to the caller's client session (when there is one).
     if (a.persistent === true) req.persistent = true;
     return { structured: sandboxOut(await api.createSandbox(req)) };

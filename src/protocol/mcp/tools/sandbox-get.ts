@@ -10,6 +10,7 @@ export const sandboxGet = defineTool({
   input: z.object({ sandbox: sandboxArg }),
   output: sandboxWithUsageShape,
   async run(a, { api, sandbox }) {
-    return { structured: sandboxOut(await api.getSandbox(await sandbox(a.sandbox), { usage: true })) };
+    const s = await api.getSandbox(await sandbox(a.sandbox), { usage: true });
+    return { structured: { ...sandboxOut(s), network: s.network } };
   },
 });

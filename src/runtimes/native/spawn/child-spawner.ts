@@ -6,9 +6,11 @@
  * socket), fork-wave.ts (one wave of children), release.ts (giving it all back), exit-watch.ts (sandboxes
  * that end on their own).
  */
+
 import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
+import type { EgressProxies } from '../../../network/egress-proxies.ts';
 import type { ForkChildSpec } from '../../../service/ports.ts';
 import type { AgentTimeouts } from '../agent-link/agent-timeouts.ts';
 import type { InboxHub } from '../agent-link/inbox-hub.ts';
@@ -47,6 +49,7 @@ export interface ChildSpawnerDeps {
   oom: OomOrder;
   createTimeoutMs?: number;
   pinnedLayers?: () => string[];
+  egress?: EgressProxies | undefined;
 }
 
 export function createChildSpawner(deps: ChildSpawnerDeps) {

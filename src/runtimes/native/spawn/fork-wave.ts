@@ -7,7 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
+import { EGRESS } from '../../../domain/limits.ts';
 import type { Logger } from '../../../domain/logger.ts';
+import type { EgressProxies } from '../../../network/egress-proxies.ts';
 import type { ForkChildSpec } from '../../../service/ports.ts';
 import type { Cgroups } from '../cgroups/index.ts';
 import { devTmpfsBytes } from '../container/dev-tmpfs.ts';
@@ -40,6 +42,7 @@ export interface ForkWaveDeps {
   link: SandboxLink;
   releaser: Releaser;
   createTimeoutMs?: number;
+  egress?: EgressProxies | undefined;
 }
 
 function failed(id: string, e: unknown): SpawnOutcome {
@@ -94,6 +97,15 @@ export function createForkWaves(deps: ForkWaveDeps) {
     live.set(c.id, sb);
     const nonce = randomBytes(16).toString('hex');
     const { ready } = await deps.link.serve(sb, { nonce, parentPid: parent.hostPid });
+    // The policy lives here, in the daemon: the child's agent only relays its loopback port to it.
+    if (c.network?.mode === 'allow') {
+      if (!deps.egress)
+        throw new ForkboxError(
+          'requirement_missing',
+          'this daemon has no egress proxy: create the sandbox with network none.',
+        );
+      await deps.egress.open(c.id, paths.inbox(c.id), c.network);
+    }
     return { c, sb, nonce, ready };
   }
 
@@ -112,6 +124,7 @@ export function createForkWaves(deps: ForkWaveDeps) {
         tmpfs_bytes: devTmpfsBytes(c.limits.memoryBytes),
         // The child's REPL worker and commands take this rank, whether or not its PID 1 is exempt.
         oom_score_adj: oomRank(sb.depth),
+        ...(c.network?.mode === 'allow' ? { net_relay_port: EGRESS.relayPort } : {}),
       })),
     });
     return (Array.isArray(result.children) ? result.children : []) as {

@@ -4,6 +4,7 @@
  */
 import { rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import type { EgressProxies } from '../../../network/egress-proxies.ts';
 import type { InboxHub } from '../agent-link/inbox-hub.ts';
 import type { Cgroups } from '../cgroups/index.ts';
 import type { Mounts } from '../host/mounts.ts';
@@ -20,6 +21,7 @@ export interface ReleaseDeps {
   snapshots: SnapshotDriver;
   live: Map<string, LiveSandbox>;
   pinnedLayers?: () => string[];
+  egress?: EgressProxies | undefined;
 }
 
 export function createReleaser(deps: ReleaseDeps) {
@@ -70,6 +72,7 @@ export function createReleaser(deps: ReleaseDeps) {
     for (const cg of paths.cgroupCandidates(sb?.cgroup ?? paths.sandboxCgroup(id), id)) await removeGroup(cg);
     for (const owner of new Set([...inboxOwners, sb?.spawnedIn ?? null]))
       if (owner) dropMountPoints(owner, id);
+    deps.egress?.close(id);
     mounts.detachAllUnder(paths.inbox(id));
     rmSync(paths.inbox(id), { recursive: true, force: true });
     // Through the storage driver: on btrfs the sandbox dir is a subvolume (deleted in O(1)).

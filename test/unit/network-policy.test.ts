@@ -1,0 +1,87 @@
+/** Network policies: the wire form, the daemon's cap, and which addresses the egress proxy refuses. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isForkboxError } from '../../src/domain/errors.ts';
+import { formatNetwork, hostAllowed, parseNetwork } from '../../src/domain/network.ts';
+import { cidrContains, refusal } from '../../src/network/addresses.ts';
+import { checkTarget } from '../../src/network/egress-proxy.ts';
+import { networkFor, parseNetworkCap } from '../../src/service/network-cap.ts';
+
+describe('network policy', () => {
+  it('parses and formats the wire form', () => {
+    const p = parseNetwork('allow: Files.Example.org, *.cdn.example.org,198.51.100.0/24,2001:db8::1');
+    assert.deepEqual(p.hosts, ['files.example.org', '*.cdn.example.org']);
+    assert.deepEqual(p.cidrs, ['198.51.100.0/24', '2001:db8::1/128']);
+    assert.equal(formatNetwork(parseNetwork(formatNetwork(p))), formatNetwork(p));
+    assert.equal(formatNetwork(parseNetwork('none')), 'none');
+    for (const bad of [
+      '',
+      'open',
+      'allow:',
+      'allow:a b',
+      'allow:*.org',
+      'allow:1.2.3.4/33',
+      'allow:-x.org',
+      'allow:1.2.3',
+    ])
+      assert.throws(
+        () => parseNetwork(bad),
+        (e) => isForkboxError(e) && e.code === 'invalid_argument',
+        bad,
+      );
+  });
+
+  it('wildcards match names below the suffix, not the suffix itself', () => {
+    assert.ok(hostAllowed(['*.example.org'], 'a.example.org'));
+    assert.ok(!hostAllowed(['*.example.org'], 'example.org'));
+    assert.ok(!hostAllowed(['*.example.org'], 'badexample.org'));
+    assert.ok(!hostAllowed(['files.example.org'], 'files.example.org.evil.test'));
+  });
+
+  it("the daemon's cap: none refuses allow; an allow list must stay within --network-allow", () => {
+    const denied = (e: unknown) => isForkboxError(e) && e.code === 'permission_denied';
+    assert.throws(() => networkFor(parseNetworkCap('none', undefined), 'allow:a.org'), denied);
+    assert.equal(networkFor(parseNetworkCap('none', undefined), 'none').mode, 'none');
+    const cap = parseNetworkCap('allow', '*.example.org,files.test,198.51.100.0/24');
+    assert.equal(
+      networkFor(cap, 'allow:a.example.org,*.b.example.org,files.test,198.51.100.7').mode,
+      'allow',
+    );
+    assert.throws(() => networkFor(cap, 'allow:example.org'), denied);
+    assert.throws(() => networkFor(cap, 'allow:other.test'), denied);
+    assert.throws(() => networkFor(cap, 'allow:198.51.0.0/16'), denied);
+    assert.throws(() => parseNetworkCap('open', undefined), /none' or 'allow/);
+  });
+
+  it('refuses loopback, link-local, mapped and private addresses unless a CIDR names the private ones', () => {
+    for (const a of [
+      '127.0.0.1',
+      '::1',
+      '169.254.169.254',
+      '::ffff:169.254.169.254',
+      '::ffff:7f00:1',
+      '0.0.0.0',
+      'fe80::1',
+      '224.0.0.1',
+    ])
+      assert.notEqual(refusal(a, ['0.0.0.0/0', '::/0'], false), null, a);
+    assert.notEqual(refusal('10.1.2.3', [], false), null);
+    assert.equal(refusal('10.1.2.3', ['10.0.0.0/8'], false), null);
+    assert.notEqual(refusal('fd00::5', [], false), null);
+    assert.equal(refusal('203.0.113.9', [], false), null);
+    assert.notEqual(refusal('203.0.113.9', [], true), null, 'a literal needs a CIDR');
+    assert.ok(cidrContains('198.51.100.0/24', '198.51.100.128/25'));
+    assert.ok(!cidrContains('198.51.100.0/25', '198.51.100.0/24'));
+  });
+
+  it('a name is refused when any of its addresses is', async () => {
+    const policy = parseNetwork('allow:files.test');
+    const map: Record<string, string[]> = { 'files.test': ['203.0.113.2', '127.0.0.1'] };
+    const v = await checkTarget(policy, { host: 'files.test', port: 80 }, async (n) => map[n] ?? []);
+    assert.ok('refused' in v);
+    map['files.test'] = ['203.0.113.2'];
+    assert.deepEqual(await checkTarget(policy, { host: 'files.test', port: 80 }, async (n) => map[n] ?? []), {
+      addr: '203.0.113.2',
+    });
+  });
+});

@@ -11,7 +11,7 @@ import {
   type NetworkPolicy,
   parseNetwork,
 } from '../domain/network.ts';
-import { cidrContains } from '../network/addresses.ts';
+import { cidrContains } from '../util/cidr.ts';
 
 export interface NetworkCap {
   /** The widest mode a sandbox may have. */

@@ -85,6 +85,10 @@ export const SIZES = {
   /** Python (or bash, node) source of one code run. */
   codeChars: MiB - 1024,
   idempotencyKeyChars: 256,
+  /** Files and directories of a project directory put in a sandbox (each is recorded at create). */
+  projectEntries: 200_000,
+  /** A patch of a sandbox's project changes, bytes. */
+  patchBytes: 64 * MiB,
 } as const;
 
 /** Sandbox, snapshot and template names: a letter or digit, then letters, digits, '.', '_' or '-'. */

@@ -66,6 +66,8 @@ export interface EngineDeps {
   sessionReattachMs?: number;
   /** Disk limits: the daemon's default and maximum, and whether the storage enforces them. */
   disk?: DiskPolicy;
+  /** Host directories projects may be under (`forkbox serve --project-root`); none: no projects. */
+  projectRoots?: readonly string[];
   /**
    * Host-level garbage collection of what no live sandbox uses: `keep` holds the runtime ids of every
    * sandbox holding processes (live ones and tombstones); `ours(id)` says whether this store knows an id.
@@ -131,6 +133,7 @@ export function createEngine(deps: EngineDeps): Engine {
     templateConfigs,
     now,
     ...(deps.disk ? { disk: deps.disk } : {}),
+    ...(deps.projectRoots ? { projectRoots: deps.projectRoots } : {}),
   });
   const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
     store,

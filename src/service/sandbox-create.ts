@@ -8,6 +8,7 @@ import type { CallerContext } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import type { Runtime, Store } from './ports.ts';
 import type { TemplateConfigs } from './template-configs.ts';
+import { resolveProject } from './project-spec.ts';
 import { checkEnv, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
 
 export type CreateSandbox = (
@@ -23,6 +24,8 @@ export function createSandboxMaker(deps: {
   now: () => number;
   /** The daemon's disk default and maximum (none: no disk limit is checked or applied by default). */
   disk?: DiskPolicy;
+  /** Host directories under which a project may be (none: projects are refused). */
+  projectRoots?: readonly string[];
 }): CreateSandbox {
   const { store, runtime, now } = deps;
 
@@ -72,6 +75,8 @@ export function createSandboxMaker(deps: {
 
   return async (ctx, req, lowers) => {
     const { rec, prewarm } = newRecord(ctx, req);
+    const project =
+      req.project === undefined ? undefined : resolveProject(req.project, deps.projectRoots ?? []);
     store.insertSandbox(rec);
     try {
       const h = await runtime.createSandbox({
@@ -81,6 +86,7 @@ export function createSandboxMaker(deps: {
         limits: rec.limits,
         env: rec.env,
         ...(lowers ? { lowers } : {}),
+        ...(project ? { project } : {}),
         prewarm,
       });
       const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';

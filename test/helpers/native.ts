@@ -57,7 +57,7 @@ export interface NativeFixture {
 export async function openNative(
   opts: { stateDir?: string } & Pick<
     OpenEngineOptions,
-    'storage' | 'diskDefault' | 'diskMax' | 'retentionSeconds' | 'retentionSweepMs'
+    'storage' | 'diskDefault' | 'diskMax' | 'retentionSeconds' | 'retentionSweepMs' | 'projectRoots'
   > = {},
 ): Promise<NativeFixture> {
   const stateDir = opts.stateDir ?? makeStateDir();

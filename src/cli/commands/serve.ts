@@ -3,7 +3,7 @@
  * its Unix socket and, beside it, MCP + REST on one TCP listener (transports/http-listener.ts).
  */
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { ForkboxError } from '../../domain/errors.ts';
@@ -47,6 +47,7 @@ interface ServeFlags {
   mcpMaxOutput?: string;
   diskDefault?: DiskSpec;
   diskMax?: DiskSpec;
+  projectRoot?: string[];
   retention?: string;
   auditMaxSize?: string;
 }
@@ -108,6 +109,10 @@ export function register(program: Command, ctx: CliContext): void {
       parseDiskSpec,
     )
     .option(
+      '--project-root <dir...>',
+      'allow sandbox projects (create --project) in directories under DIR (repeatable; default: none allowed)',
+    )
+    .option(
       '--disk-max <size[,inodes]>',
       'largest disk limit a sandbox may ask for (env FORKBOX_DISK_MAX; default 1t,100m)',
       parseDiskSpec,
@@ -165,6 +170,7 @@ export function register(program: Command, ctx: CliContext): void {
         log,
         ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
         ...(o.diskMax ? { diskMax: o.diskMax } : {}),
+        ...(o.projectRoot ? { projectRoots: o.projectRoot.map((d) => resolve(d)) } : {}),
         ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
       });
       // One audit writer for every door: the socket (CLI, forkbox mcp) and the TCP listener.

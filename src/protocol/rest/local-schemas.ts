@@ -57,6 +57,12 @@ export const createSandboxBody = z.strictObject({
   labels: labelsSchema().optional(),
   persistent: z.boolean().optional(),
   template: nameSchema().describe('a template name (see GET /v1/templates)').optional(),
+  project: z
+    .string()
+    .min(1)
+    .max(2 * SIZES.pathChars)
+    .describe('host directory under a project root, as "DIR" or "DIR:/path" (default /work)')
+    .optional(),
 });
 
 /** POST /v1/templates (DefineTemplateRequest); the engine checks module names in detail. */
@@ -88,6 +94,8 @@ export const diffBody = z.strictObject({
   b: refSchema(),
   paths: z.array(pathSchema()).max(64).optional(),
   unifiedFor: pathSchema().optional(),
+  project: z.boolean().optional(),
+  patch: z.boolean().optional(),
 });
 export const killQuery = z.object({ cascade: z.enum(['1', '0', 'true', 'false']).optional() });
 export const snapshotBody = z.strictObject({ name: createSandboxBody.shape.name });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIMITS } from '../../../domain/limits.ts';
+import { LIMITS, SIZES } from '../../../domain/limits.ts';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg, labelsArg } from '../kv-list.ts';
@@ -25,6 +25,12 @@ export const sandboxCreate = defineTool({
     labels: labelsArg.optional().describe('Labels, NAME=value items'),
     persistent: z.boolean().optional().describe('Keep it after your session ends'),
     template: nameSchema().optional().describe('Template to start from (see template_list)'),
+    project: z
+      .string()
+      .min(1)
+      .max(2 * SIZES.pathChars)
+      .optional()
+      .describe('Host dir (under a project root) at /work, copy-on-write: DIR or DIR:/path'),
   }),
   output: sandboxShape,
   async run(a, { api }) {
@@ -40,6 +46,7 @@ export const sandboxCreate = defineTool({
     if (a.env !== undefined) req.env = a.env;
     if (a.labels !== undefined) req.labels = a.labels;
     if (a.template !== undefined) req.template = a.template;
+    if (a.project !== undefined) req.project = a.project;
     // The engine ties a non-persistent sandbox to the caller's client session (when there is one).
     if (a.persistent === true) req.persistent = true;
     return { structured: sandboxOut(await api.createSandbox(req)) };

@@ -26,6 +26,8 @@ export const sandboxDiff = defineTool({
     b: z.string().min(1).max(128).describe('After: sandbox id or name'),
     paths: z.array(pathArg).max(64).optional().describe('Only under these paths'),
     unified_for: pathArg.optional().describe('File to diff line by line (each side up to 1 MiB)'),
+    project: z.boolean().optional().describe("b's project against its host dir (a unused)"),
+    patch: z.boolean().optional().describe('With project: a git patch of it all'),
   }),
   output: z.object({
     a: z.string(),
@@ -37,13 +39,16 @@ export const sandboxDiff = defineTool({
     modified: z.array(modifiedShape),
     truncated: z.boolean(),
     unified: z.string().optional(),
+    patch: z.string().optional(),
   }),
-  bulk: ['unified'],
+  bulk: ['unified', 'patch'],
   async run(args, { api, sandbox }) {
-    const a = await sandbox(args.a);
+    const a = args.project ? args.b : await sandbox(args.a);
     const d = await api.diffSandboxes(a, args.b, {
       ...(args.paths === undefined ? {} : { paths: args.paths }),
       ...(args.unified_for === undefined ? {} : { unifiedFor: args.unified_for }),
+      ...(args.project ? { project: true } : {}),
+      ...(args.patch ? { patch: true } : {}),
     });
     const listed =
       d.added.length <= MAX_LISTED && d.removed.length <= MAX_LISTED && d.modified.length <= MAX_LISTED;
@@ -58,6 +63,7 @@ export const sandboxDiff = defineTool({
         modified: d.modified.slice(0, MAX_LISTED).map((e) => ({ path: e.path, changes: e.changes ?? [] })),
         truncated: d.truncated || !listed,
         ...(d.unified === undefined ? {} : { unified: d.unified }),
+        ...(d.patch === undefined ? {} : { patch: d.patch }),
       },
     };
   },

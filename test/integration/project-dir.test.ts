@@ -162,6 +162,24 @@ describe('a project directory in a sandbox', { skip: skip ?? false }, () => {
     assert.equal(treeDigest(project), before0);
   });
 
+  it('a snapshot carries the project and the edits; a restore sees both', () => {
+    const src = cli.json<SandboxInfo>('create', '--project', project).id;
+    sh(src, 'echo snap > /work/snap.txt');
+    cli.ok('snapshot', 'create', src, '--name', 'proj-snap');
+    sh(src, 'rm /work/snap.txt');
+    const r = cli.json<ForkResult>('snapshot', 'restore', 'proj-snap');
+    const restored = r.children[0]?.sandbox?.id;
+    assert.ok(restored, JSON.stringify(r));
+    assert.equal(sh(restored, 'cat /work/snap.txt /work/pkg5/m5.py'), 'snap\n# module 5.5\nVALUE = 5005\n');
+    const d = cli.json<DiffResult>('diff', restored, '--project');
+    assert.deepEqual(
+      d.added.map((e) => e.path),
+      ['/snap.txt'],
+    );
+    cli.ok('kill', restored, src);
+    cli.ok('snapshot', 'rm', 'proj-snap');
+  });
+
   it('apply refuses when the host changed a changed file since, and writes nothing', () => {
     const readme = join(project, 'README.md');
     writeFileSync(readme, 'edited on the host\n');

@@ -196,9 +196,12 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         if (!out) throw new ForkboxError('internal', 'no result for the new sandbox');
         if (!out.ok) throw out.error;
         return out.handle;
+      } catch (e) {
+        unhold();
+        if (spec.project) await spawner.collectLayers().catch(() => undefined); // its project layer goes now
+        throw e;
       } finally {
         unhold();
-        if (spec.project) await spawner.collectLayers(); // a failed create's project layer goes now
       }
     },
 

@@ -23,7 +23,6 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { SIZES } from '../../../domain/limits.ts';
@@ -83,25 +82,33 @@ export function findProject(lowers: string[]): { index: number; layer: string; i
   return null;
 }
 
-/** Every host entry's size, mtime and ctime, keyed by relative path; never follows a symlink. */
+/** Entries statted between yields to the event loop while a manifest is taken. */
+const MANIFEST_SLICE = 4096;
+
+/**
+ * Every host entry's size, mtime and ctime, keyed by relative path; never follows a symlink. Synchronous
+ * calls in slices (an async lstat per file cost ~10× as much: 2,000 files took 40–170 ms, against 8–13),
+ * yielding to the event loop between slices so a big project does not stall the daemon.
+ */
 export async function manifestOf(hostPath: string): Promise<Record<string, ManifestEntry>> {
   const out: Record<string, ManifestEntry> = {};
   let count = 0;
-  async function walk(rel: string): Promise<void> {
-    const ents = await readdir(rel === '' ? hostPath : join(hostPath, rel), { withFileTypes: true });
-    for (const e of ents) {
+  const dirs = [''];
+  while (dirs.length > 0) {
+    const rel = dirs.pop() as string;
+    for (const e of readdirSync(rel === '' ? hostPath : join(hostPath, rel), { withFileTypes: true })) {
       if (++count > SIZES.projectEntries)
         throw new ForkboxError(
           'invalid_argument',
           `the project has more than ${SIZES.projectEntries} files and directories; pick a smaller directory.`,
         );
+      if (count % MANIFEST_SLICE === 0) await new Promise((r) => setImmediate(r));
       const r = rel === '' ? e.name : `${rel}/${e.name}`;
-      const st = await lstat(join(hostPath, r), { bigint: true });
+      const st = lstatSync(join(hostPath, r), { bigint: true });
       out[r] = [Number(st.size), st.mtimeNs.toString(), st.ctimeNs.toString()];
-      if (e.isDirectory()) await walk(r);
+      if (st.isDirectory()) dirs.push(r);
     }
   }
-  await walk('');
   return out;
 }
 

@@ -10,7 +10,7 @@ export const sandboxCreate = defineTool({
   name: 'sandbox_create',
   title: 'Create a sandbox',
   description:
-    'Create another sandbox (own files, processes, Python REPL; no network); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one on first use. Ends after your session and its grace unless persistent.',
+    'Create another sandbox (own files, processes, Python REPL; no network); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one. Ends after your session and its grace unless persistent.',
   annotations: HINTS.create,
   input: z.object({
     image: z.string().min(1).max(128).optional().describe('Image (default debian; see image_list)'),
@@ -27,10 +27,9 @@ export const sandboxCreate = defineTool({
     template: nameSchema().optional().describe('Template to start from (see template_list)'),
     project: z
       .string()
-      .min(1)
       .max(2 * SIZES.pathChars)
       .optional()
-      .describe('Host dir (under a project root) at /work, copy-on-write: DIR or DIR:/path'),
+      .describe('Host dir at /work, or DIR:/path'),
   }),
   output: sandboxShape,
   async run(a, { api }) {

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(runc debootstrap btrfs-progs slirp4netns uidmap attr util-linux iproute2 python3 make g++)
+PKGS=(runc debootstrap btrfs-progs slirp4netns uidmap attr util-linux iproute2 python3 make g++ git)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do

@@ -75,6 +75,12 @@ export function createSandboxMaker(deps: {
 
   return async (ctx, req, lowers) => {
     const { rec, prewarm } = newRecord(ctx, req);
+    // Host directories are the host's: only its own socket (CLI, stdio MCP) may ask for one.
+    if (req.project !== undefined && ctx.remote === true)
+      throw new ForkboxError(
+        'permission_denied',
+        "projects (host directories) are served only on the daemon's local socket; create the sandbox with 'forkbox create --project' on the host.",
+      );
     const project =
       req.project === undefined ? undefined : resolveProject(req.project, deps.projectRoots ?? []);
     store.insertSandbox(rec);

@@ -2,7 +2,7 @@
  * Attack: reaching host files through the project option, and writing to the user's project from inside.
  * A client asks for a project outside the daemon's project roots — `/etc`, a symlink under a root that
  * points to `/etc`, `../` out of a root — or for a system mount path; a daemon with no root is asked for
- * any project; the host project directory is swapped for a symlink to `/etc` after the create, before a
+ * any project; a tenant of the TCP listener asks for one under a root; the host project directory is swapped for a symlink to `/etc` after the create, before a
  * fork mounts it again. Inside, root writes, deletes, chmods and chowns everything under /work, unmounts
  * /work and writes beneath it, and tries to remount it read-write.
  * Precedent: Docker bind mounts of host paths (CVE-2019-5736-style host writes, `-v /:/host`); symlink
@@ -63,6 +63,11 @@ describe('project directories cannot reach host files', { skip: skip ?? false },
     await rejectsWith(api.createSandbox({ project: `${project}:/.forkbox/bin` }), 'invalid_argument');
     await rejectsWith(api.createSandbox({ project: `${project}:/work/../proc` }), 'invalid_argument');
     assert.equal((await api.listSandboxes()).length, 0, 'no refused create left a sandbox');
+  });
+
+  it("a remote tenant (the TCP listener's callers) is refused any project, even under a root", async () => {
+    const remote = fx.opened.engine.scoped({ tenant: 'remote-t', remote: true });
+    await rejectsWith(remote.createSandbox({ project }), 'permission_denied', /local socket/);
   });
 
   it('a daemon with no project root refuses every project, naming --project-root', async () => {

@@ -24,6 +24,7 @@ import { memoryPerSandbox } from './memory.ts';
 import { otherFloods } from './other-floods.ts';
 import { outputFlood } from './output-flood.ts';
 import { peerRunc } from './peer.ts';
+import { projectBench } from './project.ts';
 import { replEval } from './repl-eval.ts';
 import { retentionBench } from './retention.ts';
 
@@ -40,6 +41,7 @@ const BENCHMARKS: Benchmark[] = [
   outputFlood,
   otherFloods,
   cliStartup,
+  projectBench,
   peerRunc,
 ];
 const MIN_RUNS = 20;

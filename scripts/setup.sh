@@ -6,11 +6,11 @@ cd "$(dirname "$0")/.."
 
 # What forkbox uses today: runc, debootstrap (images), btrfs-progs (the btrfs storage driver), util-linux
 # (losetup), python3, and make/g++ (native npm modules). attr (getfattr/setfattr): forkbox itself calls
-# the xattr syscalls directly; the image tests use these tools to check its work independently.
-PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++)
-# Not used by anything yet: sandbox network egress (the next networking work) will use slirp4netns,
-# uidmap (newuidmap) and iproute2. Installed now so that hosts set up today need no second round.
-PKGS+=(slirp4netns uidmap iproute2)
+# the xattr syscalls directly; the image tests use these tools to check its work independently. git and
+# iproute2: the tests (exported project patches are checked with `git apply`; network tests make their
+# test hosts with `ip netns`). slirp4netns and uidmap: for the `open` network policy, not built yet.
+PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++ git iproute2)
+PKGS+=(slirp4netns uidmap)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do

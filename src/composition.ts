@@ -55,6 +55,8 @@ export interface OpenEngineOptions {
   diskDefault?: DiskSpec;
   /** Largest disk limit a sandbox may ask for; default FORKBOX_DISK_MAX, else 1 TiB, 100,000,000 inodes. */
   diskMax?: DiskSpec;
+  /** Host directories a sandbox's project may be under (`--project-root`); default none: projects refused. */
+  projectRoots?: string[];
   /** How long ended sandboxes (and their execs) stay listed; default FORKBOX_RETENTION, else 24 h. 0 = not kept. */
   retentionSeconds?: number;
   /** Period of the retention sweep (output of ended sandboxes, pruning, vacuum); 0 disables it. Default 1 s. */
@@ -314,6 +316,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     const engine = createEngine({
       disk,
       ...(opts.networkCap ? { networkCap: opts.networkCap } : {}),
+      ...(opts.projectRoots ? { projectRoots: opts.projectRoots } : {}),
       store,
       runtime,
       images,

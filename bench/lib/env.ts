@@ -80,15 +80,19 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
 }
 
 /** Start `forkbox serve` on a new state dir and connect a long-lived client to it. */
-export async function startDaemon(log: Log): Promise<DaemonHandle> {
+export async function startDaemon(log: Log, serveArgs: string[] = []): Promise<DaemonHandle> {
   const stateDir = makeStateDir('daemon');
   const logPath = join(stateDir, 'daemon.log');
   const fd = openSync(logPath, 'a');
-  const child = spawn(process.execPath, [join(REPO, 'bin', 'forkbox.js'), '--state-dir', stateDir, 'serve'], {
-    stdio: ['ignore', 'ignore', fd],
-    // FORKBOX_LOG_LEVEL=debug would add per-step logs; info keeps the daemon's own overhead realistic.
-    env: { ...process.env },
-  });
+  const child = spawn(
+    process.execPath,
+    [join(REPO, 'bin', 'forkbox.js'), '--state-dir', stateDir, 'serve', ...serveArgs],
+    {
+      stdio: ['ignore', 'ignore', fd],
+      // FORKBOX_LOG_LEVEL=debug would add per-step logs; info keeps the daemon's own overhead realistic.
+      env: { ...process.env },
+    },
+  );
   closeSync(fd);
   const client = createDaemonClient({ socketPath: socketPathFor(stateDir) });
   const t0 = Date.now();

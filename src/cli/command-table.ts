@@ -83,8 +83,21 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'diff',
     description: 'show files added, removed and modified between two sandboxes (from their layers)',
-    term: '[options] <a> <b>',
+    term: '[options] <a> [b]',
     load: () => import('./commands/diff.ts'),
+  },
+  {
+    name: 'export',
+    description: "write a sandbox's project changes as a patch for git apply",
+    term: '[options] <id>',
+    load: () => import('./commands/export.ts'),
+  },
+  {
+    name: 'apply',
+    description:
+      "write a sandbox's project changes back to its host directory (refused if the host changed them)",
+    term: '<id>',
+    load: () => import('./commands/apply.ts'),
   },
   {
     name: 'ls',

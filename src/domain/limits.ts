@@ -99,6 +99,10 @@ export const SIZES = {
   /** A network policy (`allow:…`): characters, and entries (names, wildcards, CIDRs). */
   networkChars: 8192,
   networkEntries: 64,
+  /** Files and directories of a project directory put in a sandbox (each is recorded at create). */
+  projectEntries: 200_000,
+  /** A patch of a sandbox's project changes, bytes. */
+  patchBytes: 64 * MiB,
 } as const;
 
 /** The daemon's egress proxy, per sandbox with an `allow` network policy (network/egress-proxy.ts). */

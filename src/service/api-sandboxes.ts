@@ -3,7 +3,7 @@ import { errors } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxApi, SystemStatus } from './api.ts';
 import type { CallerContext } from './caller.ts';
-import { diffSandboxRecords } from './diff.ts';
+import { applyProjectOf, diffSandboxRecords } from './diff.ts';
 import type { EngineParts } from './engine-parts.ts';
 import { MERGED_LABEL } from './lineage.ts';
 import { info } from './sandbox-info.ts';
@@ -77,6 +77,7 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
     restoreSnapshot: async (idOrName, req) => snapshots.restore(ctx, idOrName, req ?? {}),
     diffSandboxes: (a, b, opts) =>
       diffSandboxRecords({ runtime, store, tenant: ctx.tenant, find }, a, b, opts),
+    applyProject: (idOrName) => applyProjectOf({ runtime, store, tenant: ctx.tenant, find }, idOrName),
 
     async pauseSandbox(idOrName) {
       const rec = find(idOrName);

@@ -42,6 +42,19 @@ export interface CreateSandboxRequest {
   template?: string;
   /** Network policy: 'none' (default: loopback only) or 'allow:<names, *.suffix, CIDRs>' (domain/network.ts). */
   network?: string;
+  /**
+   * The user's project: "DIR" or "DIR:/path" (default /work), a host directory under one of the
+   * daemon's project roots, seen copy-on-write (docs/STORAGE.md, "Project directories").
+   */
+  project?: string;
+}
+
+/** What `applyProject` wrote to the host directory (paths relative to it). */
+export interface ProjectApplyResult {
+  sandbox: string;
+  project: string;
+  written: string[];
+  removed: string[];
 }
 
 /** A named template config (see defineTemplate). */
@@ -277,6 +290,10 @@ export interface DiffRequest {
   paths?: string[];
   /** Also return a unified text diff (A → B) of this file; each side is read up to 1 MiB. */
   unifiedFor?: string;
+  /** Diff B's project against its host directory (A is not used); paths are then relative to it. */
+  project?: boolean;
+  /** With `project`: also return a `git apply`-able patch of every change. */
+  patch?: boolean;
 }
 
 /**
@@ -286,6 +303,8 @@ export interface DiffRequest {
 export interface DiffResult extends LayerDiff {
   a: string;
   b: string;
+  /** With `project` and `patch`: the changes as a patch for `git apply` in the host directory. */
+  patch?: string;
 }
 
 export interface ForkboxApi {
@@ -321,6 +340,11 @@ export interface ForkboxApi {
 
   /** Added, removed and modified paths between two live sandboxes, computed on the host from their layers. */
   diffSandboxes(a: string, b: string, opts?: DiffRequest): Promise<DiffResult>;
+  /**
+   * Write a sandbox's project changes back to its host directory; refused (nothing written) when the
+   * host changed a changed path since the create. Host-side: served on the daemon's socket only.
+   */
+  applyProject(idOrName: string): Promise<ProjectApplyResult>;
 
   /** Run to completion; `opts.onOutput` streams chunks as they arrive; `opts.signal` cancels. */
   exec(idOrName: string, req: ExecRequest, opts?: RunOptions): Promise<ExecOutcome>;
@@ -386,6 +410,7 @@ export type SandboxApi = Pick<
   | 'deleteSnapshot'
   | 'restoreSnapshot'
   | 'diffSandboxes'
+  | 'applyProject'
   | 'pauseSandbox'
   | 'resumeSandbox'
   | 'extendSandbox'

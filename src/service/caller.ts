@@ -9,6 +9,8 @@ export const DEFAULT_TENANT = 'default';
 export interface CallerContext {
   tenant: string;
   session?: string;
+  /** Calling through the TCP listener (a token's tenant), not the host's own socket. */
+  remote?: boolean;
 }
 
 export interface SandboxFinder {

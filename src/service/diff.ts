@@ -9,7 +9,7 @@
 import { errors } from '../domain/errors.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { DiffRequest, DiffResult } from './api.ts';
-import type { LayerChain, Runtime, Store } from './ports.ts';
+import type { LayerChain, ProjectChain, Runtime, Store } from './ports.ts';
 import { checkPath } from './validate.ts';
 
 /** At most this many path filters per diff. */
@@ -53,6 +53,9 @@ export async function diffSandboxRecords(
 ): Promise<DiffResult> {
   if (req.paths !== undefined && (!Array.isArray(req.paths) || req.paths.length > MAX_DIFF_PATHS))
     throw errors.invalid(`paths must be a list of at most ${MAX_DIFF_PATHS} absolute paths.`);
+  if (req.project === true) return diffProject(deps, b, req);
+  if (req.patch === true)
+    throw errors.invalid('patch needs project: a patch is made against the host directory.');
   const sa = chainOf(deps, a);
   const sb = chainOf(deps, b);
   const d = await deps.runtime.diffLayers(sa.chain, sb.chain, {
@@ -60,6 +63,54 @@ export async function diffSandboxRecords(
     ...(req.unifiedFor === undefined ? {} : { unifiedFor: checkPath(req.unifiedFor) }),
   });
   return { a: sa.id, b: sb.id, ...d };
+}
+
+/** A live sandbox's project chain, or a clear error. */
+export function projectOf(deps: DiffDeps, idOrName: string): ProjectChain {
+  const rec = deps.find(idOrName);
+  if (rec.state !== 'running' && rec.state !== 'paused') throw errors.sandboxNotRunning(rec.id, rec.state);
+  const pc = deps.runtime.projectChain?.(rec) ?? null;
+  if (!pc)
+    throw errors.invalid(`sandbox '${rec.id}' has no project directory (create it with --project DIR).`);
+  return pc;
+}
+
+/** A project diff: owners differ by the uid shift on every file the sandbox copied up, so they are not compared. */
+async function projectDiff(deps: DiffDeps, pc: ProjectChain, req: DiffRequest) {
+  const d = await deps.runtime.diffLayers({ upper: pc.hostPath, lowers: [] }, pc, {
+    ...(req.paths === undefined ? {} : { paths: req.paths.map(checkPath) }),
+    ...(req.unifiedFor === undefined ? {} : { unifiedFor: checkPath(req.unifiedFor) }),
+  });
+  d.modified = d.modified.flatMap((e) => {
+    const changes = (e.changes ?? []).filter((c) => c !== 'owner');
+    return changes.length === 0 ? [] : [{ ...e, changes }];
+  });
+  return d;
+}
+
+/** B's project directory on the host (A) against B's view of it; paths are relative to the project. */
+async function diffProject(deps: DiffDeps, b: string, req: DiffRequest): Promise<DiffResult> {
+  const pc = projectOf(deps, b);
+  const d = await projectDiff(deps, pc, req);
+  const out: DiffResult = { a: pc.hostPath, b: deps.find(b).id, ...d };
+  if (req.patch === true) {
+    if (!deps.runtime.projectPatch) throw errors.invalid('this runtime cannot make patches.');
+    out.patch = await deps.runtime.projectPatch(pc, d);
+  }
+  return out;
+}
+
+/** Write B's project changes back to the host directory (host-side; the socket door only). */
+export async function applyProjectOf(deps: DiffDeps, idOrName: string) {
+  const pc = projectOf(deps, idOrName);
+  if (!deps.runtime.applyProject) throw errors.invalid('this runtime cannot apply project changes.');
+  const d = await projectDiff(deps, pc, {});
+  if (d.truncated) throw errors.invalid('too many changed paths to apply in one go; nothing was applied.');
+  return {
+    sandbox: deps.find(idOrName).id,
+    project: pc.hostPath,
+    ...(await deps.runtime.applyProject(pc, d)),
+  };
 }
 
 // ───────────── unified text diff ─────────────

@@ -51,6 +51,8 @@ export interface EngineDeps {
   disk?: DiskPolicy;
   /** The daemon's cap on network policies (`forkbox serve --network-max/--network-allow`). */
   networkCap?: NetworkCap;
+  /** Host directories projects may be under (`forkbox serve --project-root`); none: no projects. */
+  projectRoots?: readonly string[];
   /**
    * Host-level garbage collection of what no live sandbox uses: `keep` holds the runtime ids of every
    * sandbox holding processes (live ones and tombstones); `ours(id)` says whether this store knows an id.
@@ -117,6 +119,7 @@ export function createEngine(deps: EngineDeps): Engine {
     now,
     ...(deps.disk ? { disk: deps.disk } : {}),
     ...(deps.networkCap ? { networkCap: deps.networkCap } : {}),
+    ...(deps.projectRoots ? { projectRoots: deps.projectRoots } : {}),
   });
   const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
     store,

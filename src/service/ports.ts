@@ -198,6 +198,8 @@ export interface CreateSandboxSpec {
   prewarm: string[];
   /** Its network policy (default none: loopback only). */
   network?: NetworkPolicy;
+  /** The user's project directory (a checked real path) and where the sandbox sees it. */
+  project?: { hostPath: string; mountPath: string };
 }
 
 export interface ForkChildSpec {
@@ -393,6 +395,14 @@ export interface SandboxUsage {
   oomKills: number;
 }
 
+/** A sandbox's project directory as layers: `lowers` ends with the host directory. */
+export interface ProjectChain extends LayerChain {
+  hostPath: string;
+  mountPath: string;
+  /** The project layer (where its manifest is). */
+  layer: string;
+}
+
 /** A sandbox's filesystem as overlay layers: its writable upper over read-only lowers (newest first). */
 export interface LayerChain {
   upper: string;
@@ -524,6 +534,15 @@ export interface Runtime {
   layerChain(rec: SandboxRecord): LayerChain;
   /** Compare two layer chains down to their nearest common layer (docs/ARCHITECTURE.md, "Diff"). */
   diffLayers(a: LayerChain, b: LayerChain, opts?: LayerDiffOptions): Promise<LayerDiff>;
+  /**
+   * A sandbox's project (docs/STORAGE.md, "Project directories"): the host directory and the chain over
+   * it as the sandbox sees its mount path (null: it has none). Runtimes without projects leave it out.
+   */
+  projectChain?(rec: SandboxRecord): ProjectChain | null;
+  /** A `git apply`-able patch from the host directory to the sandbox's view, for a project diff's paths. */
+  projectPatch?(p: ProjectChain, diff: LayerDiff): Promise<string>;
+  /** Write a project diff's paths back to the host directory, refusing if the host changed them since. */
+  applyProject?(p: ProjectChain, diff: LayerDiff): Promise<{ written: string[]; removed: string[] }>;
 
   /**
    * A template config was deleted: stop the template container of (image, prewarm) unless a live

@@ -8,6 +8,7 @@ import type { CallerContext } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import { DEFAULT_NETWORK_CAP, type NetworkCap, networkFor } from './network-cap.ts';
 import type { Runtime, Store } from './ports.ts';
+import { resolveProject } from './project-spec.ts';
 import type { TemplateConfigs } from './template-configs.ts';
 import { checkEnv, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
 
@@ -26,6 +27,8 @@ export function createSandboxMaker(deps: {
   disk?: DiskPolicy;
   /** The daemon's cap on network policies (default: any allow list). */
   networkCap?: NetworkCap;
+  /** Host directories under which a project may be (none: projects are refused). */
+  projectRoots?: readonly string[];
 }): CreateSandbox {
   const { store, runtime, now } = deps;
 
@@ -82,6 +85,14 @@ export function createSandboxMaker(deps: {
 
   return async (ctx, req, lowers) => {
     const { rec, prewarm } = newRecord(ctx, req);
+    // Host directories are the host's: only its own socket (CLI, stdio MCP) may ask for one.
+    if (req.project !== undefined && ctx.remote === true)
+      throw new ForkboxError(
+        'permission_denied',
+        "projects (host directories) are served only on the daemon's local socket; create the sandbox with 'forkbox create --project' on the host.",
+      );
+    const project =
+      req.project === undefined ? undefined : resolveProject(req.project, deps.projectRoots ?? []);
     store.insertSandbox(rec);
     try {
       const h = await runtime.createSandbox({
@@ -92,6 +103,7 @@ export function createSandboxMaker(deps: {
         env: rec.env,
         network: rec.network,
         ...(lowers ? { lowers } : {}),
+        ...(project ? { project } : {}),
         prewarm,
       });
       const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';

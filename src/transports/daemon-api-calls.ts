@@ -49,6 +49,7 @@ export function sandboxCalls(rq: Requester): SandboxApi {
       call({ method: 'POST', path: `/v1/snapshots/${seg(id)}/restore`, json: req }),
     diffSandboxes: (a, b, o = {}) =>
       call({ method: 'POST', path: '/v1/sandboxes/diff', json: { a, b, ...o } }),
+    applyProject: (id) => call({ method: 'POST', path: sb(id, '/project/apply') }),
     pauseSandbox: (id) => call({ method: 'POST', path: sb(id, '/pause') }),
     resumeSandbox: (id) => call({ method: 'POST', path: sb(id, '/resume') }),
     extendSandbox: (id, ttlSeconds) =>

@@ -57,7 +57,14 @@ export interface NativeFixture {
 export async function openNative(
   opts: { stateDir?: string } & Pick<
     OpenEngineOptions,
-    'storage' | 'diskDefault' | 'diskMax' | 'retentionSeconds' | 'retentionSweepMs' | 'networkCap' | 'audit'
+    | 'storage'
+    | 'diskDefault'
+    | 'diskMax'
+    | 'retentionSeconds'
+    | 'retentionSweepMs'
+    | 'networkCap'
+    | 'audit'
+    | 'projectRoots'
   > = {},
 ): Promise<NativeFixture> {
   const stateDir = opts.stateDir ?? makeStateDir();

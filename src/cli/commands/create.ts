@@ -1,4 +1,5 @@
 /** `forkbox create`: create a sandbox and print its id. */
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { CreateSandboxRequest } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
@@ -6,11 +7,21 @@ import type { CliContext } from '../context.ts';
 import { collectKeyValue, parseDurationSeconds } from '../parse.ts';
 import { addLimitOptions, type LimitOptions, limitsToRequest } from './limit-options.ts';
 
+/** DIR[:/path] with DIR made absolute here (the daemon has another working directory). */
+export function projectArg(spec: string): string {
+  const colon = spec.lastIndexOf(':/');
+  return colon > 0 ? `${resolve(spec.slice(0, colon))}${spec.slice(colon)}` : resolve(spec);
+}
+
 export function register(program: Command, ctx: CliContext): void {
   const cmd = defineCommand(program, 'create')
     .option('--name <name>', 'a unique name (usable wherever an id is)')
     .option('--ttl <duration>', 'kill it after this long, e.g. 30m, 2h, 3600 (seconds)', parseDurationSeconds)
     .option('--label <K=V>', 'a label (repeatable)', collectKeyValue('label'))
+    .option(
+      '--project <dir[:/path]>',
+      "a host directory under the daemon's --project-root, seen at /work copy-on-write",
+    )
     .option(
       '--template <name>',
       "a template (see 'forkbox templates ls'): its image, Python modules pre-imported",
@@ -27,6 +38,7 @@ export function register(program: Command, ctx: CliContext): void {
         label?: Record<string, string>;
         template?: string;
         network?: string;
+        project?: string;
       },
     ) => {
       const req: CreateSandboxRequest = limitsToRequest(o);
@@ -35,6 +47,7 @@ export function register(program: Command, ctx: CliContext): void {
       if (o.name !== undefined) req.name = o.name;
       if (o.ttl !== undefined) req.ttlSeconds = o.ttl;
       if (o.label !== undefined) req.labels = o.label;
+      if (o.project !== undefined) req.project = projectArg(o.project);
       const sb = await (await ctx.api()).createSandbox(req);
       ctx.out().result(sb, () => sb.id);
     },

@@ -1,5 +1,6 @@
 /** `forkbox diff A B [--path P...] [--unified FILE]`: what changed between two sandboxes' files. */
 import type { Command } from 'commander';
+import { errors } from '../../domain/errors.ts';
 import type { DiffResult } from '../../service/api.ts';
 import type { DiffSide } from '../../service/ports.ts';
 import { defineCommand } from '../command-table.ts';
@@ -34,16 +35,28 @@ export function renderDiff(d: DiffResult): string {
 
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'diff')
-    .argument('<a>', 'the "before" sandbox (id or name)')
-    .argument('<b>', 'the "after" sandbox (id or name)')
+    .argument('<a>', 'the "before" sandbox (id or name); with --project, the sandbox')
+    .argument('[b]', 'the "after" sandbox (id or name)')
     .option('-p, --path <path...>', 'only paths equal to or under these absolute paths')
     .option('-u, --unified <file>', 'also print a unified diff of this file')
-    .action(async (a: string, b: string, o: { path?: string[]; unified?: string }) => {
-      const api = await ctx.api();
-      const d = await api.diffSandboxes(a, b, {
-        ...(o.path === undefined ? {} : { paths: o.path }),
-        ...(o.unified === undefined ? {} : { unifiedFor: o.unified }),
-      });
-      ctx.out().result(d, () => renderDiff(d));
-    });
+    .option('--project', "the sandbox's project against its host directory (paths relative to it)")
+    .option('--patch', 'with --project: print a patch for git apply instead of the listing')
+    .action(
+      async (
+        a: string,
+        b: string | undefined,
+        o: { path?: string[]; unified?: string; project?: boolean; patch?: boolean },
+      ) => {
+        if (b === undefined && !o.project) throw errors.invalid('give two sandboxes, or one with --project.');
+        const api = await ctx.api();
+        const d = await api.diffSandboxes(a, b ?? a, {
+          ...(o.path === undefined ? {} : { paths: o.path }),
+          ...(o.unified === undefined ? {} : { unifiedFor: o.unified }),
+          ...(o.project ? { project: true } : {}),
+          ...(o.patch ? { patch: true } : {}),
+        });
+        if (o.patch) process.stdout.write(d.patch ?? '');
+        else ctx.out().result(d, () => renderDiff(d));
+      },
+    );
 }

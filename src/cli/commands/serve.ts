@@ -4,7 +4,7 @@
  */
 
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { ForkboxError } from '../../domain/errors.ts';
@@ -49,6 +49,7 @@ interface ServeFlags {
   mcpMaxOutput?: string;
   diskDefault?: DiskSpec;
   diskMax?: DiskSpec;
+  projectRoot?: string[];
   retention?: string;
   auditMaxSize?: string;
   networkMax?: string;
@@ -110,6 +111,10 @@ export function register(program: Command, ctx: CliContext): void {
       '--disk-default <size[,inodes]>',
       'disk limit of sandboxes created without one, e.g. 10g,1m (env FORKBOX_DISK_DEFAULT; default 10g,1m)',
       parseDiskSpec,
+    )
+    .option(
+      '--project-root <dir...>',
+      'allow sandbox projects (create --project) in directories under DIR (repeatable; default: none allowed)',
     )
     .option(
       '--disk-max <size[,inodes]>',
@@ -185,6 +190,7 @@ export function register(program: Command, ctx: CliContext): void {
         audit,
         ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
         ...(o.diskMax ? { diskMax: o.diskMax } : {}),
+        ...(o.projectRoot ? { projectRoots: o.projectRoot.map((d) => resolve(d)) } : {}),
         ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
       });
       let server: Awaited<ReturnType<typeof serveUnix>> | undefined;

@@ -127,7 +127,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const apiFor = (tenant: string): ForkboxApi => {
     let api = tenantApis.get(tenant);
     if (!api) {
-      api = instrumentApi(opts.engine.scoped({ tenant }), metrics, noteError);
+      api = instrumentApi(opts.engine.scoped({ tenant, remote: true }), metrics, noteError);
       tenantApis.set(tenant, api);
     }
     return api;
@@ -136,7 +136,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 
   const mcp = createMcpHttp({
     sessionApi: (tenant, session) =>
-      instrumentApi(opts.engine.scoped({ tenant, session }), metrics, noteError),
+      instrumentApi(opts.engine.scoped({ tenant, session, remote: true }), metrics, noteError),
     attachSession: (id, o) => opts.engine.attachSession(id, o),
     version: opts.version,
     maxBodyBytes: MCP_BODY_LIMIT,

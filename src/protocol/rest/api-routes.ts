@@ -173,6 +173,7 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
       const { a, b, ...rest } = parseOrThrow(diffBody, await jsonBody(c), 'diff request');
       return c.json(await A(c).diffSandboxes(a, b, stripUndefined(rest)));
     },
+    applyProject: async (c) => c.json(await A(c).applyProject(id(c))),
     forkSandbox: async (c) => {
       const body = parseOrThrow(forkBody, await jsonBody(c), 'fork request');
       return c.json(await A(c).forkSandbox(id(c), stripUndefined(body)), 201);

@@ -64,6 +64,12 @@ export const createSandboxBody = z.strictObject({
       "'none' (default: loopback only) or 'allow:' + names, *.suffix wildcards, CIDRs (egress through the daemon's proxy)",
     )
     .optional(),
+  project: z
+    .string()
+    .min(1)
+    .max(2 * SIZES.pathChars)
+    .describe('host directory under a project root, as "DIR" or "DIR:/path" (default /work)')
+    .optional(),
 });
 
 /** POST /v1/templates (DefineTemplateRequest); the engine checks module names in detail. */
@@ -95,6 +101,8 @@ export const diffBody = z.strictObject({
   b: refSchema(),
   paths: z.array(pathSchema()).max(64).optional(),
   unifiedFor: pathSchema().optional(),
+  project: z.boolean().optional(),
+  patch: z.boolean().optional(),
 });
 export const killQuery = z.object({ cascade: z.enum(['1', '0', 'true', 'false']).optional() });
 export const snapshotBody = z.strictObject({ name: createSandboxBody.shape.name });

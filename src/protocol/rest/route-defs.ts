@@ -231,6 +231,15 @@ export const ROUTES = {
     { schema: anyObject },
     S,
   ),
+  applyProject: def(
+    'post',
+    '/v1/sandboxes/{id}/project/apply',
+    "Write a sandbox's project changes back to its host directory (local socket only)",
+    { params: sandboxId },
+    { schema: anyObject },
+    S,
+    true,
+  ),
   forkSandbox: def(
     'post',
     '/v1/sandboxes/{id}/fork',

@@ -43,6 +43,9 @@ import { createChildSpawner, type LiveSandbox } from './spawn/child-spawner.ts';
 import { createExitWatch } from './spawn/exit-watch.ts';
 import type { OomOrder } from './spawn/oom-order.ts';
 import { diffLayerChains } from './storage/layer-diff.ts';
+import { applyProject } from './storage/project-apply.ts';
+import { holdProjectLayer, makeProjectLayer, projectChain } from './storage/project-layer.ts';
+import { projectPatch } from './storage/project-patch.ts';
 import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
 export { MAX_FORK_DEPTH } from './fork-sandbox.ts';
@@ -160,30 +163,39 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       const image = deps.images.require(spec.image);
       const tpl = await templates.ensure(image, spec.prewarm);
       if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
-      const [out] = await spawner.spawn(
-        {
-          id: tpl.id,
-          hostPid: tpl.hostPid,
-          conn: tpl.conn,
-          templateId: tpl.id,
-          depth: -1,
-          lowers: spec.lowers ?? image.layers,
-        },
-        [
-          {
-            id: spec.id,
-            name: spec.name,
-            env: spec.env,
-            limits: spec.limits,
-            forkIndex: 0,
-            ...(spec.network ? { network: spec.network } : {}),
-          },
-        ],
-        null,
-      );
-      if (!out) throw new ForkboxError('internal', 'no result for the new sandbox');
-      if (!out.ok) throw out.error;
-      return out.handle;
+      let lowers = spec.lowers ?? image.layers;
+      let unhold: () => void = () => undefined;
+      if (spec.project) {
+        // The project layer goes at the bottom of what the sandbox writes over (storage/project-layer.ts).
+        const p = await makeProjectLayer(paths.projects, spec.id, spec.project, deps.uidRange, lowers);
+        unhold = holdProjectLayer(p);
+        lowers = [p, ...lowers];
+      }
+      try {
+        const [out] = await spawner.spawn(
+          { id: tpl.id, hostPid: tpl.hostPid, conn: tpl.conn, templateId: tpl.id, depth: -1, lowers },
+          [
+            {
+              id: spec.id,
+              name: spec.name,
+              env: spec.env,
+              limits: spec.limits,
+              forkIndex: 0,
+              ...(spec.network ? { network: spec.network } : {}),
+            },
+          ],
+          null,
+        );
+        if (!out) throw new ForkboxError('internal', 'no result for the new sandbox');
+        if (!out.ok) throw out.error;
+        return out.handle;
+      } catch (e) {
+        unhold();
+        if (spec.project) await spawner.collectLayers().catch(() => undefined); // its project layer goes now
+        throw e;
+      } finally {
+        unhold();
+      }
     },
 
     async releaseTemplate(imageName: string, prewarm: string[]): Promise<boolean> {
@@ -209,6 +221,12 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       return { upper: join(paths.sandbox(rid(rec)), 'upper'), lowers };
     },
     diffLayers: diffLayerChains,
+    projectChain(rec: SandboxRecord) {
+      const pc = projectChain(this.layerChain(rec));
+      return pc && { ...pc, hostPath: pc.info.hostPath, mountPath: pc.info.mountPath };
+    },
+    projectPatch: (p, diff) => projectPatch(p.hostPath, p, diff),
+    applyProject: (p, diff) => applyProject(p.hostPath, p.layer, p, diff),
 
     recover,
 

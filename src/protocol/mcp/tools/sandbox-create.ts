@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIMITS } from '../../../domain/limits.ts';
+import { LIMITS, SIZES } from '../../../domain/limits.ts';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg, labelsArg } from '../kv-list.ts';
@@ -26,6 +26,11 @@ export const sandboxCreate = defineTool({
     persistent: z.boolean().optional().describe('Keep it after your session ends'),
     template: nameSchema().optional().describe('Template to start from (see template_list)'),
     network: z.string().optional().describe('none|allow:host,*.suffix,CIDR'),
+    project: z
+      .string()
+      .max(2 * SIZES.pathChars)
+      .optional()
+      .describe('Host dir at /work, or DIR:/path'),
   }),
   output: sandboxShape,
   async run(a, { api }) {
@@ -42,6 +47,7 @@ export const sandboxCreate = defineTool({
     if (a.labels !== undefined) req.labels = a.labels;
     if (a.template !== undefined) req.template = a.template;
     if (a.network !== undefined) req.network = a.network;
+    if (a.project !== undefined) req.project = a.project;
     // The engine ties a non-persistent sandbox to the caller's client session (when there is one).
     if (a.persistent === true) req.persistent = true;
     return { structured: sandboxOut(await api.createSandbox(req)) };

@@ -19,13 +19,14 @@ const one = (e: DiffEntry, s: DiffSide | undefined) => ({
 export const sandboxDiff = defineTool({
   name: 'sandbox_diff',
   title: 'Diff two sandboxes',
-  description: `Compare two sandboxes' files (e.g. two forks): paths added in b, removed from a, modified. At most ${MAX_LISTED} per kind (truncated: narrow with paths). unified_for adds a line diff of one file.`,
+  description: `Compare two sandboxes' files: paths added in b, removed from a, modified. At most ${MAX_LISTED} per kind (truncated: narrow with paths).`,
   annotations: HINTS.read,
   input: z.object({
     a: z.string().min(1).max(128).optional().describe('Before: sandbox id or name (default: yours)'),
     b: z.string().min(1).max(128).describe('After: sandbox id or name'),
     paths: z.array(pathArg).max(64).optional().describe('Only under these paths'),
     unified_for: pathArg.optional().describe('File to diff line by line (each side up to 1 MiB)'),
+    project: z.boolean().optional().describe('b vs its host project dir'),
   }),
   output: z.object({
     a: z.string(),
@@ -40,10 +41,11 @@ export const sandboxDiff = defineTool({
   }),
   bulk: ['unified'],
   async run(args, { api, sandbox }) {
-    const a = await sandbox(args.a);
+    const a = args.project ? args.b : await sandbox(args.a);
     const d = await api.diffSandboxes(a, args.b, {
       ...(args.paths === undefined ? {} : { paths: args.paths }),
       ...(args.unified_for === undefined ? {} : { unifiedFor: args.unified_for }),
+      ...(args.project ? { project: true } : {}),
     });
     const listed =
       d.added.length <= MAX_LISTED && d.removed.length <= MAX_LISTED && d.modified.length <= MAX_LISTED;

@@ -20,6 +20,8 @@ export function nativePaths(stateDir: string, stateId: string) {
     templateBundle: (id: string) => join(stateDir, 'templates', id, 'bundle'),
     templateRootfs: (id: string) => join(stateDir, 'templates', id, 'bundle', 'rootfs'),
     sandbox: (id: string) => join(stateDir, 'sandboxes', id),
+    /** Project layers (`p-<sandbox id>/root` + project.json): docs/STORAGE.md, "Project directories". */
+    projects: join(stateDir, 'projects'),
     inbox: (id: string) => join(stateDir, 'inbox', id),
     controlSocket: (id: string) => join(stateDir, 'inbox', id, 'ctl.sock'),
     /** The parent of this state dir's sandbox cgroups (relative to each controller's root). */

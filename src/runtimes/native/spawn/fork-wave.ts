@@ -5,7 +5,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
 import { EGRESS } from '../../../domain/limits.ts';
 import type { Logger } from '../../../domain/logger.ts';
@@ -17,6 +17,7 @@ import type { UidRange } from '../container/oci-spec.ts';
 import { deadline } from '../host/deadline.ts';
 import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
+import { mountProject, prepareProjectUpper } from '../storage/project-layer.ts';
 import type { SnapshotDriver } from '../storage/snapshot-driver.ts';
 import { handleOf, LEAVES, type LiveSandbox, type ParentRef, type SpawnOutcome } from './live-sandbox.ts';
 import { oomRank } from './oom-order.ts';
@@ -70,7 +71,11 @@ export function createForkWaves(deps: ForkWaveDeps) {
       chmodSync(d, 0o755); // whatever the umask: the child (an unprivileged host uid) walks through them
     }
     // Both appear inside the parent at /.forkbox/inbox/<id>[-inbox] by mount propagation.
+    // A project directory (storage/project-layer.ts): its own overlay at its mount path, whose upper is
+    // that path in this upper, made before the root overlay is mounted over it.
+    prepareProjectUpper(upper, parent.lowers);
     mounts.overlay(rootMnt, parent.lowers, upper, work);
+    mountProject(mounts, rootMnt, { upper, lowers: parent.lowers }, dirname(upper), parent.hostPid);
     mounts.sharedSelfBind(paths.inbox(c.id));
     mounts.bind(paths.inbox(c.id), inboxMnt);
     const cg = paths.sandboxCgroup(c.id);

@@ -10,6 +10,7 @@ import type { Cgroups } from '../cgroups/index.ts';
 import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import { isAlive } from '../host/proc.ts';
+import { listProjectLayers, removeProjectLayer } from '../storage/project-layer.ts';
 import type { SnapshotDriver } from '../storage/snapshot-driver.ts';
 import { LEAVES, type LiveSandbox } from './live-sandbox.ts';
 
@@ -106,6 +107,8 @@ export function createReleaser(deps: ReleaseDeps) {
       for (const l of deps.pinnedLayers?.() ?? []) used.add(l);
       for (const layer of await deps.snapshots.list())
         if (!used.has(layer)) await deps.snapshots.remove(layer);
+      for (const layer of listProjectLayers(deps.paths.projects))
+        if (!used.has(layer)) removeProjectLayer(layer);
     },
   };
 }

@@ -235,3 +235,45 @@ export async function diffLayerChains(
   if (opts.unifiedFor !== undefined) out.unified = await unifiedOf(viewA, viewB, opts.unifiedFor);
   return out;
 }
+
+/** What one path is in a chain's merged view: absent, or its node and (regular files) its bytes. */
+export interface ChainEntry {
+  kind: LNode['kind'] | 'absent';
+  mode: number;
+  linkTarget?: string;
+  /** A regular file's contents (null when it is larger than asked or changed while read). */
+  data?: Buffer | null;
+}
+
+/** A chain's merged view, read on demand (layers are never followed through a symlink). */
+export async function chainView(chain: LayerChain) {
+  const roots = [chain.upper, ...chain.lowers];
+  const view = await Promise.all(roots.map((r, i) => diskLayer(r, i < roots.length - 1)));
+  return {
+    async read(rel: string, maxBytes: number): Promise<ChainEntry> {
+      const r = resolve(view, rel);
+      if (!r) return { kind: 'absent', mode: 0 };
+      const e: ChainEntry = { kind: r.node.kind, mode: r.node.mode };
+      if (r.node.linkTarget !== undefined) e.linkTarget = r.node.linkTarget;
+      if (r.node.kind !== 'file') return e;
+      e.data = null;
+      if (r.node.size > maxBytes) return e;
+      const fh = await openRegular(r.layer.root, r.rel);
+      if (!fh) return e;
+      try {
+        const buf = Buffer.alloc(r.node.size + 1);
+        let len = 0;
+        for (;;) {
+          const { bytesRead } = await fh.read(buf, len, buf.length - len, len);
+          if (bytesRead === 0) break;
+          len += bytesRead;
+          if (len > r.node.size) return e;
+        }
+        e.data = buf.subarray(0, len);
+      } finally {
+        await fh.close();
+      }
+      return e;
+    },
+  };
+}

@@ -27,7 +27,7 @@ export const commandArgs = {
     .optional()
     .describe('Or: program and arguments, no shell'),
   cwd: pathSchema().optional().describe('Working directory (default /)'),
-  env: envArg.optional().describe('NAME=value items'),
+  env: envArg.optional().describe('NAME=value'),
   max_output_bytes: maxOutputArg,
 };
 

@@ -14,18 +14,18 @@ export const sandboxCreate = defineTool({
   annotations: HINTS.create,
   input: z.object({
     image: z.string().min(1).max(128).optional().describe('Image (default debian; see image_list)'),
-    name: nameSchema().optional().describe('Unique name, usable instead of the id'),
+    name: nameSchema().optional().describe('Unique name (usable as id)'),
     memory_mb: boundedNumber(LIMITS.memoryMb).optional().describe('Memory limit, MiB (default 1024)'),
     cpus: boundedNumber(LIMITS.cpus).optional().describe('CPU quota (default 1)'),
     pids: boundedNumber(LIMITS.pids).optional().describe('Process limit (default 512)'),
     disk_mb: diskMbArg.describe('Disk limit, MiB (default 10240)'),
     disk_inodes: diskInodesArg,
     ttl_s: boundedNumber(LIMITS.ttlSeconds).optional().describe('Seconds until it is killed'),
-    env: envArg.optional().describe('Environment of every command, NAME=value items'),
-    labels: labelsArg.optional().describe('Labels, NAME=value items'),
+    env: envArg.optional().describe('Env of its commands, NAME=value'),
+    labels: labelsArg.optional().describe('Labels, NAME=value'),
     persistent: z.boolean().optional().describe('Keep it after your session ends'),
-    template: nameSchema().optional().describe('Template to start from (see template_list)'),
-    network: z.string().optional().describe('none|allow:host,*.suffix,CIDR'),
+    template: nameSchema().optional().describe('Template (see template_list)'),
+    network: z.string().max(SIZES.networkChars).optional().describe('none|allow:host,*.suffix,CIDR'),
     project: z
       .string()
       .max(2 * SIZES.pathChars)

@@ -20,7 +20,7 @@ export const sandboxFork = defineTool({
     disk_mb: diskMbArg.describe("Disk limit, MiB (default the source's)"),
     disk_inodes: diskInodesArg,
     ttl_s: boundedNumber(LIMITS.ttlSeconds).optional().describe("TTL (default the source's remaining)"),
-    env: envArg.optional().describe('Extra environment, NAME=value items'),
+    env: envArg.optional().describe('Extra env, NAME=value'),
     wait: z.boolean().optional().describe('Wait for a busy REPL (default true)'),
   }),
   output: z.object({

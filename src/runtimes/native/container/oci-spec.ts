@@ -3,13 +3,8 @@
  * the forkbox agent, and every sandbox of the template is forked from the agent's REPL worker.
  * Each security-relevant setting says what breaks without it.
  */
+import type { UidRange } from '../host/uid-range.ts';
 import { seccompProfile } from './seccomp.ts';
-
-export interface UidRange {
-  /** First host uid/gid of the range; container uid 0 maps to it. */
-  hostStart: number;
-  size: number;
-}
 
 export interface TemplateSpecInput {
   templateId: string;

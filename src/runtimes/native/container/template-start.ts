@@ -3,6 +3,7 @@
  * the wait for its agent's first connection — which ends at once, with the container log's tail, when the
  * container's PID 1 dies instead of connecting.
  */
+
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +15,9 @@ import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import { isRunning, procStartTime } from '../host/proc.ts';
 import { traverseAdvice, untraversable } from '../host/traverse.ts';
-import { templateOciSpec, type UidRange } from './oci-spec.ts';
+import type { UidRange } from '../host/uid-range.ts';
+import { templateOciSpec } from './oci-spec.ts';
+
 import { logTail, runProcess } from './runc.ts';
 
 export interface TemplateHandle {

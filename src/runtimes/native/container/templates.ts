@@ -3,6 +3,7 @@
  * a warm REPL worker. Every sandbox is forked from a template's worker (docs/ARCHITECTURE.md,
  * "Templates"). Starting one is template-start.ts; this keeps the running ones.
  */
+
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,8 +18,8 @@ import { deadline } from '../host/deadline.ts';
 import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import { isRunning } from '../host/proc.ts';
+import type { UidRange } from '../host/uid-range.ts';
 import { installAgent } from './agent-install.ts';
-import type { UidRange } from './oci-spec.ts';
 import { runProcess } from './runc.ts';
 import { seccompProfile } from './seccomp.ts';
 import { newTemplateId, startTemplate, type TemplateHandle } from './template-start.ts';

@@ -10,6 +10,7 @@
  * that path in the sandbox's own upper. So the sandbox's writes under the mount path land in its upper
  * like all its writes, a fork freezes them with the rest, and the host directory is never written.
  */
+
 import {
   chmodSync,
   chownSync,
@@ -27,9 +28,9 @@ import { basename, dirname, join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { SIZES } from '../../../domain/limits.ts';
 import type { LayerChain } from '../../../service/ports.ts';
-import type { UidRange } from '../container/oci-spec.ts';
 import { openIdmappedTree } from '../host/idmap.ts';
 import type { Mounts } from '../host/mounts.ts';
+import type { UidRange } from '../host/uid-range.ts';
 
 export const PROJECT_PREFIX = 'p-';
 

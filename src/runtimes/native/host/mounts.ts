@@ -1,5 +1,6 @@
 /** Host-side mount helpers for the native runtime (mount(2) through koffi: no mount(8) process per call). */
 import { chmodSync, mkdirSync } from 'node:fs';
+import { ForkboxError } from '../../../domain/errors.ts';
 import { isMountPoint, mountsUnder } from '../../../util/mountinfo.ts';
 import { MNT_DETACH, MS, type Sys } from './sys.ts';
 
@@ -28,11 +29,15 @@ export function createMounts(sys: Sys) {
 
     overlay(target: string, lowers: string[], upper: string, work: string): void {
       // Absolute layer paths are short (<state>/layers/<12 hex>), so ~80 layers fit in the one page
-      // the legacy mount options allow; deeper chains are squashed before they get there.
+      // the legacy mount options allow, and a chain is at most ~32 deep (forks past depth 30 start over
+      // from the template's files).
       const data = `lowerdir=${lowers.join(':')},upperdir=${upper},workdir=${work}`;
       if (data.length > 4000) {
-        throw new Error(
-          `overlay options for ${target} are ${data.length} bytes, over the one-page limit; squash the layer chain`,
+        // Reached only with a very long state dir path (each layer is named by its absolute path).
+        throw new ForkboxError(
+          'resource_exhausted',
+          `the overlay mount options for ${target} are ${data.length} bytes, over the kernel's one-page limit (${lowers.length} layers). Use a state dir with a shorter path (--state-dir).`,
+          { layers: lowers.length, bytes: data.length },
         );
       }
       sys.mount('overlay', target, 'overlay', 0, data);

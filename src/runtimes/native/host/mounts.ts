@@ -29,8 +29,7 @@ export function createMounts(sys: Sys) {
 
     overlay(target: string, lowers: string[], upper: string, work: string): void {
       // Absolute layer paths are short (<state>/layers/<12 hex>), so ~80 layers fit in the one page
-      // the legacy mount options allow, and a chain is at most ~32 deep (forks past depth 30 start over
-      // from the template's files).
+      // the legacy mount options allow (a fork adds one layer; pid namespaces cap forks of forks at ~30).
       const data = `lowerdir=${lowers.join(':')},upperdir=${upper},workdir=${work}`;
       if (data.length > 4000) {
         // Reached only with a very long state dir path (each layer is named by its absolute path).

@@ -165,7 +165,7 @@ export function createPuller(deps: PullDeps) {
     nameOf: (refText: string) =>
       localImageName(parseReference(refText, deps.env.FORKBOX_DEFAULT_REGISTRY || undefined)),
     /** Pull `refText`; concurrent pulls of one reference share one pull. */
-    pull(refText: string, o: PullOptions = {}): Promise<ImageRecord> {
+    async pull(refText: string, o: PullOptions = {}): Promise<ImageRecord> {
       const ref = parse(refText, o.remote === true);
       const running = pulling.get(ref.canonical);
       if (running) return running;

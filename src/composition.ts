@@ -57,6 +57,8 @@ export interface OpenEngineOptions {
   diskMax?: DiskSpec;
   /** Host directories a sandbox's project may be under (`--project-root`); default none: projects refused. */
   projectRoots?: string[];
+  /** `--image-allow` patterns for pulls (images/registry/allow.ts); default none: only local callers pull. */
+  imageAllow?: string[];
   /** How long ended sandboxes (and their execs) stay listed; default FORKBOX_RETENTION, else 24 h. 0 = not kept. */
   retentionSeconds?: number;
   /** Period of the retention sweep (output of ended sandboxes, pruning, vacuum); 0 disables it. Default 1 s. */
@@ -235,6 +237,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       uidShift: uidRange,
       log,
       env: process.env,
+      ...(opts.imageAllow ? { imageAllow: opts.imageAllow } : {}),
     });
     const cgroups = detectCgroups();
     const mounts = createMounts(sys);

@@ -121,6 +121,28 @@ export const EGRESS = {
   resolveMs: 5_000,
 } as const;
 
+/** Pulling images from registries (images/registry/). */
+export const REGISTRY = {
+  /** A manifest or an index, bytes (the distribution spec's own recommendation is 4 MiB). */
+  manifestBytes: 4 * MiB,
+  /** An image config blob, bytes. */
+  configBytes: 8 * MiB,
+  /** Layers of one image (overlay's option list must fit in one page: host/mounts.ts). */
+  layers: 64,
+  /** One layer blob as downloaded, bytes. */
+  layerBytes: 16 * 1024 * MiB,
+  /** A registry reference (`host:port/name:tag` or `…@sha256:…`), characters. */
+  refChars: 255,
+  /** Token responses and error bodies, bytes. */
+  smallBodyBytes: 64 * 1024,
+  /** Connecting and waiting for response headers, ms. */
+  headersMs: 30_000,
+  /** A response with no bytes arriving for this long is abandoned, ms. */
+  idleMs: 60_000,
+  /** Redirects followed for one request (blob storage often redirects). */
+  redirects: 5,
+} as const;
+
 /** Sandbox, snapshot and template names: a letter or digit, then letters, digits, '.', '_' or '-'. */
 export const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 /** Environment variable names. */

@@ -155,4 +155,14 @@ export interface ImageRecord {
   env: Record<string, string>;
   /** Path of python3 inside the image, if any (the native runtime needs one). */
   python: string | null;
+  /** Pulled images: the canonical registry reference and the manifest digest it resolved to. */
+  ref?: string;
+  digest?: string;
+  /** Pulled images: the image config's WorkingDir, User, Entrypoint and Cmd (Env is in `env`). */
+  config?: {
+    workingDir: string | null;
+    user: string | null;
+    entrypoint: string[] | null;
+    cmd: string[] | null;
+  };
 }

@@ -43,12 +43,17 @@ export interface LayerBuildOptions {
   log: Pick<Logger, 'info'>;
 }
 
-export type EnsureLayer = (
+export type EnsureLayer = ((
   key: string,
   fill: (rootfs: string) => Promise<void>,
   emit: (e: ProgressEvent) => void,
   signal?: AbortSignal,
-) => Promise<{ layer: string; sizeBytes: number }>;
+) => Promise<{ layer: string; sizeBytes: number }>) & {
+  /** Sweep what dead processes left in tmp/; call before making a temp dir of one's own. */
+  cleanStale(): Promise<void>;
+  /** The directory the layer of `key` lives in (whether or not it exists yet). */
+  pathOf(key: string): string;
+};
 
 export function createLayerBuilder(opts: LayerBuildOptions): EnsureLayer {
   const { layersDir, tmpDir, shift, log } = opts;
@@ -115,5 +120,8 @@ export function createLayerBuilder(opts: LayerBuildOptions): EnsureLayer {
     return p;
   }
 
-  return ensureLayer;
+  return Object.assign(ensureLayer, {
+    cleanStale,
+    pathOf: (key: string) => join(layersDir, key.slice(0, LAYER_ID_LEN)),
+  });
 }

@@ -12,7 +12,7 @@ import { errors, ForkboxError } from '../domain/errors.ts';
 import { type Logger, silentLogger } from '../domain/logger.ts';
 import type { ImageRecord } from '../domain/types.ts';
 import type { ProgressEvent } from '../service/api.ts';
-import type { BuildDebianOptions, ImageStore } from '../service/ports.ts';
+import type { BuildDebianOptions, ImageStore, PullOptions } from '../service/ports.ts';
 import { mountsUnder } from '../util/mountinfo.ts';
 import { requireTools } from '../util/subprocess.ts';
 import { readAptMirror } from './apt-mirror.ts';
@@ -28,6 +28,8 @@ import { findPython } from './fsutil.ts';
 import { createImageRecords, validateImageName } from './image-records.ts';
 import { contentKey, populate, sourceKind } from './import.ts';
 import { createLayerBuilder, LAYER_ID_LEN, tmpName } from './layer-build.ts';
+import { createPuller } from './pull.ts';
+import { isRegistryRef } from './registry/reference.ts';
 import type { UidShift } from './shift.ts';
 import { convertWhiteouts } from './whiteout.ts';
 
@@ -35,8 +37,13 @@ export interface ImageStoreOptions {
   stateDir: string;
   uidShift?: UidShift;
   log?: Pick<Logger, 'info' | 'warn'>;
-  /** The daemon's settings: FORKBOX_DEBIAN_MIRROR (apt-mirror.ts). None: the host's apt sources decide. */
+  /**
+   * The daemon's settings: FORKBOX_DEBIAN_MIRROR (apt-mirror.ts; none: the host's apt sources decide),
+   * FORKBOX_DEFAULT_REGISTRY, FORKBOX_INSECURE_REGISTRIES, DOCKER_CONFIG and HOME (pulls).
+   */
   env?: Readonly<Record<string, string | undefined>>;
+  /** `forkbox serve --image-allow` patterns (registry/allow.ts). */
+  imageAllow?: readonly string[];
 }
 
 export { validateImageName } from './image-records.ts';
@@ -60,8 +67,40 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
   const shiftSalt = `${shift.hostStart}:${shift.size}`;
 
   const records = createImageRecords(imagesDir, log);
-  const { list, get } = records;
+  const { list } = records;
   const ensureLayer = createLayerBuilder({ layersDir, tmpDir, shift, records, log });
+  const puller = createPuller({
+    records,
+    ensureLayer,
+    tmpDir,
+    shiftSalt,
+    env: opts.env ?? {},
+    allow: opts.imageAllow ?? [],
+    defaultEnv: DEFAULT_ENV,
+    dropUnused: (layers) => dropUnused(layers),
+    log,
+  });
+
+  /** A local image name, or a registry reference to an image pulled before. */
+  function get(nameOrRef: string): ImageRecord | undefined {
+    if (!isRegistryRef(nameOrRef)) return records.get(nameOrRef);
+    try {
+      return records.get(puller.nameOf(nameOrRef));
+    } catch {
+      return undefined;
+    }
+  }
+  function requireImage(nameOrRef: string): ImageRecord {
+    const rec = get(nameOrRef);
+    if (rec) return rec;
+    if (!isRegistryRef(nameOrRef)) throw errors.imageNotFound(nameOrRef);
+    puller.nameOf(nameOrRef); // a malformed reference says so
+    throw new ForkboxError(
+      'not_found',
+      `image ${nameOrRef} has not been pulled. Pull it with 'forkbox images pull ${nameOrRef}'.`,
+      { image: nameOrRef },
+    );
+  }
 
   function conflict(name: string, existing: ImageRecord): ForkboxError {
     return new ForkboxError(
@@ -184,11 +223,17 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     );
   }
 
-  function remove(name: string): void {
-    const rec = records.require(name);
-    records.unlink(name);
+  function remove(nameOrRef: string): void {
+    const rec = requireImage(nameOrRef);
+    records.unlink(rec.name);
+    dropUnused(rec.layers);
+    log.info({ image: rec.name }, 'images: removed');
+  }
+
+  /** Delete those of `layers` no image names any more (and nothing mounts inside). */
+  function dropUnused(layers: readonly string[]): void {
     const inUse = records.layersInUse();
-    for (const layer of rec.layers) {
+    for (const layer of layers) {
       // Only ever delete inside our own layers directory, whatever the metadata file says.
       if (inUse.has(layer) || !resolve(layer).startsWith(layersDir + sep)) continue;
       if (mountsUnder(layer).length > 0) {
@@ -205,8 +250,11 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
       }
       rmSync(doomed, { recursive: true, force: true });
     }
-    log.info({ image: name }, 'images: removed');
   }
 
-  return { list, get, require: records.require, buildDebian, importImage, remove };
+  async function ensure(nameOrRef: string, o: PullOptions = {}): Promise<ImageRecord> {
+    return get(nameOrRef) ?? (isRegistryRef(nameOrRef) ? puller.pull(nameOrRef, o) : requireImage(nameOrRef));
+  }
+
+  return { list, get, require: requireImage, buildDebian, importImage, pull: puller.pull, ensure, remove };
 }

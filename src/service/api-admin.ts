@@ -12,6 +12,7 @@ type AdminApi = Pick<
   | 'listImages'
   | 'buildImage'
   | 'importImage'
+  | 'pullImage'
   | 'removeImage'
   | 'gc'
   | 'df'
@@ -35,6 +36,8 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
       }),
     importImage: (name, source, onProgress) =>
       images.importImage(name, source, onProgress ? { onProgress } : {}),
+    pullImage: (ref, onProgress) =>
+      images.pull(ref, { remote: ctx.remote === true, ...(onProgress ? { onProgress } : {}) }),
     async removeImage(name) {
       images.require(name);
       const users = store

@@ -388,6 +388,8 @@ export interface ForkboxApi {
     onProgress?: (e: ProgressEvent) => void,
   ): Promise<ImageRecord>;
   importImage(name: string, source: string, onProgress?: (e: ProgressEvent) => void): Promise<ImageRecord>;
+  /** Pull a registry reference (`host:port/name:tag` or `…@sha256:…`) under the daemon's --image-allow list. */
+  pullImage(ref: string, onProgress?: (e: ProgressEvent) => void): Promise<ImageRecord>;
   removeImage(name: string): Promise<void>;
 
   gc(): Promise<GcReport>;

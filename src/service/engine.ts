@@ -120,6 +120,7 @@ export function createEngine(deps: EngineDeps): Engine {
     ...(deps.disk ? { disk: deps.disk } : {}),
     ...(deps.networkCap ? { networkCap: deps.networkCap } : {}),
     ...(deps.projectRoots ? { projectRoots: deps.projectRoots } : {}),
+    images: deps.images,
   });
   const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
     store,

@@ -40,7 +40,17 @@ export interface ImageStore {
     source: string,
     opts?: { onProgress?: (e: ProgressEvent) => void },
   ): Promise<ImageRecord>;
+  /** Pull a registry reference (`host:port/name:tag`, `…@sha256:…`) into the store. */
+  pull(ref: string, opts?: PullOptions): Promise<ImageRecord>;
+  /** The image a name or reference names, pulling a reference on first use. */
+  ensure(nameOrRef: string, opts?: PullOptions): Promise<ImageRecord>;
   remove(name: string): void;
+}
+
+export interface PullOptions {
+  onProgress?: (e: ProgressEvent) => void;
+  /** The caller came through the TCP listener: only --image-allow'ed images may be pulled. */
+  remote?: boolean;
 }
 
 // ───────────────────────────── store ─────────────────────────────

@@ -7,7 +7,7 @@ import type { CreateSandboxRequest } from './api.ts';
 import type { CallerContext } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import { DEFAULT_NETWORK_CAP, type NetworkCap, networkFor } from './network-cap.ts';
-import type { Runtime, Store } from './ports.ts';
+import type { ImageStore, Runtime, Store } from './ports.ts';
 import { resolveProject } from './project-spec.ts';
 import type { TemplateConfigs } from './template-configs.ts';
 import { checkEnv, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
@@ -29,6 +29,8 @@ export function createSandboxMaker(deps: {
   networkCap?: NetworkCap;
   /** Host directories under which a project may be (none: projects are refused). */
   projectRoots?: readonly string[];
+  /** Pulls an image named by a registry reference on first use. */
+  images?: Pick<ImageStore, 'ensure'>;
 }): CreateSandbox {
   const { store, runtime, now } = deps;
 
@@ -83,7 +85,14 @@ export function createSandboxMaker(deps: {
     return { rec, prewarm: tpl.prewarm };
   }
 
-  return async (ctx, req, lowers) => {
+  return async (ctx, asked, lowers) => {
+    let req = asked;
+    // A registry reference (local image names have no '/') is pulled on first use, under the daemon's
+    // --image-allow list; the sandbox then records the local name it is stored under.
+    if (req.image?.includes('/') && deps.images) {
+      const img = await deps.images.ensure(req.image, { remote: ctx.remote === true });
+      req = { ...req, image: img.name };
+    }
     const { rec, prewarm } = newRecord(ctx, req);
     // Host directories are the host's: only its own socket (CLI, stdio MCP) may ask for one.
     if (req.project !== undefined && ctx.remote === true)

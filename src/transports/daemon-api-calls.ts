@@ -211,6 +211,7 @@ export function catalogCalls(
   | 'listImages'
   | 'buildImage'
   | 'importImage'
+  | 'pullImage'
   | 'removeImage'
   | 'defineTemplate'
   | 'listTemplates'
@@ -229,6 +230,11 @@ export function catalogCalls(
     importImage: (name, source, onProgress) =>
       streamCall<ImageRecord>(
         { method: 'POST', path: '/v1/images/import', json: { name, source } },
+        progress(onProgress),
+      ),
+    pullImage: (ref, onProgress) =>
+      streamCall<ImageRecord>(
+        { method: 'POST', path: '/v1/images/pull', json: { ref } },
         progress(onProgress),
       ),
     async removeImage(name) {

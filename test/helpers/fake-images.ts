@@ -52,6 +52,12 @@ export function createFakeImages(
       images.set(name, img);
       return img;
     },
+    async pull(ref) {
+      throw new ForkboxError('unavailable', `the fake image store cannot pull ${ref}`);
+    },
+    async ensure(name) {
+      return require(name);
+    },
     remove(name) {
       require(name);
       images.delete(name);

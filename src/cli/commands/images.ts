@@ -1,4 +1,4 @@
-/** `forkbox images build|import|ls|rm`. */
+/** `forkbox images build|import|pull|ls|rm`. */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
@@ -57,6 +57,22 @@ export function register(program: Command, ctx: CliContext): void {
         const img = await api.importImage(name, resolve(src), (e) => progress.update(e));
         progress.stop();
         ctx.out().result(img, () => `${img.name} (${formatBytes(img.sizeBytes)})`);
+      } finally {
+        progress.stop();
+      }
+    });
+
+  images
+    .command('pull')
+    .description('pull an image from a registry (host:port/name:tag or host:port/name@sha256:...)')
+    .argument('<ref>', 'registry reference')
+    .action(async (ref: string) => {
+      const api = await ctx.api();
+      const progress = createProgressDisplay();
+      try {
+        const img = await api.pullImage(ref, (e) => progress.update(e));
+        progress.stop();
+        ctx.out().result(img, () => `${img.name} (${formatBytes(img.sizeBytes)}, ${img.digest ?? img.id})`);
       } finally {
         progress.stop();
       }

@@ -29,7 +29,10 @@ function positive(what: string, integer: boolean) {
 
 export function addLimitOptions(cmd: Command): Command {
   return cmd
-    .option('--image <name>', 'image to use (default: the daemon default)')
+    .option(
+      '--image <name|ref>',
+      'image name, or a registry reference pulled on first use (default: the daemon default)',
+    )
     .option('--memory <size>', 'memory limit, e.g. 512m, 2g (a bare number is MiB)', parseSizeMb)
     .option('--cpus <n>', 'CPU quota in CPUs, e.g. 0.5, 2', positive('cpus', false))
     .option('--pids <n>', 'maximum number of processes', positive('pids', true))

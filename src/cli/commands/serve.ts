@@ -50,6 +50,7 @@ interface ServeFlags {
   diskDefault?: DiskSpec;
   diskMax?: DiskSpec;
   projectRoot?: string[];
+  imageAllow?: string[];
   retention?: string;
   auditMaxSize?: string;
   networkMax?: string;
@@ -115,6 +116,10 @@ export function register(program: Command, ctx: CliContext): void {
     .option(
       '--project-root <dir...>',
       'allow sandbox projects (create --project) in directories under DIR (repeatable; default: none allowed)',
+    )
+    .option(
+      '--image-allow <pattern...>',
+      "registry images that may be pulled, as registry/repository with * wildcards, e.g. 127.0.0.1:5000/team/* (repeatable; default: any for the host's own socket, none for remote callers)",
     )
     .option(
       '--disk-max <size[,inodes]>',
@@ -191,6 +196,7 @@ export function register(program: Command, ctx: CliContext): void {
         ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
         ...(o.diskMax ? { diskMax: o.diskMax } : {}),
         ...(o.projectRoot ? { projectRoots: o.projectRoot.map((d) => resolve(d)) } : {}),
+        ...(o.imageAllow ? { imageAllow: o.imageAllow } : {}),
         ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
       });
       let server: Awaited<ReturnType<typeof serveUnix>> | undefined;

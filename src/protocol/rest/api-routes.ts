@@ -24,6 +24,7 @@ import {
   FILE_SIZE_HEADER,
   forkBody,
   importImageBody,
+  pullImageBody,
   JSON_BODY_LIMIT,
   killQuery,
   labelPair,
@@ -322,6 +323,13 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
       if (!wantsNdjson(c)) return c.json(await A(c).importImage(body.name, body.source), 201);
       return ndjson(c, (emit) =>
         A(c).importImage(body.name, body.source, (event: ProgressEvent) => emit({ type: 'progress', event })),
+      );
+    },
+    pullImage: async (c) => {
+      const body = parseOrThrow(pullImageBody, await jsonBody(c), 'image pull request');
+      if (!wantsNdjson(c)) return c.json(await A(c).pullImage(body.ref), 201);
+      return ndjson(c, (emit) =>
+        A(c).pullImage(body.ref, (event: ProgressEvent) => emit({ type: 'progress', event })),
       );
     },
     removeImage: async (c) => {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ForkboxError } from '../../domain/errors.ts';
-import { LIMITS, SIZES } from '../../domain/limits.ts';
+import { LIMITS, REGISTRY, SIZES } from '../../domain/limits.ts';
 import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
 import {
   boundedNumber,
@@ -155,6 +155,7 @@ export const buildImageBody = z.strictObject({
   name: name.optional(),
 });
 export const importImageBody = z.strictObject({ name, source: pathSchema() });
+export const pullImageBody = z.strictObject({ ref: z.string().min(1).max(REGISTRY.refChars) });
 
 // ── query strings ──
 const flag = z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true');

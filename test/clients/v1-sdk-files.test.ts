@@ -8,13 +8,13 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { SIZES } from '../../src/domain/limits.ts';
-import { ROOT, type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 type Result = {
@@ -65,18 +65,8 @@ describe('files through the v1 SDK over stdio and REST', { skip: nativeUnavailab
   before(async () => {
     stateDir = makeStateDir();
     daemon = await startServe(stateDir);
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
     client = new Client({ name: 'forkbox-files', version: '1' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'mcp'],
-        env,
-        cwd: ROOT,
-        stderr: 'ignore',
-      }),
-    );
+    await client.connect(new StdioClientTransport(forkboxMcpServer(stateDir)));
     const created = await fetch(`${daemon.url}/v1/sandboxes`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -6,15 +6,15 @@
  * a silent 90-second command that outlives the client's 60 s timeout thanks to progress notifications.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { ROOT, type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { until } from '../helpers/exec-probe.ts';
+import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
@@ -125,16 +125,6 @@ function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir
   });
 }
 
-suite('stdio', (_d, stateDir) => {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  return new StdioClientTransport({
-    command: process.execPath,
-    args: [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'mcp'],
-    env,
-    cwd: ROOT,
-    stderr: 'ignore',
-  });
-});
+suite('stdio', (_d, stateDir) => new StdioClientTransport(forkboxMcpServer(stateDir)));
 
 suite('http', (d) => new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));

@@ -92,7 +92,9 @@ describe('third-party MCP adapters over HTTP', { skip: skip ?? false }, () => {
   });
 
   it('LangChain MCP adapters: getTools and invoke', async () => {
-    const client = new MultiServerMCPClient({ mcpServers: { forkbox: { transport: 'http', url: served.mcpUrl } } });
+    const client = new MultiServerMCPClient({
+      mcpServers: { forkbox: { transport: 'http', url: served.mcpUrl } },
+    });
     try {
       const tools = await client.getTools();
       assert.ok(tools.length > 20);

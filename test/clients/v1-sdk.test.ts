@@ -14,27 +14,13 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { until } from '../helpers/exec-probe.ts';
+import { type TextResult, textFields } from '../helpers/mcp-result.ts';
 import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
-type Result = {
-  isError?: boolean;
-  content: { type: string; text?: string; _meta?: Record<string, unknown> }[];
-};
 type SC = Record<string, unknown>;
-
-/** The structured fields of a result, with its bulk fields (stdout, stderr, content) from their blocks. */
-function fields(r: Result): SC {
-  const first = r.content[0];
-  const out = JSON.parse(first?.type === 'text' ? (first.text ?? '{}') : '{}') as SC;
-  for (const b of r.content) {
-    const f = b._meta?.['forkbox/field'];
-    if (b.type === 'text' && typeof f === 'string') out[f] = b.text ?? '';
-  }
-  return out;
-}
 
 const waitFor = (what: string, check: () => Promise<boolean>, ms = 30_000) => until(what, check, ms);
 
@@ -46,11 +32,11 @@ function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir
     const errors: Error[] = [];
 
     const call = async (name: string, args: SC, opts: Parameters<Client['callTool']>[2] = {}) =>
-      (await client.callTool({ name, arguments: args }, CallToolResultSchema, opts)) as Result;
+      (await client.callTool({ name, arguments: args }, CallToolResultSchema, opts)) as TextResult;
     const ok = async (name: string, args: SC, opts: Parameters<Client['callTool']>[2] = {}) => {
       const r = await call(name, args, opts);
       assert.notEqual(r.isError, true, `${name}: ${JSON.stringify(r.content).slice(0, 2000)}`);
-      return fields(r);
+      return textFields(r);
     };
 
     before(async () => {

@@ -55,7 +55,9 @@ describe('a killed MCP client leaves no process behind', { skip: skip ?? false }
   }
 
   it('stdio: SIGKILL of `forkbox mcp` mid-call ends the command and its setsid child', async () => {
-    const transport = new StdioClientTransport(forkboxMcpServer(served.stateDir, { env: { FORKBOX_URL: '' } }));
+    const transport = new StdioClientTransport(
+      forkboxMcpServer(served.stateDir, { env: { FORKBOX_URL: '' } }),
+    );
     const client = new Client({ name: 'killed-stdio', version: '1' });
     await client.connect(transport);
     const before = defaults();

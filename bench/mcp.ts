@@ -20,6 +20,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { ForkboxApi } from '../src/service/api.ts';
 import { createDaemonClient, type DaemonClient } from '../src/transports/daemon-client.ts';
 import { socketPathFor } from '../src/transports/daemon-launcher.ts';
+import { forkboxMcpServer } from '../test/helpers/mcp-stdio.ts';
 import { type BenchContext, type Benchmark, execTrue, killAll } from './lib/context.ts';
 import { cleanupStateDir, type Log, makeStateDir } from './lib/env.ts';
 import { emptyResult, ratio, row } from './lib/report.ts';
@@ -107,15 +108,7 @@ async function startMcpDaemon(log: Log): Promise<McpDaemon> {
 }
 
 async function connectStdio(stateDir: string, log: Log): Promise<Client> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [BIN, '--state-dir', stateDir, 'mcp'],
-    env,
-    cwd: REPO,
-    stderr: 'pipe',
-  });
+  const transport = new StdioClientTransport(forkboxMcpServer(stateDir, { stderr: 'pipe' }));
   transport.stderr?.on('data', (d: Buffer) => log(`forkbox mcp: ${d.toString().trim()}`));
   const c = new Client({ name: 'forkbox-bench-stdio', version: '1' });
   await c.connect(transport);

@@ -48,18 +48,29 @@ def oserror(e, path):
     return OpError(code, "%s: %s" % (path, e.strerror or e))
 
 
+# File types: the test, the type file.list reports, the words an error message names it by.
+_MODE_KINDS = (
+    (stat.S_ISREG, "file", "a regular file"),
+    (stat.S_ISDIR, "dir", "a directory"),
+    (stat.S_ISLNK, "symlink", "a symlink"),
+    (stat.S_ISFIFO, "other", "a FIFO"),
+    (stat.S_ISSOCK, "other", "a socket"),
+    (stat.S_ISCHR, "other", "a device"),
+    (stat.S_ISBLK, "other", "a device"),
+)
+
+
+def mode_kind(mode):
+    """(type, words) of a file mode: the type file.list reports and the words an error names it by."""
+    for test, kind, words in _MODE_KINDS:
+        if test(mode):
+            return kind, words
+    return "other", "not a regular file"
+
+
 def kind_of(mode):
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISLNK(mode):
-        return "a symlink"
-    return "not a regular file"
+    """How an error message names what a non-regular file is ("a FIFO", "a directory", ...)."""
+    return mode_kind(mode)[1]
 
 
 def check_regular(fd, path):

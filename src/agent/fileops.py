@@ -19,21 +19,11 @@ _int = fileio.int_arg
 _oserror = fileio.oserror
 
 
-def _type(mode):
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "other"
-
-
 def _entry(path, st):
     return {
         "path": path,
         "name": os.path.basename(path) or "/",
-        "type": _type(st.st_mode),
+        "type": fileio.mode_kind(st.st_mode)[0],
         "size": st.st_size,
         "mode": stat.S_IMODE(st.st_mode),
         "mtime_ms": st.st_mtime_ns / 1e6,

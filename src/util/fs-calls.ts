@@ -4,37 +4,17 @@
  * Every call throws a SysError (errno, code) on failure, except where a missing attribute is an answer.
  */
 import koffi from 'koffi';
-import { libc, SysError } from './libc.ts';
+import { bindLibc, SysError } from './libc.ts';
 
-type Fn = (...args: unknown[]) => number;
-
-interface FsLibc {
-  getxattr: Fn;
-  lgetxattr: Fn;
-  lsetxattr: Fn;
-  llistxattr: Fn;
-  mknod: Fn;
-  umount2: Fn;
-}
-
-let bound: FsLibc | undefined;
-
-function c(): FsLibc {
-  if (bound) return bound;
-  const lib = libc();
-  bound = {
-    // Values and name lists go through raw Buffers (no koffi type registered: type names are process-wide).
-    getxattr: lib.func('long getxattr(const char *path, const char *name, void *value, size_t size)') as Fn,
-    lgetxattr: lib.func('long lgetxattr(const char *path, const char *name, void *value, size_t size)') as Fn,
-    lsetxattr: lib.func(
-      'int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags)',
-    ) as Fn,
-    llistxattr: lib.func('long llistxattr(const char *path, void *list, size_t size)') as Fn,
-    mknod: lib.func('int mknod(const char *path, uint32_t mode, uint64_t dev)') as Fn,
-    umount2: lib.func('int umount2(const char *target, int flags)') as Fn,
-  };
-  return bound;
-}
+// Values and name lists go through raw Buffers.
+const c = bindLibc({
+  getxattr: 'long getxattr(const char *path, const char *name, void *value, size_t size)',
+  lgetxattr: 'long lgetxattr(const char *path, const char *name, void *value, size_t size)',
+  lsetxattr: 'int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags)',
+  llistxattr: 'long llistxattr(const char *path, void *list, size_t size)',
+  mknod: 'int mknod(const char *path, uint32_t mode, uint64_t dev)',
+  umount2: 'int umount2(const char *target, int flags)',
+});
 
 /** The kernel's limit on one xattr value (XATTR_SIZE_MAX) and on a name list (XATTR_LIST_MAX). */
 const XATTR_MAX = 65536;

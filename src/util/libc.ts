@@ -13,6 +13,26 @@ export function libc(): ReturnType<typeof koffi.load> {
   return handle;
 }
 
+/** A libc function bound through koffi: C arguments in, its int or long result out. */
+export type LibcFn = (...args: unknown[]) => number;
+
+/**
+ * Bind libc functions by their C prototypes, on first use: returns a getter of `name → bound function`.
+ * Pointers to structs go through raw Buffers (`void *`) rather than registered koffi types: koffi's type
+ * names are process-wide, so a second binding of a named struct would collide.
+ */
+export function bindLibc<K extends string>(prototypes: Record<K, string>): () => Record<K, LibcFn> {
+  let bound: Record<K, LibcFn> | undefined;
+  return () => {
+    if (bound) return bound;
+    const lib = libc();
+    const out = {} as Record<K, LibcFn>;
+    for (const name of Object.keys(prototypes) as K[]) out[name] = lib.func(prototypes[name]) as LibcFn;
+    bound = out;
+    return bound;
+  };
+}
+
 const ERRNO_NAMES: ReadonlyMap<number, string> = (() => {
   const m = new Map<number, string>();
   // First name wins: koffi's table is alphabetical, so aliases (EDEADLOCK, EWOULDBLOCK, ENOTSUP) lose to the

@@ -13,24 +13,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { DEFAULT_LIMITS } from '../../src/domain/types.ts';
-import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
-import { nativeUnavailable } from '../helpers/native.ts';
+import { abuseDaemon } from '../helpers/abuse.ts';
 
-const why = nativeUnavailable();
 const GiB = 1024 ** 3;
 
 describe('abuse: admission by the sum of limits refusing work that fits', () => {
-  let d: AbuseDaemon;
-
-  before(async () => {
-    if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);
-    d = await startDaemon();
-  });
-  after(async () => {
-    await d?.stop();
-  });
+  const d = abuseDaemon();
 
   /** oom_score_adj as seen by a command, and by REPL code, inside sandbox `id`. */
   const ranks = async (id: string) => {

@@ -13,29 +13,19 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
-import { type AbuseDaemon, agentPid, running, startDaemon, waitFor } from '../helpers/abuse.ts';
+import { abuseDaemon, agentPid, running, waitFor } from '../helpers/abuse.ts';
 import { sandboxCgroupDirsLeft } from '../helpers/cgroup-files.ts';
 import { ROOT } from '../helpers/daemon.ts';
-import { nativeUnavailable } from '../helpers/native.ts';
 
-const why = nativeUnavailable();
 /** How long the daemon may take to call a dead sandbox failed (the issue asks for about a second). */
 const NOTICE_MS = 2000;
 
 describe('abuse: a sandbox whose agent dies', () => {
-  let d: AbuseDaemon;
-
-  before(async () => {
-    if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);
-    d = await startDaemon();
-  });
-  after(async () => {
-    await d?.stop();
-  });
+  const d = abuseDaemon();
 
   async function failedWithin(id: string): Promise<{ endReason: string | null; ms: number }> {
     const t0 = Date.now();

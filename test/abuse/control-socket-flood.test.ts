@@ -9,11 +9,9 @@
  * still answers; the refusals are counted on /metrics.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { type AbuseDaemon, fdCount, startDaemon, waitFor } from '../helpers/abuse.ts';
-import { nativeUnavailable } from '../helpers/native.ts';
+import { describe, it } from 'node:test';
+import { abuseDaemon, fdCount, waitFor } from '../helpers/abuse.ts';
 
-const why = nativeUnavailable();
 const CONNECTIONS = 20_000;
 /** Descriptors the daemon may gain during the flood over its count before it (none are kept). */
 const FD_BOUND = 200;
@@ -41,15 +39,7 @@ const flood = (n: number) =>
   ].join('\n');
 
 describe('abuse: control-socket flood', () => {
-  let d: AbuseDaemon;
-
-  before(async () => {
-    if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);
-    d = await startDaemon();
-  });
-  after(async () => {
-    await d?.stop();
-  });
+  const d = abuseDaemon();
 
   it('refuses every connection that is not the agent, keeps its descriptors bounded, serves others', async () => {
     const attacker = await d.api.createSandbox({ pids: 4096 });

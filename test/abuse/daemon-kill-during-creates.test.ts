@@ -17,12 +17,11 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { before, describe, it } from 'node:test';
 import { sandboxCgroupDir } from '../helpers/cgroup-files.ts';
-import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { leftovers, readStore, unplacedChildren } from '../helpers/leftovers.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { killableDaemon } from '../helpers/killable-daemon.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const why = nativeUnavailable();
@@ -40,27 +39,17 @@ function sandboxCgroups(stateDir: string): number {
 }
 
 describe('abuse: daemon SIGKILL during twenty concurrent creates, then restart', () => {
-  let stateDir = '';
-  let daemon: ServedDaemon | undefined;
-  let api: DaemonClient;
-
-  before(async () => {
+  before(() => {
     if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    api = createDaemonClient({ url: daemon.url });
   });
-  after(async () => {
-    api?.close();
-    await stopServeAndClean(daemon?.child, stateDir);
-  });
+  const d = killableDaemon();
 
   /** Fire the creates, kill -9 the daemon once `moment` holds, restart it; returns the answered ids. */
   async function killDuringCreates(moment: (answered: number) => boolean, what: string): Promise<string[]> {
     // Every create answered, even in the instant before the daemon died, was recorded running.
     const answered: string[] = [];
     const creates = Array.from({ length: CREATES }, () =>
-      api.createSandbox({}).then(
+      d.api.createSandbox({}).then(
         (sb) => {
           answered.push(sb.id);
           return true;
@@ -69,39 +58,35 @@ describe('abuse: daemon SIGKILL during twenty concurrent creates, then restart',
       ),
     );
     await waitFor(() => moment(answered.length), { what, timeoutMs: 180_000, intervalMs: 5 });
-    const old = daemon?.child;
-    old?.kill('SIGKILL');
-    await new Promise((r) => old?.once('exit', r));
+    await d.kill();
     const cut = (await Promise.all(creates)).filter((ok) => !ok).length;
-    api.close();
     process.stderr.write(`# killed ${what}: ${answered.length} answered, ${cut} cut off\n`);
-    daemon = await startServe(stateDir);
-    api = createDaemonClient({ url: daemon.url });
+    await d.restart();
     return answered;
   }
 
   /** Nothing without an owner, every sandbox running and usable or ended, the answered ones running. */
   async function assertRecovered(answered: string[]): Promise<void> {
-    const view = readStore(stateDir);
-    assert.deepEqual(leftovers(stateDir, view), [], 'nothing is left without an owner');
+    const view = readStore(d.stateDir);
+    assert.deepEqual(leftovers(d.stateDir, view), [], 'nothing is left without an owner');
     for (const id of answered) assert.ok(view.live.includes(id), `${id} was answered: it is still running`);
     for (const id of view.live) {
-      const r = await api.exec(id, { argv: ['echo', id] });
+      const r = await d.api.exec(id, { argv: ['echo', id] });
       assert.equal(r.stdout, `${id}\n`, `${id} runs commands`);
     }
     for (const [id, r] of view.sandboxes)
       if (!view.live.includes(id)) assert.ok(r.endReason, `${id} ended '${r.state}' with a reason`);
     // The daemon works on: a new sandbox, and every live one is killed cleanly for the next round.
-    const fresh = await api.createSandbox({});
-    assert.equal((await api.exec(fresh.id, { argv: ['echo', 'new'] })).stdout, 'new\n');
-    for (const id of [...view.live, fresh.id]) await api.killSandbox(id);
-    assert.deepEqual(leftovers(stateDir), [], 'nothing is left after killing them all');
+    const fresh = await d.api.createSandbox({});
+    assert.equal((await d.api.exec(fresh.id, { argv: ['echo', 'new'] })).stdout, 'new\n');
+    for (const id of [...view.live, fresh.id]) await d.api.killSandbox(id);
+    assert.deepEqual(leftovers(d.stateDir), [], 'nothing is left after killing them all');
   }
 
   it('while runc starts their template (the first creates of a state dir wait for it)', async () => {
     // runc's state dir is made right before `runc run`: the kill lands around it, with runc mid-way.
     const answered = await killDuringCreates(
-      () => existsSync(join(stateDir, 'runc')),
+      () => existsSync(join(d.stateDir, 'runc')),
       'runc is starting the template',
     );
     await assertRecovered(answered);
@@ -109,7 +94,7 @@ describe('abuse: daemon SIGKILL during twenty concurrent creates, then restart',
 
   it('while the first sandboxes are being set up (three have a cgroup)', async () => {
     const answered = await killDuringCreates(
-      () => sandboxCgroups(stateDir) >= 3,
+      () => sandboxCgroups(d.stateDir) >= 3,
       'three creates have a cgroup',
     );
     await assertRecovered(answered);
@@ -118,7 +103,7 @@ describe('abuse: daemon SIGKILL during twenty concurrent creates, then restart',
   it('while a sandbox is cloned but has not greeted the host yet', async () => {
     // The first such child, or the first answer at the latest: the window is short and need not be seen.
     const answered = await killDuringCreates(
-      (n) => unplacedChildren(stateDir) > 0 || n >= 1,
+      (n) => unplacedChildren(d.stateDir) > 0 || n >= 1,
       'a cloned sandbox has not greeted the host (or one create answered)',
     );
     await assertRecovered(answered);

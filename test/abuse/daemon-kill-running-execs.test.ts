@@ -12,14 +12,13 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { describe, it } from 'node:test';
 import { sandboxCgroupDir } from '../helpers/cgroup-files.ts';
 import { hostProcessesOf } from '../helpers/cli.ts';
-import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { processesIn, until } from '../helpers/exec-probe.ts';
 import { leftovers, readStore } from '../helpers/leftovers.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { killableDaemon } from '../helpers/killable-daemon.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 const cmdline = (pid: number) => {
@@ -31,70 +30,54 @@ const cmdline = (pid: number) => {
 };
 
 describe('abuse: daemon SIGKILL with ten running execs, then restart', { skip: skip ?? false }, () => {
-  let stateDir = '';
-  let daemon: ServedDaemon | undefined;
-  let api: DaemonClient;
-
-  before(async () => {
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    api = createDaemonClient({ url: daemon.url });
-  });
-  after(async () => {
-    api?.close();
-    await stopServeAndClean(daemon?.child, stateDir);
-  });
+  const d = killableDaemon();
 
   it('ends the running execs for real and reports the one that ended meanwhile honestly', async () => {
-    const { id } = await api.createSandbox({});
+    const { id } = await d.api.createSandbox({});
     const running: string[] = [];
     for (let i = 0; i < 10; i++) {
-      const rec = await api.startExec(id, { cmd: `setsid sleep 96${i} & sleep 97${i}` });
+      const rec = await d.api.startExec(id, { cmd: `setsid sleep 96${i} & sleep 97${i}` });
       running.push(rec.id);
     }
     // It ends when told to, through the sandbox's inbox (a host directory bound at /.forkbox/inbox).
-    const meanwhile = await api.startExec(id, {
+    const meanwhile = await d.api.startExec(id, {
       cmd: 'until [ -e /.forkbox/inbox/go-7 ]; do sleep 0.05; done; exit 7',
     });
-    await until('all of them to run', async () => (await processesIn(api, id, 'sleep 9')).length === 20);
+    await until('all of them to run', async () => (await processesIn(d.api, id, 'sleep 9')).length === 20);
     assert.ok(
       hostProcessesOf(id).some((p) => cmdline(p).includes('go-7')),
       'the short exec still runs when the daemon is killed',
     );
-    const old = daemon?.child;
-    old?.kill('SIGKILL');
-    await new Promise((r) => old?.once('exit', r));
-    api.close();
+    await d.kill();
     // The short one ends while no daemon runs; the others keep running until the restart.
-    writeFileSync(join(stateDir, 'inbox', id, 'go-7'), '');
+    writeFileSync(join(d.stateDir, 'inbox', id, 'go-7'), '');
     await until('the short one to end', () => hostProcessesOf(id).every((p) => !cmdline(p).includes('go-7')));
-    daemon = await startServe(stateDir);
-    api = createDaemonClient({ url: daemon.url });
+    await d.restart();
     for (const execId of running) {
-      const p = await api.pollExec(id, execId);
+      const p = await d.api.pollExec(id, execId);
       assert.equal(p.exec.state, 'interrupted', JSON.stringify(p.exec));
       assert.equal(p.exec.signal, 9);
     }
-    const m = (await api.pollExec(id, meanwhile.id)).exec;
+    const m = (await d.api.pollExec(id, meanwhile.id)).exec;
     assert.equal(m.state, 'exited', JSON.stringify(m));
     assert.equal(m.exitCode, 7);
     // Before any new exec: every exec group of the old daemon is gone, the old spawner's too.
-    const work = `${sandboxCgroupDir(stateDir, id, 'freezer')}/work`;
+    const work = `${sandboxCgroupDir(d.stateDir, id, 'freezer')}/work`;
     const groups = () =>
       readdirSync(work, { withFileTypes: true })
         .filter((d) => d.isDirectory())
         .map((d) => d.name);
     assert.deepEqual(groups(), [], 'no exec group is left');
-    const view = readStore(stateDir);
+    const view = readStore(d.stateDir);
     assert.deepEqual(view.runningExecs, [], "no exec row is left 'running'");
     assert.deepEqual(view.live, [id]);
-    assert.deepEqual(leftovers(stateDir, view), [], 'nothing is left without an owner');
-    assert.deepEqual(await processesIn(api, id, 'sleep 9'), [], 'nothing of them runs');
+    assert.deepEqual(leftovers(d.stateDir, view), [], 'nothing is left without an owner');
+    assert.deepEqual(await processesIn(d.api, id, 'sleep 9'), [], 'nothing of them runs');
     // No exec group holds a process but the spawner waiting in the next one.
     const busy = groups()
       .map((g) => readFileSync(`${work}/${g}/cgroup.procs`, 'utf8').trim().split('\n').filter(Boolean).length)
       .filter((n) => n > 1);
     assert.deepEqual(busy, []);
-    assert.equal((await api.exec(id, { argv: ['echo', 'after'] })).stdout, 'after\n');
+    assert.equal((await d.api.exec(id, { argv: ['echo', 'after'] })).stdout, 'after\n');
   });
 });

@@ -12,20 +12,12 @@
  * test server sees connections only from the proxy, and the inbox cannot be written.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { bothPython, execPython, replPython } from '../helpers/attacks.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
-import {
-  HOST_SIDE,
-  PORT,
-  SERVER_A,
-  SERVER_B,
-  startTestHosts,
-  type TestHosts,
-} from '../helpers/test-hosts.ts';
+import { egressSuite } from '../helpers/egress-suite.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
+import { HOST_SIDE, PORT, SERVER_A, SERVER_B } from '../helpers/test-hosts.ts';
 
 const skip = nativeUnavailable();
 
@@ -99,26 +91,13 @@ print(json.dumps(res))
 `;
 
 describe('abuse: escaping an allow network policy', { skip: skip ?? false }, () => {
-  let fx: NativeFixture;
+  const egress = egressSuite({ hostsMap: `files.test=${SERVER_A};other.test=${SERVER_B}`, hello: 'hi\n' });
   let api: ForkboxApi;
-  let hosts: TestHosts;
   let id: string;
-  let saved: string | undefined;
 
   before(async () => {
-    hosts = await startTestHosts();
-    writeFileSync(join(hosts.dir, 'hello.txt'), 'hi\n');
-    saved = process.env.FORKBOX_EGRESS_HOSTS;
-    process.env.FORKBOX_EGRESS_HOSTS = `files.test=${SERVER_A};other.test=${SERVER_B}`;
-    fx = await openNative();
-    api = fx.opened.api;
+    api = egress.api;
     id = (await api.createSandbox({ network: 'allow:files.test' })).id;
-  });
-  after(async () => {
-    await fx?.close();
-    hosts?.close();
-    if (saved === undefined) delete process.env.FORKBOX_EGRESS_HOSTS;
-    else process.env.FORKBOX_EGRESS_HOSTS = saved;
   });
 
   it('the allowed name works through the proxy (so the refusals below mean something)', async () => {
@@ -190,6 +169,6 @@ describe('abuse: escaping an allow network policy', { skip: skip ?? false }, () 
     ]);
     assert.equal(ok, 'HTTP/1.0 200 OK');
     // Only the proxy ever connected to the test hosts.
-    assert.deepEqual([...new Set(hosts.clients())], [HOST_SIDE]);
+    assert.deepEqual([...new Set(egress.hosts.clients())], [HOST_SIDE]);
   });
 });

@@ -10,22 +10,11 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
-import { nativeUnavailable } from '../helpers/native.ts';
-
-const why = nativeUnavailable();
+import { describe, it } from 'node:test';
+import { abuseDaemon } from '../helpers/abuse.ts';
 
 describe('abuse: /proc/keys', () => {
-  let d: AbuseDaemon;
-
-  before(async () => {
-    if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);
-    d = await startDaemon();
-  });
-  after(async () => {
-    await d?.stop();
-  });
+  const d = abuseDaemon();
 
   it('names no other sandbox, template or container', async () => {
     const a = await d.api.createSandbox({});

@@ -18,10 +18,9 @@ import { after, before, describe, it } from 'node:test';
 import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
 import { leftovers } from '../helpers/leftovers.ts';
 import { defaultImage, makeStateDir, nativeUnavailable } from '../helpers/native.ts';
-import { waitForEvent } from '../helpers/wait-for.ts';
+import { createOutcome, TEN_MINUTES, writeImageVariant } from '../helpers/setup-death.ts';
 
 const why = nativeUnavailable();
-const TEN_MINUTES = String(10 * 60_000);
 /** Host uid of the sandboxes' root (container uid 0 shifted, docs/ARCHITECTURE.md). */
 const SHIFTED_ROOT = 100000;
 
@@ -47,16 +46,9 @@ describe('abuse: a new sandbox whose PID 1 dies during its set-up', () => {
   before(async () => {
     if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);
     const stateDir = makeStateDir();
-    const img = defaultImage();
-    writeFileSync(
-      join(stateDir, 'images', 'hooked.json'),
-      JSON.stringify({
-        ...img,
-        name: 'hooked',
-        id: `${img.id.slice(0, 60)}beef`,
-        layers: [hookLayer(stateDir), ...img.layers],
-      }),
-    );
+    writeImageVariant(stateDir, 'hooked', 'beef', {
+      layers: [hookLayer(stateDir), ...defaultImage().layers],
+    });
     d = await startDaemon({
       stateDir,
       env: { FORKBOX_SANDBOX_START_TIMEOUT_MS: TEN_MINUTES, FORKBOX_AGENT_FORK_TIMEOUT_MS: TEN_MINUTES },
@@ -68,15 +60,7 @@ describe('abuse: a new sandbox whose PID 1 dies during its set-up', () => {
   });
 
   it('fails the create at once, naming the cause, and leaves nothing behind', async () => {
-    const outcome = d.api.createSandbox({ template: 'diehook' }).then(
-      (sb) => `created ${sb.id}`,
-      (e: Error & { code?: string }) => e,
-    );
-    // A bound on the wait, far below the daemon's own deadlines: only noticing the death meets it.
-    const err = await waitForEvent<string | (Error & { code?: string })>((cb) => void outcome.then(cb), {
-      what: 'the create to fail after its sandbox died',
-      timeoutMs: 60_000,
-    });
+    const err = await createOutcome(d, { template: 'diehook' }, 'the create to fail after its sandbox died');
     assert.ok(err instanceof Error, `the create did not fail: ${String(err)}`);
     assert.equal(err.code, 'sandbox_gone', err.message);
     assert.match(err.message, /died during its set-up: .*before it (could greet|greeted) the host/);

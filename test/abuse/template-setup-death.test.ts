@@ -13,16 +13,13 @@
  * a sound image still work.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
 import { leftovers } from '../helpers/leftovers.ts';
-import { defaultImage, makeStateDir, nativeUnavailable } from '../helpers/native.ts';
-import { waitForEvent } from '../helpers/wait-for.ts';
+import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { createOutcome, TEN_MINUTES, writeImageVariant } from '../helpers/setup-death.ts';
 
 const why = nativeUnavailable();
-const TEN_MINUTES = String(10 * 60_000);
 
 describe('abuse: a template whose PID 1 dies during its set-up', () => {
   let d: AbuseDaemon;
@@ -31,11 +28,7 @@ describe('abuse: a template whose PID 1 dies during its set-up', () => {
     if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);
     const stateDir = makeStateDir();
     // The default image's files, with a `python3` that is a shell: it exits at once on Python's -I flag.
-    const img = defaultImage();
-    writeFileSync(
-      join(stateDir, 'images', 'nopython.json'),
-      JSON.stringify({ ...img, name: 'nopython', id: `${img.id.slice(0, 60)}dead`, python: '/bin/sh' }),
-    );
+    writeImageVariant(stateDir, 'nopython', 'dead', { python: '/bin/sh' });
     d = await startDaemon({
       stateDir,
       env: {
@@ -49,15 +42,7 @@ describe('abuse: a template whose PID 1 dies during its set-up', () => {
   });
 
   it('fails the create at once, naming the cause, and leaves nothing behind', async () => {
-    const outcome = d.api.createSandbox({ image: 'nopython' }).then(
-      (sb) => `created ${sb.id}`,
-      (e: Error & { code?: string }) => e,
-    );
-    // A bound on the wait, far below the daemon's own deadlines: only noticing the death meets it.
-    const err = await waitForEvent<string | (Error & { code?: string })>((cb) => void outcome.then(cb), {
-      what: 'the create to fail after its template died',
-      timeoutMs: 60_000,
-    });
+    const err = await createOutcome(d, { image: 'nopython' }, 'the create to fail after its template died');
     assert.ok(err instanceof Error, `the create did not fail: ${String(err)}`);
     assert.match(err.message, /agent exited before it connected to the host/);
     assert.equal(err.code, 'requirement_missing', 'a broken image, not a forkbox bug');

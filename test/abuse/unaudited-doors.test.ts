@@ -21,8 +21,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { AuditLine } from '../../src/protocol/audit.ts';
 import { type AbuseDaemon, startDaemon } from '../helpers/abuse.ts';
-import { BIN, cliFor } from '../helpers/cli.ts';
-import { ROOT } from '../helpers/daemon.ts';
+import { cliFor } from '../helpers/cli.ts';
+import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
@@ -96,15 +96,7 @@ describe('abuse: calls through a door that leaves no audit trail', () => {
   });
 
   it('stdio MCP (forkbox mcp, v1 SDK): arrives at the socket, recorded as its process and client', async () => {
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [BIN, '--state-dir', stateDir, 'mcp'],
-      env,
-      cwd: ROOT,
-      stderr: 'ignore',
-    });
+    const transport = new StdioClientTransport(forkboxMcpServer(stateDir));
     const client = new Client({ name: 'audit-probe', version: '1' });
     await client.connect(transport);
     const pid = transport.pid;

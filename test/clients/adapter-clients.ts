@@ -27,6 +27,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { getAllMcpTools, MCPServerStreamableHttp, RunContext } from '@openai/agents-core';
 import { ROOT } from '../helpers/daemon.ts';
+import { processEnv } from '../helpers/mcp-stdio.ts';
 
 export type Args = Record<string, unknown>;
 export interface CallOptions {
@@ -134,10 +135,13 @@ export async function langchain(
   };
 }
 
-export async function mcpRemote(url: string): Promise<AdapterClient> {
+/**
+ * A v1 SDK client over stdio to mcp-remote, which bridges it to the HTTP listener at `url`; `close` ends
+ * the client and removes mcp-remote's own config dir.
+ */
+export async function connectMcpRemote(url: string): Promise<{ client: Client; close(): Promise<void> }> {
   const config = mkdtempSync(join(tmpdir(), 'forkbox-mcp-remote-'));
-  const env: Record<string, string> = { MCP_REMOTE_CONFIG_DIR: config };
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  const env = { MCP_REMOTE_CONFIG_DIR: config, ...processEnv() };
   const client = new Client({ name: 'via-mcp-remote', version: '1' });
   await client.connect(
     new StdioClientTransport({
@@ -155,6 +159,17 @@ export async function mcpRemote(url: string): Promise<AdapterClient> {
     }),
   );
   return {
+    client,
+    async close() {
+      await client.close();
+      rmSync(config, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function mcpRemote(url: string): Promise<AdapterClient> {
+  const { client, close } = await connectMcpRemote(url);
+  return {
     name: 'mcp-remote',
     async call(tool, args, opts = {}) {
       const o = {
@@ -166,9 +181,6 @@ export async function mcpRemote(url: string): Promise<AdapterClient> {
       const r = await client.callTool({ name: tool, arguments: args }, undefined, o);
       return JSON.stringify(r.content);
     },
-    async close() {
-      await client.close();
-      rmSync(config, { recursive: true, force: true });
-    },
+    close,
   };
 }

@@ -12,9 +12,9 @@
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
-import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { describe, it } from 'node:test';
+import { nativeUnavailable } from '../helpers/native.ts';
+import { servedSuite } from '../helpers/served-suite.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 import {
   type AdapterClient,
@@ -50,22 +50,11 @@ function sleepers(n: number): number[] {
 }
 
 describe('third-party adapters: big output, cancel, long silent work', { skip: skip ?? false }, () => {
-  let stateDir: string;
-  let daemon: ServedDaemon | undefined;
-  let url: string;
-
-  before(async () => {
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    url = `${daemon.url}/mcp`;
-  });
-  after(async () => {
-    await stopServeAndClean(daemon?.child, stateDir);
-  });
+  const served = servedSuite();
 
   for (const [key, open] of FACTORIES) {
     it(`${key}: a 100 MiB output is bounded, the session and sandbox live on, the cut part reads back`, async () => {
-      const c = await open(url);
+      const c = await open(served.mcpUrl);
       try {
         await c.call('code_run', { code: 'keep = 6 * 7' });
         const big = await c.call('exec_run', {
@@ -94,7 +83,7 @@ describe('third-party adapters: big output, cancel, long silent work', { skip: s
   FACTORIES.forEach(([key, open], i) => {
     it(`${key}: a cancel with the client's own mechanism ends the command's process tree`, async () => {
       const n = 4300 + i;
-      const c = await open(url);
+      const c = await open(served.mcpUrl);
       const ac = new AbortController();
       let closed = false;
       try {
@@ -138,6 +127,7 @@ describe('third-party adapters: big output, cancel, long silent work', { skip: s
         await c.close();
       }
     };
+    const url = served.mcpUrl;
     const progress = { langchainDefault: 0, langchain: 0, mcpRemote: 0 };
     const long = { timeoutMs: 120_000 };
     const [openaiDefault, openaiLong, genaiDefault, genaiLong, vercel, lcDefault, lcLong, remote] =

@@ -7,38 +7,24 @@
  * For each: list the tools, run a command, run Python code.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createMCPClient } from '@ai-sdk/mcp';
 import { mcpToTool } from '@google/genai';
 import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { getAllMcpTools, MCPServerStreamableHttp, RunContext } from '@openai/agents-core';
-import { ROOT, type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
+import { servedSuite } from '../helpers/served-suite.ts';
+import { connectMcpRemote } from './adapter-clients.ts';
 
 const skip = nativeUnavailable();
 
 describe('third-party MCP adapters over HTTP', { skip: skip ?? false }, () => {
-  let stateDir: string;
-  let daemon: ServedDaemon | undefined;
-  let url: string;
-
-  before(async () => {
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    url = `${daemon.url}/mcp`;
-  });
-  after(async () => {
-    await stopServeAndClean(daemon?.child, stateDir);
-  });
+  const served = servedSuite();
 
   it('OpenAI Agents SDK: every tool converts strictly; a strict call (nulls for the unset) runs', async () => {
-    const server = new MCPServerStreamableHttp({ url, name: 'forkbox' });
+    const server = new MCPServerStreamableHttp({ url: served.mcpUrl, name: 'forkbox' });
     await server.connect();
     try {
       const tools = (await getAllMcpTools({
@@ -71,7 +57,7 @@ describe('third-party MCP adapters over HTTP', { skip: skip ?? false }, () => {
 
   it('Google GenAI: function declarations from the MCP tools; a function call runs', async () => {
     const client = new Client({ name: 'genai', version: '1' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(served.mcpUrl)));
     try {
       const callable = mcpToTool(client as never);
       const tool = await callable.tool();
@@ -91,7 +77,7 @@ describe('third-party MCP adapters over HTTP', { skip: skip ?? false }, () => {
   });
 
   it('Vercel AI SDK: tools() and execute', async () => {
-    const client = await createMCPClient({ transport: { type: 'http', url } });
+    const client = await createMCPClient({ transport: { type: 'http', url: served.mcpUrl } });
     try {
       const tools = await client.tools();
       assert.ok(Object.keys(tools).length > 20);
@@ -106,7 +92,9 @@ describe('third-party MCP adapters over HTTP', { skip: skip ?? false }, () => {
   });
 
   it('LangChain MCP adapters: getTools and invoke', async () => {
-    const client = new MultiServerMCPClient({ mcpServers: { forkbox: { transport: 'http', url } } });
+    const client = new MultiServerMCPClient({
+      mcpServers: { forkbox: { transport: 'http', url: served.mcpUrl } },
+    });
     try {
       const tools = await client.getTools();
       assert.ok(tools.length > 20);
@@ -121,25 +109,7 @@ describe('third-party MCP adapters over HTTP', { skip: skip ?? false }, () => {
   });
 
   it('mcp-remote: stdio bridged to the HTTP listener', async () => {
-    const config = mkdtempSync(join(tmpdir(), 'forkbox-mcp-remote-'));
-    const env: Record<string, string> = { MCP_REMOTE_CONFIG_DIR: config };
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    const client = new Client({ name: 'via-mcp-remote', version: '1' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [
-          join(ROOT, 'node_modules/mcp-remote/dist/proxy.js'),
-          url,
-          '--allow-http',
-          '--transport',
-          'http-only',
-        ],
-        env,
-        cwd: ROOT,
-        stderr: 'ignore',
-      }),
-    );
+    const { client, close } = await connectMcpRemote(served.mcpUrl);
     try {
       const { tools } = await client.listTools();
       assert.ok(tools.some((t) => t.name === 'exec_run'));
@@ -148,8 +118,7 @@ describe('third-party MCP adapters over HTTP', { skip: skip ?? false }, () => {
       const py = await client.callTool({ name: 'code_run', arguments: { code: '6 * 7' } });
       assert.match(JSON.stringify(py.content), /42/);
     } finally {
-      await client.close();
-      rmSync(config, { recursive: true, force: true });
+      await close();
     }
   });
 });

@@ -8,34 +8,21 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { SIZES } from '../../src/domain/limits.ts';
-import { ROOT, type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { type TextResult, textFields } from '../helpers/mcp-result.ts';
+import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
-type Result = {
-  isError?: boolean;
-  content: { type: string; text?: string; _meta?: Record<string, unknown> }[];
-};
 type SC = Record<string, unknown>;
 
 const MiB = 1024 * 1024;
 
-/** The structured fields of a result, with its bulk fields (content) from their own blocks. */
-function fields(r: Result): SC {
-  const first = r.content[0];
-  const out = JSON.parse(first?.type === 'text' ? (first.text ?? '{}') : '{}') as SC;
-  for (const b of r.content) {
-    const f = b._meta?.['forkbox/field'];
-    if (b.type === 'text' && typeof f === 'string') out[f] = b.text ?? '';
-  }
-  return out;
-}
-const errorText = (r: Result): string => r.content.map((b) => b.text ?? '').join('\n');
+const errorText = (r: TextResult): string => r.content.map((b) => b.text ?? '').join('\n');
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 describe('files through the v1 SDK over stdio and REST', { skip: nativeUnavailable() ?? false }, () => {
@@ -47,11 +34,11 @@ describe('files through the v1 SDK over stdio and REST', { skip: nativeUnavailab
   const call = async (name: string, args: SC) =>
     (await client.callTool({ name, arguments: { sandbox, ...args } }, CallToolResultSchema, {
       timeout: 120_000,
-    })) as Result;
+    })) as TextResult;
   const ok = async (name: string, args: SC) => {
     const r = await call(name, args);
     assert.notEqual(r.isError, true, `${name}: ${errorText(r).slice(0, 2000)}`);
-    return fields(r);
+    return textFields(r);
   };
   const refused = async (name: string, args: SC, code: string, message: RegExp) => {
     const r = await call(name, args);
@@ -65,18 +52,8 @@ describe('files through the v1 SDK over stdio and REST', { skip: nativeUnavailab
   before(async () => {
     stateDir = makeStateDir();
     daemon = await startServe(stateDir);
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
     client = new Client({ name: 'forkbox-files', version: '1' });
-    await client.connect(
-      new StdioClientTransport({
-        command: process.execPath,
-        args: [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'mcp'],
-        env,
-        cwd: ROOT,
-        stderr: 'ignore',
-      }),
-    );
+    await client.connect(new StdioClientTransport(forkboxMcpServer(stateDir)));
     const created = await fetch(`${daemon.url}/v1/sandboxes`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -149,7 +126,7 @@ describe('files through the v1 SDK over stdio and REST', { skip: nativeUnavailab
     const wins = mcp.filter((r) => r.isError !== true);
     assert.equal(wins.length, 1, 'exactly one MCP write wins');
     for (const r of mcp.filter((x) => x.isError === true)) assert.match(errorText(r), /code: conflict/);
-    const winner = fields(wins[0] as Result);
+    const winner = textFields(wins[0] as TextResult);
     const now = await ok('file_read', { path: '/work/c.txt' });
     assert.equal(now.etag, winner.etag);
 

@@ -6,35 +6,21 @@
  * a silent 90-second command that outlives the client's 60 s timeout thanks to progress notifications.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { ROOT, type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { until } from '../helpers/exec-probe.ts';
+import { type TextResult, textFields } from '../helpers/mcp-result.ts';
+import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
-type Result = {
-  isError?: boolean;
-  content: { type: string; text?: string; _meta?: Record<string, unknown> }[];
-};
 type SC = Record<string, unknown>;
-
-/** The structured fields of a result, with its bulk fields (stdout, stderr, content) from their blocks. */
-function fields(r: Result): SC {
-  const first = r.content[0];
-  const out = JSON.parse(first?.type === 'text' ? (first.text ?? '{}') : '{}') as SC;
-  for (const b of r.content) {
-    const f = b._meta?.['forkbox/field'];
-    if (b.type === 'text' && typeof f === 'string') out[f] = b.text ?? '';
-  }
-  return out;
-}
 
 const waitFor = (what: string, check: () => Promise<boolean>, ms = 30_000) => until(what, check, ms);
 
@@ -46,11 +32,11 @@ function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir
     const errors: Error[] = [];
 
     const call = async (name: string, args: SC, opts: Parameters<Client['callTool']>[2] = {}) =>
-      (await client.callTool({ name, arguments: args }, CallToolResultSchema, opts)) as Result;
+      (await client.callTool({ name, arguments: args }, CallToolResultSchema, opts)) as TextResult;
     const ok = async (name: string, args: SC, opts: Parameters<Client['callTool']>[2] = {}) => {
       const r = await call(name, args, opts);
       assert.notEqual(r.isError, true, `${name}: ${JSON.stringify(r.content).slice(0, 2000)}`);
-      return fields(r);
+      return textFields(r);
     };
 
     before(async () => {
@@ -125,16 +111,6 @@ function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir
   });
 }
 
-suite('stdio', (_d, stateDir) => {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  return new StdioClientTransport({
-    command: process.execPath,
-    args: [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'mcp'],
-    env,
-    cwd: ROOT,
-    stderr: 'ignore',
-  });
-});
+suite('stdio', (_d, stateDir) => new StdioClientTransport(forkboxMcpServer(stateDir)));
 
 suite('http', (d) => new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));

@@ -4,10 +4,11 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { createDaemonClient } from '../../src/transports/daemon-client.ts';
 import { sandboxCgroupDir } from './cgroup-files.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from './daemon.ts';
-import { makeStateDir } from './native.ts';
+import { makeStateDir, nativeUnavailable } from './native.ts';
 import { waitFor as pollUntil } from './wait-for.ts';
 
 export interface AbuseDaemon extends ServedDaemon {
@@ -38,6 +39,46 @@ export async function startDaemon(
       api.close();
       await stopServeAndClean(served.child, stateDir);
     },
+  };
+}
+
+/**
+ * One daemon (startDaemon's) for a whole describe block of an abuse test: started in a `before` hook —
+ * which fails, never skips, without the native runtime — and stopped in an `after` hook. Call it inside
+ * the describe; its fields are the running daemon's, read in tests or later hooks.
+ */
+export function abuseDaemon(opts: Parameters<typeof startDaemon>[0] = {}): AbuseDaemon {
+  let d: AbuseDaemon | undefined;
+  before(async () => {
+    const why = nativeUnavailable();
+    if (why) throw new Error(`this abuse test needs the native runtime: ${why}`);
+    d = await startDaemon(opts);
+  });
+  after(async () => {
+    await d?.stop();
+  });
+  const started = (): AbuseDaemon => {
+    if (!d) throw new Error('the abuse daemon is not running');
+    return d;
+  };
+  return {
+    get child() {
+      return started().child;
+    },
+    get url() {
+      return started().url;
+    },
+    log: () => started().log(),
+    get stateDir() {
+      return started().stateDir;
+    },
+    get pid() {
+      return started().pid;
+    },
+    get api() {
+      return started().api;
+    },
+    stop: () => started().stop(),
   };
 }
 

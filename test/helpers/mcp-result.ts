@@ -18,3 +18,20 @@ export function withBulk(r: ResultLike): Record<string, unknown> {
   }
   return out;
 }
+
+/** A tool result as a v1 SDK client types it loosely: its content blocks and error flag. */
+export interface TextResult {
+  isError?: boolean;
+  content: { type: string; text?: string; _meta?: Record<string, unknown> }[];
+}
+
+/** The structured fields of a result from its first text block (JSON), with the bulk fields from theirs. */
+export function textFields(r: TextResult): Record<string, unknown> {
+  const first = r.content[0];
+  const out = JSON.parse(first?.type === 'text' ? (first.text ?? '{}') : '{}') as Record<string, unknown>;
+  for (const b of r.content) {
+    const f = b._meta?.[FIELD_META];
+    if (b.type === 'text' && typeof f === 'string') out[f] = b.text ?? '';
+  }
+  return out;
+}

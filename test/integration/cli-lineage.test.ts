@@ -4,7 +4,7 @@
  * layers), `merge` (a fork takes over its parent's id), and `snapshot create|ls|inspect|restore|rm`.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type {
   DiffResult,
   ForkResult,
@@ -12,25 +12,13 @@ import type {
   SandboxInfo,
   SnapshotInfo,
 } from '../../src/service/api.ts';
-import { type Cli, cliFor } from '../helpers/cli.ts';
-import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
+import { servedSuite } from '../helpers/served-suite.ts';
 
 const skip = nativeUnavailable();
 
 describe('CLI lineage commands against a real daemon', { skip: skip ?? false }, () => {
-  let stateDir: string;
-  let daemon: ServedDaemon | undefined;
-  let cli: Cli;
-
-  before(async () => {
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    cli = cliFor(stateDir);
-  });
-  after(async () => {
-    await stopServeAndClean(daemon?.child, stateDir);
-  });
+  const { cli } = servedSuite();
 
   /** A sandbox with a file and a REPL variable: what a fork or a snapshot must carry. */
   function source(name: string): string {

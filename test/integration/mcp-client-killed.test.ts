@@ -10,32 +10,22 @@
  */
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { SandboxInfo } from '../../src/service/api.ts';
-import { type Cli, cliFor, sandboxProcesses, waitFor } from '../helpers/cli.ts';
-import { ROOT, type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { sandboxProcesses, waitFor } from '../helpers/cli.ts';
+import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
+import { servedSuite } from '../helpers/served-suite.ts';
 
 const skip = nativeUnavailable();
 const TREE = 'setsid sleep 1000 & sleep 1000';
 const sleeps = (procs: string[]) => procs.filter((l) => l.endsWith(' sleep'));
 
 describe('a killed MCP client leaves no process behind', { skip: skip ?? false }, () => {
-  let stateDir: string;
-  let daemon: ServedDaemon | undefined;
-  let cli: Cli;
-
-  before(async () => {
-    stateDir = makeStateDir();
-    daemon = await startServe(stateDir);
-    cli = cliFor(stateDir);
-  });
-  after(async () => {
-    await stopServeAndClean(daemon?.child, stateDir);
-  });
+  const served = servedSuite();
+  const { cli } = served;
 
   /** The default sandboxes of MCP clients now (by their label). */
   const defaults = () =>
@@ -65,16 +55,9 @@ describe('a killed MCP client leaves no process behind', { skip: skip ?? false }
   }
 
   it('stdio: SIGKILL of `forkbox mcp` mid-call ends the command and its setsid child', async () => {
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    env.FORKBOX_URL = '';
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [join(ROOT, 'bin/forkbox.js'), '--state-dir', stateDir, 'mcp'],
-      env,
-      cwd: ROOT,
-      stderr: 'ignore',
-    });
+    const transport = new StdioClientTransport(
+      forkboxMcpServer(served.stateDir, { env: { FORKBOX_URL: '' } }),
+    );
     const client = new Client({ name: 'killed-stdio', version: '1' });
     await client.connect(transport);
     const before = defaults();
@@ -94,7 +77,7 @@ describe('a killed MCP client leaves no process behind', { skip: skip ?? false }
   });
 
   it('HTTP: a connection dropped mid-call ends the command and its setsid child', async () => {
-    const url = new URL(`${daemon?.url}/mcp`);
+    const url = new URL(served.mcpUrl);
     const post = (body: unknown, session?: string) =>
       request(url, {
         method: 'POST',

@@ -18,6 +18,7 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import { openEngine } from '../../src/composition.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { withBulk } from '../helpers/mcp-result.ts';
+import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
 import { makeStateDir, nativeUnavailable, quietLog } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
@@ -183,15 +184,7 @@ describe('MCP recovery: SIGKILL and SIGTERM of a serving daemon', { skip: skip ?
     const run = await runningExec(http, named.id, /run-done/);
 
     // ── stdio client (`forkbox mcp`, attached to this daemon through its socket, in a session) ──
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [BIN, '--state-dir', stateDir, 'mcp'],
-      env,
-      cwd: ROOT,
-      stderr: 'pipe',
-    });
+    const transport = new StdioClientTransport(forkboxMcpServer(stateDir, { stderr: 'pipe' }));
     transport.stderr?.on('data', (d: Buffer) => stdioErr.push(d.toString()));
     stdio = new Client({ name: 'mcp-recovery-stdio', version: '1' });
     await stdio.connect(transport);

@@ -10,18 +10,12 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
-import {
-  HOST_SIDE,
-  PORT,
-  SERVER_A,
-  SERVER_B,
-  startTestHosts,
-  type TestHosts,
-} from '../helpers/test-hosts.ts';
+import { egressSuite } from '../helpers/egress-suite.ts';
+import { nativeUnavailable } from '../helpers/native.ts';
+import { HOST_SIDE, PORT, SERVER_A, SERVER_B } from '../helpers/test-hosts.ts';
 
 const skip = nativeUnavailable();
 
@@ -48,27 +42,14 @@ function curlStatus(url: string, extra: string[] = []): string[] {
 }
 
 describe('network allow: egress through the filtering proxy', { skip: skip ?? false }, () => {
-  let fx: NativeFixture;
-  let api: ForkboxApi;
-  let hosts: TestHosts;
-  let sb: string;
   const audit = memoryAuditLog();
-  let savedHosts: string | undefined;
+  const egress = egressSuite({ hostsMap: HOSTS_MAP, hello: BODY, native: { audit } });
+  let api: ForkboxApi;
+  let sb: string;
 
   before(async () => {
-    hosts = await startTestHosts();
-    writeFileSync(join(hosts.dir, 'hello.txt'), BODY);
-    savedHosts = process.env.FORKBOX_EGRESS_HOSTS;
-    process.env.FORKBOX_EGRESS_HOSTS = HOSTS_MAP;
-    fx = await openNative({ audit });
-    api = fx.opened.api;
+    api = egress.api;
     sb = (await api.createSandbox({ name: 'egress', network: POLICY })).id;
-  });
-  after(async () => {
-    await fx?.close();
-    hosts?.close();
-    if (savedHosts === undefined) delete process.env.FORKBOX_EGRESS_HOSTS;
-    else process.env.FORKBOX_EGRESS_HOSTS = savedHosts;
   });
 
   it('shows the policy and gives commands the proxy variables', async () => {
@@ -92,13 +73,13 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
     assert.equal(repl.ok, true, JSON.stringify(repl));
     assert.match(repl.value ?? '', /wheel of cheese/);
     // The server saw the proxy's connections only: from the host side of the veth.
-    assert.ok(hosts.clients().length >= 3);
-    assert.deepEqual([...new Set(hosts.clients())], [HOST_SIDE]);
+    assert.ok(egress.hosts.clients().length >= 3);
+    assert.deepEqual([...new Set(egress.hosts.clients())], [HOST_SIDE]);
   });
 
   it('clones a git repository over HTTP from an allowed name', async () => {
     // A "dumb HTTP" repository: plain files the test server serves (git's smart protocol needs a CGI).
-    const work = join(hosts.dir, 'work');
+    const work = join(egress.hosts.dir, 'work');
     const git = (...args: string[]) =>
       execFileSync('git', args, {
         stdio: 'ignore',
@@ -114,8 +95,8 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
     writeFileSync(join(work, 'README'), 'cloned through the proxy\n');
     git('-C', work, 'add', 'README');
     git('-C', work, 'commit', '-q', '-m', 'one');
-    git('clone', '-q', '--bare', work, join(hosts.dir, 'repo.git'));
-    git('-C', join(hosts.dir, 'repo.git'), 'update-server-info');
+    git('clone', '-q', '--bare', work, join(egress.hosts.dir, 'repo.git'));
+    git('-C', join(egress.hosts.dir, 'repo.git'), 'update-server-info');
     const r = await api.exec(sb, {
       cmd: `git clone -q http://files.test:${PORT}/repo.git /tmp/repo && cat /tmp/repo/README`,
       timeoutSeconds: 60,
@@ -161,7 +142,7 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
       assert.notEqual(t.exitCode, 0, `${url} through CONNECT`);
       assert.equal(t.stdout, '403', `${url} through CONNECT: ${t.stderr}`);
     }
-    const counts = fx.opened.metrics.read().egress;
+    const counts = egress.fx.opened.metrics.read().egress;
     assert.ok(counts.refused >= refused.length * 2, JSON.stringify(counts));
     assert.ok(counts.accepted >= 3, JSON.stringify(counts));
     const lines = audit.lines.filter((l) => l.door === 'egress' && l.sandbox === sb);

@@ -8,7 +8,8 @@ import { auditMaxBytes, createAuditFile } from '../../src/transports/audit-file.
 
 describe('audit log', () => {
   it('keeps only allow-listed fields', () => {
-    const entry = {
+    // The fields a line keeps as they are.
+    const kept = {
       door: 'socket' as const,
       tenant: 'alice',
       client: 'cli',
@@ -18,6 +19,9 @@ describe('audit log', () => {
       sandbox: 'sb-1',
       outcome: 'ok',
       status: 200,
+    };
+    const entry = {
+      ...kept,
       durationMs: 12.6,
       // Things a careless caller might pass along: none may reach the line.
       token: 'secret-token',
@@ -26,19 +30,7 @@ describe('audit log', () => {
       env: { SECRET: 'x' },
     };
     const line = auditLine(entry, new Date(0));
-    assert.deepEqual(line, {
-      time: '1970-01-01T00:00:00.000Z',
-      door: 'socket',
-      tenant: 'alice',
-      client: 'cli',
-      uid: 0,
-      pid: 4242,
-      route: 'POST /v1/sandboxes/:id/exec',
-      sandbox: 'sb-1',
-      outcome: 'ok',
-      status: 200,
-      duration_ms: 13,
-    });
+    assert.deepEqual(line, { time: '1970-01-01T00:00:00.000Z', ...kept, duration_ms: 13 });
   });
 
   it('neutralises ids and names that could smuggle data or fake lines', () => {

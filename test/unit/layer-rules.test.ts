@@ -11,6 +11,20 @@ import { fileURLToPath } from 'node:url';
 
 const SRC = fileURLToPath(new URL('../../src', import.meta.url));
 
+/** What the composition root may import: every layer but the CLI. */
+const COMPOSITION: readonly string[] = [
+  'domain',
+  'service',
+  'protocol',
+  'transports',
+  'runtimes',
+  'images',
+  'storage',
+  'network',
+  'util',
+  'version',
+];
+
 /** Layer → the layers it may import (besides itself). */
 const ALLOWED: Record<string, readonly string[]> = {
   util: ['domain'],
@@ -22,31 +36,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   network: ['domain', 'util'],
   protocol: ['domain', 'service', 'util'],
   transports: ['domain', 'service', 'protocol', 'util'],
-  cli: [
-    'domain',
-    'service',
-    'protocol',
-    'transports',
-    'runtimes',
-    'images',
-    'storage',
-    'network',
-    'composition',
-    'util',
-    'version',
-  ],
-  composition: [
-    'domain',
-    'service',
-    'protocol',
-    'transports',
-    'runtimes',
-    'images',
-    'storage',
-    'network',
-    'util',
-    'version',
-  ],
+  cli: [...COMPOSITION, 'composition'],
+  composition: COMPOSITION,
   version: [],
 };
 

@@ -8,7 +8,7 @@
 import type net from 'node:net';
 import koffi from 'koffi';
 import { umount2 } from '../../../util/fs-calls.ts';
-import { libc, SysError } from '../../../util/libc.ts';
+import { bindLibc, SysError } from '../../../util/libc.ts';
 import { EINTR, ENOSYS, EWOULDBLOCK } from './errno.ts';
 
 /** mount(2) flags (linux/mount.h). */
@@ -80,33 +80,17 @@ const KEYCTL_JOIN_SESSION_KEYRING = 1;
 /** keyctl(2)'s syscall number (libc has no wrapper; libkeyutils may not be installed). */
 const SYS_KEYCTL: Partial<Record<string, number>> = { x64: 250, arm64: 219 };
 
-type Fn = (...args: unknown[]) => number;
-
-interface Libc {
-  mount: Fn;
-  flock: Fn;
-  getsockopt: Fn;
-  getrlimit: Fn;
-  setrlimit: Fn;
-  syscall: Fn;
-}
-
-function loadLibc(): Libc {
-  const lib = libc();
-  return {
-    mount: lib.func(
-      'int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)',
-    ) as Fn,
-    flock: lib.func('int flock(int fd, int op)') as Fn,
-    // optval/optlen are passed as raw Buffers: avoids registering a named struct type (koffi type names are
-    // process-global, so a second createSys() would collide).
-    getsockopt: lib.func('int getsockopt(int fd, int level, int name, void *optval, void *optlen)') as Fn,
-    // struct rlimit { rlim_t cur, max } as a raw 16-byte Buffer (rlim_t is 64-bit on x86_64 and aarch64).
-    getrlimit: lib.func('int getrlimit(int resource, void *rlim)') as Fn,
-    setrlimit: lib.func('int setrlimit(int resource, void *rlim)') as Fn,
-    syscall: lib.func('long syscall(long number, ...)') as Fn,
-  };
-}
+const PROTOTYPES = {
+  mount:
+    'int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const char *data)',
+  flock: 'int flock(int fd, int op)',
+  // optval/optlen and struct rlimit { rlim_t cur, max } (16 bytes: rlim_t is 64-bit on x86_64 and aarch64)
+  // as raw Buffers.
+  getsockopt: 'int getsockopt(int fd, int level, int name, void *optval, void *optlen)',
+  getrlimit: 'int getrlimit(int resource, void *rlim)',
+  setrlimit: 'int setrlimit(int resource, void *rlim)',
+  syscall: 'long syscall(long number, ...)',
+};
 
 /** rlim_t as a JS number; RLIM_INFINITY (all ones) becomes Infinity. */
 function rlimNumber(v: bigint): number {
@@ -114,11 +98,7 @@ function rlimNumber(v: bigint): number {
 }
 
 export function createSys(): Sys {
-  let libc: Libc | undefined;
-  const c = (): Libc => {
-    libc ??= loadLibc();
-    return libc;
-  };
+  const c = bindLibc(PROTOTYPES);
 
   return {
     mount(source, target, fstype, flags, data) {

@@ -19,7 +19,9 @@ const KINDS = {
   unit: { dirs: ['test/unit'] },
   integration: { dirs: ['test/integration'] },
   abuse: { dirs: ['test/abuse'] },
-  clients: { dirs: ['test/clients'] },
+  // Client files run side by side: each starts its own daemon on its own state dir, and most of their time
+  // is the silent 90 s calls (progress keep-alive), which wait rather than work.
+  clients: { dirs: ['test/clients'], concurrency: 4 },
   'native-copy': {
     dirs: ['test/integration'],
     filter: (f) => /\/native-[^/]+\.test\.ts$/.test(f),
@@ -74,7 +76,7 @@ for (const kind of kinds) {
     '--import',
     'tsx',
     '--test',
-    '--test-concurrency=1',
+    `--test-concurrency=${spec.concurrency ?? 1}`,
     // A test stuck past 10 minutes fails instead of holding CI until its deadline.
     '--test-timeout=600000',
     '--test-reporter=tap',

@@ -4,18 +4,18 @@
  * transport: list tools, run a command and Python code, a 100 MiB output (the session and the sandbox's
  * REPL state live on, the cut part readable in its file), a cancel (the command's processes are gone), and
  * a silent 90-second command that outlives the client's 60 s timeout thanks to progress notifications.
+ *
+ * The suite itself; v1-sdk-stdio.test.ts and v1-sdk-http.test.ts run it, as two files so that their
+ * 90-second calls run side by side.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { until } from '../helpers/exec-probe.ts';
 import { type TextResult, textFields } from '../helpers/mcp-result.ts';
-import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
 import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
@@ -24,7 +24,10 @@ type SC = Record<string, unknown>;
 
 const waitFor = (what: string, check: () => Promise<boolean>, ms = 30_000) => until(what, check, ms);
 
-function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir: string) => Transport) {
+export function suite(
+  kind: 'stdio' | 'http',
+  makeTransport: (d: ServedDaemon, stateDir: string) => Transport,
+) {
   describe(`v1 SDK over ${kind}`, { skip: skip ?? false }, () => {
     let stateDir: string;
     let daemon: ServedDaemon | undefined;
@@ -110,7 +113,3 @@ function suite(kind: 'stdio' | 'http', makeTransport: (d: ServedDaemon, stateDir
     });
   });
 }
-
-suite('stdio', (_d, stateDir) => new StdioClientTransport(forkboxMcpServer(stateDir)));
-
-suite('http', (d) => new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`)));

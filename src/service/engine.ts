@@ -20,6 +20,7 @@ import { createLineage } from './lineage.ts';
 import type { NetworkCap } from './network-cap.ts';
 import type { ImageStore, Runtime, Store } from './ports.ts';
 import { recoverSandboxes } from './recovery.ts';
+import { createSandboxPorts } from './sandbox-ports.ts';
 import { createSandboxMaker } from './sandbox-create.ts';
 import { createExitHandler } from './sandbox-exit.ts';
 import { info } from './sandbox-info.ts';
@@ -182,8 +183,10 @@ export function createEngine(deps: EngineDeps): Engine {
     return reaped;
   }
 
+  const ports = createSandboxPorts({ store, runtime, log });
   const parts: EngineParts = {
     ...finder,
+    ports,
     store,
     runtime,
     images,
@@ -227,6 +230,7 @@ export function createEngine(deps: EngineDeps): Engine {
         { store, runtime, log, kill, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
         deadlineMs,
       );
+      await ports.reopen();
       // Whatever a crash left without an owner (a half-made sandbox's mounts, cgroup, dirs) goes now.
       const swept = await hostGc().catch((e: unknown) => {
         log.warn({ err: String(e) }, 'sweeping what a crash left behind failed');

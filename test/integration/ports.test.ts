@@ -72,6 +72,7 @@ describe('published ports', { skip: skip ?? false }, () => {
       port: 0,
       tokenFile,
       stateDir: fx.stateDir,
+      hostMetrics: fx.opened.metrics,
     });
     base = listener.server.url;
     alice = fx.opened.engine.scoped({ tenant: 'alice' });

@@ -4,20 +4,27 @@
  * listener's /v1/sandboxes/{id}/ports/{port}/ only with the right token (another tenant: not found);
  * two forked children answer on host ports of their own with their own content; port_expose and
  * port_list over MCP; the host port closes when the sandbox is killed; connections are audited
- * (door `port`) and counted.
+ * (door `port`) and counted; after a daemon restart the ports are re-opened on the same host ports.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
+import { openEngine } from '../../src/composition.ts';
 import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { type Listener, startListener } from '../../src/transports/http-listener.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import {
+  makeStateDir,
+  type NativeFixture,
+  nativeUnavailable,
+  openNative,
+  quietLog,
+} from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
@@ -182,5 +189,31 @@ describe('published ports', { skip: skip ?? false }, () => {
       timeoutMs: 10_000,
       what: `host port ${hostPort} closed`,
     });
+  });
+});
+
+describe('published ports across a daemon restart', { skip: skip ?? false }, () => {
+  it('are re-opened on the same host ports, and answer', async () => {
+    const stateDir = makeStateDir();
+    let opened = await openEngine({ stateDir, log: quietLog(), reapIntervalMs: 0 });
+    try {
+      const created = await opened.api.createSandbox({ ports: [8000], persistent: true });
+      const p = created.ports?.[0];
+      assert.ok(p);
+      // A server left running by an exec that ended (`&`): kept across a restart (running execs are not).
+      await opened.api.writeFile(created.id, '/srv/hello.txt', Buffer.from('still here\n'));
+      await opened.api.exec(created.id, {
+        cmd: 'python3 -m http.server 8000 --bind 127.0.0.1 --directory /srv >/dev/null 2>&1 &',
+      });
+      assert.equal(await getWhenUp(`http://${p.address}/hello.txt`), 'still here\n');
+      await opened.close({ killSandboxes: false }); // the daemon goes; the sandbox and its server stay
+      assert.equal(await listening(p.hostPort), false, 'nothing listens while the daemon is down');
+      opened = await openEngine({ stateDir, log: quietLog(), reapIntervalMs: 0 });
+      assert.deepEqual(await opened.api.listPorts(created.id), [p]);
+      assert.equal(await getWhenUp(`http://${p.address}/hello.txt`), 'still here\n');
+    } finally {
+      await opened.close({ killSandboxes: true });
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   });
 });

@@ -22,7 +22,10 @@ export function parseDurationSeconds(text: string): number {
 /** A port number, 1 to 65535 (the engine checks the range again). */
 export function parsePort(text: string): number {
   if (!/^\d{1,5}$/.test(text))
-    throw new ForkboxError('invalid_argument', `'${text.slice(0, 20)}' is not a port: give a number from 1 to 65535.`);
+    throw new ForkboxError(
+      'invalid_argument',
+      `'${text.slice(0, 20)}' is not a port: give a number from 1 to 65535.`,
+    );
   return Number(text);
 }
 

@@ -63,10 +63,14 @@ export function createPublishedPorts(opts: {
     const sb = sandboxes.get(sandbox);
     const p = sb?.ports.get(port);
     if (!sb || !p)
-      throw new ForkboxError('not_found', `port ${port} of sandbox '${sandbox}' is not published: publish it first.`, {
-        sandbox,
-        port,
-      });
+      throw new ForkboxError(
+        'not_found',
+        `port ${port} of sandbox '${sandbox}' is not published: publish it first.`,
+        {
+          sandbox,
+          port,
+        },
+      );
     const why = admit(sb, p);
     if (why !== null) {
       opts.onConnection?.({ sandbox, port, via, decision: 'refused', reason: why });

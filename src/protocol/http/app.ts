@@ -264,7 +264,9 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     return mcp.fetch(c.req.raw, { ...caller, api: apiFor(caller.tenant) });
   });
   // A sandbox's published port, proxied (plain HTTP): same token and tenant scope as the API.
-  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) => proxyToPort(c.req.raw, apiFor(callerOf().tenant)));
+  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) =>
+    proxyToPort(c.req.raw, apiFor(callerOf().tenant)),
+  );
   app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}', (c) => proxyToPort(c.req.raw, apiFor(callerOf().tenant)));
   mountApiRoutes(app, { admin: false, api: () => apiFor(callerOf().tenant) });
 

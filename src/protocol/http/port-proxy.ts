@@ -32,7 +32,8 @@ const HOP = new Set([
 export async function proxyToPort(req: Request, api: ForkboxApi): Promise<Response> {
   const url = new URL(req.url);
   const m = PORT_PROXY_RE.exec(url.pathname);
-  if (!m) throw new ForkboxError('not_found', 'no such published-port path: use /v1/sandboxes/ID/ports/PORT/…');
+  if (!m)
+    throw new ForkboxError('not_found', 'no such published-port path: use /v1/sandboxes/ID/ports/PORT/…');
   const id = decodeURIComponent(m[1] as string);
   const port = Number(m[2]);
   const path = `${m[3] ?? '/'}${url.search}`;
@@ -54,7 +55,10 @@ export async function proxyToPort(req: Request, api: ForkboxApi): Promise<Respon
       const empty = req.method === 'HEAD' || status === 204 || status === 304;
       try {
         resolve(
-          new Response(empty ? null : (Readable.toWeb(res) as unknown as ReadableStream), { status, headers: h }),
+          new Response(empty ? null : (Readable.toWeb(res) as unknown as ReadableStream), {
+            status,
+            headers: h,
+          }),
         );
       } catch {
         res.destroy();

@@ -105,7 +105,9 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     log: deps.log,
     target(id) {
       const sb = live.get(id);
-      return sb && !sb.tombstone ? { hostPid: sb.hostPid, conn: sb.conn, inboxDir: paths.inbox(id) } : undefined;
+      return sb && !sb.tombstone
+        ? { hostPid: sb.hostPid, conn: sb.conn, inboxDir: paths.inbox(id) }
+        : undefined;
     },
   });
   const published = createPublishedPorts({

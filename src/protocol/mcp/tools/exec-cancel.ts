@@ -5,8 +5,7 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 export const execCancel = defineTool({
   name: 'exec_cancel',
   title: 'Cancel command',
-  description:
-    'Kill a command and its process tree, or what an ended one left running (leftovers).',
+  description: 'Kill a command and its process tree, or what an ended one left running (leftovers).',
   annotations: HINTS.destroy,
   input: z.object({ sandbox: sandboxArg, exec_id: z.string().min(1).max(64).describe('From exec_start') }),
   output: execShape,

@@ -40,9 +40,7 @@ export const execPoll = defineTool({
   input: z.object({
     sandbox: sandboxArg,
     exec_id: z.string().min(1).max(64).describe('From exec_start'),
-    after_seq: boundedNumber(LIMITS.afterSeq)
-      .optional()
-      .describe("Last poll's next_seq (default -1)"),
+    after_seq: boundedNumber(LIMITS.afterSeq).optional().describe("Last poll's next_seq (default -1)"),
     wait_ms: boundedNumber(LIMITS.mcpPollWaitMs).optional().describe('Long-poll time (default 0)'),
     max_bytes: boundedNumber(LIMITS.mcpOutputBytes)
       .min(1)

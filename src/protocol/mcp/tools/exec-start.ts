@@ -7,7 +7,7 @@ export const execStart = defineTool({
   name: 'exec_start',
   title: 'Start command',
   description:
-    "Start a command in the background; returns exec_id at once. Outlives this call and your session: for servers and long work. Then exec_poll, exec_write_stdin (stdin: true), exec_cancel.",
+    'Start a command in the background; returns exec_id at once. Outlives this call and your session: for servers and long work. Then exec_poll, exec_write_stdin (stdin: true), exec_cancel.',
   annotations: HINTS.run,
   input: z.object({
     sandbox: sandboxArg,

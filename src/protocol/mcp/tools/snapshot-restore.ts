@@ -10,7 +10,7 @@ export const snapshotRestore = defineTool({
   name: 'snapshot_restore',
   title: 'Restore snapshot',
   description:
-    "Create n sandboxes from a snapshot: its files and, while python_state, its REPL (carried says what came back). Owned by your session.",
+    'Create n sandboxes from a snapshot: its files and, while python_state, its REPL (carried says what came back). Owned by your session.',
   annotations: HINTS.create,
   input: z.object({
     snapshot: snapshotArg,

@@ -129,9 +129,13 @@ export function createPortDialer(deps: {
     async dial(id: string, port: number): Promise<net.Socket> {
       const t = deps.target(id);
       if (!t?.conn)
-        throw new ForkboxError('unavailable', `sandbox '${id}' is not running or its agent is not connected.`, {
-          sandbox: id,
-        });
+        throw new ForkboxError(
+          'unavailable',
+          `sandbox '${id}' is not running or its agent is not connected.`,
+          {
+            sandbox: id,
+          },
+        );
       const entry = await ensure(id, t.inboxDir);
       const token = randomBytes(16).toString('hex');
       const arrived = new Promise<net.Socket>((resolve, reject) => {

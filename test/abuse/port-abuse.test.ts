@@ -37,7 +37,7 @@ function connect(port: number): Promise<net.Socket | null> {
 }
 
 async function get(url: string): Promise<string | undefined> {
-  const r = await fetch(url).catch(() => null);
+  const r = await fetch(url, { signal: AbortSignal.timeout(5000) }).catch(() => null);
   return r?.status === 200 ? r.text() : undefined;
 }
 

@@ -43,7 +43,7 @@ async function serve(api: ForkboxApi, sb: string, port: number, body: string): P
 async function getWhenUp(url: string, headers: Record<string, string> = {}): Promise<string> {
   return waitFor(
     async () => {
-      const r = await fetch(url, { headers }).catch(() => null);
+      const r = await fetch(url, { headers, signal: AbortSignal.timeout(5000) }).catch(() => null);
       return r?.status === 200 ? r.text() : undefined;
     },
     { timeoutMs: 20_000, what: `${url} answering 200` },

@@ -100,6 +100,10 @@ export function createPublishedPorts(opts: {
   }
 
   function join(client: net.Socket, inner: net.Socket): void {
+    if (client.destroyed) {
+      inner.destroy(); // the client went away while its connection was being made
+      return;
+    }
     client.setTimeout(idleMs, () => client.destroy());
     const end = () => {
       client.destroy();

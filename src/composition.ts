@@ -288,7 +288,21 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       },
     });
     const runtime = createNativeRuntime({
+      sys,
       egress,
+      onPortConnection(ev) {
+        host.metrics.portConnection?.(ev.decision);
+        opts.audit?.write({
+          door: 'port',
+          tenant: store.getSandbox(ev.sandbox)?.tenant ?? '?',
+          route: ev.via,
+          sandbox: ev.sandbox,
+          port: ev.port,
+          outcome: ev.decision,
+          status: ev.decision === 'accepted' ? 200 : 503,
+          durationMs: 0,
+        });
+      },
       snapshots,
       pinnedLayers: () => store.listSnapshots().flatMap((s) => s.layers),
       paths,

@@ -27,6 +27,7 @@ from spawner import Spawner  # noqa: E402
 from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header, recv_frame, send_frame  # noqa: E402
 from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, MAX_SPOOL_BYTES, Repl, WorkerHandle  # noqa: E402
 from netrelay import NetRelay, proxy_env  # noqa: E402
+from portrelay import PortRelay  # noqa: E402
 from worker import Worker  # noqa: E402
 
 AGENT_VERSION = "0.1.0"
@@ -78,6 +79,7 @@ class Agent:
                 self.netrelay = NetRelay(self.sel, net_port)
             except OSError as e:
                 log("cannot start the network relay on port %d: %s" % (net_port, e), "warn")
+        self.portrelay = PortRelay(self.sel)
         self.spawner = Spawner(self.loop, self._command_exited)
         self.conn = None
         self.ever_connected = False
@@ -207,6 +209,7 @@ class Agent:
         self.sel.close()
         if self.netrelay is not None:
             self.netrelay.close_in_child()
+        self.portrelay.close_in_child()
         os.close(self.wake_r)
         os.close(self.wake_w)
         if self.conn is not None:
@@ -473,6 +476,9 @@ class Agent:
             self.repl.submit(conn, rid, "fork", {"children": children})
         elif op == "stats":
             self.send_res(conn, rid, self._stats())
+        elif op == "port.connect":
+            self.portrelay.connect(a)
+            self.send_res(conn, rid, {})
         else:
             raise OpError("unknown_op", "unknown op %r (agent version %s)" % (op, AGENT_VERSION))
 

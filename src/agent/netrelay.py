@@ -1,7 +1,8 @@
 """The sandbox's way out under an `allow` network policy: a TCP listener on 127.0.0.1:<port> in the
 sandbox's own network namespace, relaying each connection to the daemon's egress proxy on the Unix
 socket /.forkbox/inbox/net.sock (the policy lives there, in the daemon: nothing here can widen it).
-Runs in the agent's selector loop. Bounded: connections at once, bytes buffered per direction."""
+Runs in the agent's selector loop. Bounded: connections at once, bytes buffered per direction. `Pair` (one
+relayed connection) is shared with the published ports' relay (portrelay.py)."""
 
 import socket
 
@@ -21,7 +22,7 @@ class _End:
         self.registered = True
 
 
-class _Pair:
+class Pair:
     def __init__(self, relay, a, b):
         self.relay = relay
         self.ends = (_End(a), _End(b))
@@ -129,7 +130,7 @@ class NetRelay:
             return
         c.setblocking(False)
         u.setblocking(False)
-        self.pairs.add(_Pair(self, c, u))
+        self.pairs.add(Pair(self, c, u))
 
     def close_in_child(self):
         """In a process forked off the agent: drop our copies (their peers must see EOF)."""

@@ -137,6 +137,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: () => import('./commands/kill.ts'),
   },
   {
+    name: 'port',
+    description: "publish a sandbox's loopback port on the host and print its address (127.0.0.1:PORT)",
+    term: '[options] <id> <port>',
+    load: () => import('./commands/port.ts'),
+  },
+  {
     name: 'pause',
     description: 'freeze a sandbox (its processes stop running; memory and files are kept)',
     term: '<id>',

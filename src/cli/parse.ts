@@ -19,6 +19,16 @@ export function parseDurationSeconds(text: string): number {
 }
 
 /** `KEY=VALUE` (the value may contain `=` and be empty). */
+/** A port number, 1 to 65535 (the engine checks the range again). */
+export function parsePort(text: string): number {
+  if (!/^\d{1,5}$/.test(text))
+    throw new ForkboxError(
+      'invalid_argument',
+      `'${text.slice(0, 20)}' is not a port: give a number from 1 to 65535.`,
+    );
+  return Number(text);
+}
+
 export function parseKeyValue(text: string, what = 'value'): [string, string] {
   const i = text.indexOf('=');
   if (i <= 0) {

@@ -58,6 +58,10 @@ export const LIMITS = {
   mcpPollWaitMs: bound('wait_ms', 0, 25_000),
   /** A poll returns chunks after this sequence number (-1: from the start). */
   afterSeq: bound('after_seq', -1, Number.MAX_SAFE_INTEGER),
+  /** A port inside a sandbox to publish. */
+  port: bound('port', 1, 65_535),
+  /** The host port asked for (none: the daemon picks a free one); never a privileged one. */
+  hostPort: bound('host_port', 1024, 65_535),
 } as const satisfies Record<string, Bound>;
 
 /** Sizes and counts of strings, lists and maps in requests. */
@@ -141,6 +145,20 @@ export const REGISTRY = {
   idleMs: 60_000,
   /** Redirects followed for one request (blob storage often redirects). */
   redirects: 5,
+} as const;
+
+/** Published ports (network/published-ports.ts): a sandbox's loopback servers on host 127.0.0.1 ports. */
+export const PORTS = {
+  /** Ports one sandbox may publish (create's `ports` list and port_expose together). */
+  perSandbox: 16,
+  /** Connections open at once through one published port (more are closed at accept). */
+  connectionsPerPort: 32,
+  /** Connections open at once through all of one sandbox's ports (host port and HTTP listener). */
+  connectionsPerSandbox: 64,
+  /** The agent's connection back on ports.sock must arrive within this, ms. */
+  connectMs: 5_000,
+  /** A connection with no traffic either way for this long is closed, ms. */
+  idleMs: 5 * 60_000,
 } as const;
 
 /** Sandbox, snapshot and template names: a letter or digit, then letters, digits, '.', '_' or '-'. */

@@ -57,6 +57,14 @@ export interface SandboxRecord {
   session: string | null;
   /** Its network policy (domain/network.ts); forks and restores inherit it. */
   network: NetworkPolicy;
+  /** Its published ports: a server on `port` in the sandbox's loopback, reachable on host `hostPort`. */
+  ports?: PublishedPort[];
+}
+
+/** A port published from a sandbox's loopback to the host's 127.0.0.1. */
+export interface PublishedPort {
+  port: number;
+  hostPort: number;
 }
 
 export type TemplateState = 'starting' | 'running' | 'stopped' | 'failed';

@@ -15,8 +15,11 @@
 import { toForkboxError } from '../domain/errors.ts';
 import type { ForkboxApi } from '../service/api.ts';
 
-/** `egress`: a connection through a sandbox's egress proxy (network/egress-proxy.ts), accepted or refused. */
-export type AuditDoor = 'socket' | 'http' | 'egress';
+/**
+ * `egress`: a connection through a sandbox's egress proxy (network/egress-proxy.ts), accepted or refused.
+ * `port`: a connection to a sandbox's published port (network/published-ports.ts; route `tcp` or `http`).
+ */
+export type AuditDoor = 'socket' | 'http' | 'egress' | 'port';
 
 export interface AuditEntry {
   door: AuditDoor;
@@ -31,7 +34,7 @@ export interface AuditEntry {
   /** MCP: the tool called (tools/call) or the JSON-RPC method. */
   tool?: string | undefined;
   sandbox?: string | undefined;
-  /** Egress: the host (name or address) and port the sandbox asked for. */
+  /** Egress: the host (name or address) and port the sandbox asked for; port: the sandbox's port. */
   host?: string | undefined;
   port?: number | undefined;
   /** `ok`, or the error code (catalog code, or `http_<status>`). */
@@ -68,7 +71,7 @@ const id32 = (n: number | undefined): number | undefined =>
 export function auditLine(e: AuditEntry, now = new Date()): AuditLine {
   const line: AuditLine = {
     time: now.toISOString(),
-    door: e.door === 'socket' || e.door === 'egress' ? e.door : 'http',
+    door: e.door === 'socket' || e.door === 'egress' || e.door === 'port' ? e.door : 'http',
     tenant: SAFE_ID.test(e.tenant) ? e.tenant : '?',
     route: SAFE_NAME.test(e.route) ? e.route : '?',
     outcome: /^[a-z0-9_]{1,40}$/.test(e.outcome) ? e.outcome : 'unknown',

@@ -1,5 +1,5 @@
 /** The sandbox part of the API for one caller: lifecycle, lineage, snapshots, diff. */
-import { errors } from '../domain/errors.ts';
+import { errors, ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxApi, SystemStatus } from './api.ts';
 import type { CallerContext } from './caller.ts';
@@ -7,6 +7,7 @@ import { applyProjectOf, diffSandboxRecords } from './diff.ts';
 import type { EngineParts } from './engine-parts.ts';
 import { MERGED_LABEL } from './lineage.ts';
 import { info } from './sandbox-info.ts';
+import { checkPorts, portInfo } from './sandbox-ports.ts';
 import { SNAPSHOT_LABEL } from './snapshots.ts';
 import { checkTtl } from './validate.ts';
 
@@ -28,7 +29,17 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       };
     },
 
-    createSandbox: async (req) => p.withKids(await p.create(ctx, req)),
+    async createSandbox(req) {
+      const ports = checkPorts(req.ports);
+      const rec = await p.create(ctx, req);
+      if (ports.length === 0) return p.withKids(rec);
+      try {
+        return p.withKids(await p.ports.publishAll(rec, ports));
+      } catch (e) {
+        await p.kill(rec, 'its ports could not be published').catch(() => undefined);
+        throw e;
+      }
+    },
 
     async listSandboxes(opts) {
       const filter = opts?.all ? {} : { states: ['creating', 'running', 'paused', 'killing'] as const };
@@ -67,7 +78,20 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       );
     },
 
-    forkSandbox: async (idOrName, req) => p.fork(ctx, running(idOrName), req),
+    async forkSandbox(idOrName, req) {
+      const source = running(idOrName);
+      const out = await p.fork(ctx, source, req);
+      const kids = out.children.flatMap((c) => (c.ok && c.sandbox ? [c.sandbox.id] : []));
+      if ((source.ports ?? []).length === 0 || kids.length === 0) return out;
+      await p.ports.inherit(source, kids);
+      return {
+        ...out,
+        children: out.children.map((c) => {
+          const rec = c.sandbox && store.getSandbox(c.sandbox.id);
+          return rec ? { ...c, sandbox: p.withKids(rec) } : c;
+        }),
+      };
+    },
     mergeSandbox: async (parentId, winnerId) => p.merge(ctx, find(parentId), find(winnerId)),
 
     createSnapshot: async (idOrName, opts) => snapshots.create(ctx, running(idOrName), opts?.name),
@@ -78,6 +102,14 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
     diffSandboxes: (a, b, opts) =>
       diffSandboxRecords({ runtime, store, tenant: ctx.tenant, find }, a, b, opts),
     applyProject: (idOrName) => applyProjectOf({ runtime, store, tenant: ctx.tenant, find }, idOrName),
+    async exposePort(idOrName, port, opts) {
+      const rec = await p.ports.publish(running(idOrName), port, opts?.hostPort ?? 0);
+      const got = (rec.ports ?? []).find((x) => x.port === port);
+      if (!got) throw new ForkboxError('internal', `port ${port} was published but not recorded.`);
+      return portInfo(got);
+    },
+    listPorts: async (idOrName) => (find(idOrName).ports ?? []).map(portInfo),
+    connectPort: (idOrName, port) => p.ports.connect(running(idOrName), port),
 
     async pauseSandbox(idOrName) {
       const rec = find(idOrName);

@@ -3,6 +3,7 @@
  * The in-process engine (service/engine.ts) and the daemon client (transports/daemon-client.ts) both
  * implement it, so every surface works the same in-process and against a daemon.
  */
+import type { Duplex } from 'node:stream';
 import type { ExecRecord, ImageRecord, Limits, SandboxRecord } from '../domain/types.ts';
 import type {
   ExecOutputChunk,
@@ -47,6 +48,16 @@ export interface CreateSandboxRequest {
    * daemon's project roots, seen copy-on-write (docs/STORAGE.md, "Project directories").
    */
   project?: string;
+  /** Loopback ports to publish on free host ports (see exposePort). */
+  ports?: number[];
+}
+
+/** A published port: `port` on the sandbox's loopback answers on the host at `address`. */
+export interface PortInfo {
+  port: number;
+  hostPort: number;
+  /** `127.0.0.1:<hostPort>`. */
+  address: string;
 }
 
 /** What `applyProject` wrote to the host directory (paths relative to it). */
@@ -96,6 +107,8 @@ export interface SandboxInfo {
   children: string[];
   /** Its network policy ('none', or 'allow:…'). */
   network: string;
+  /** Its published ports (absent: none). */
+  ports?: PortInfo[];
   usage?: SandboxUsage;
 }
 
@@ -346,6 +359,15 @@ export interface ForkboxApi {
    */
   applyProject(idOrName: string): Promise<ProjectApplyResult>;
 
+  /**
+   * Publish a server on the sandbox's loopback `port` on the host's 127.0.0.1 (`hostPort`, or a free one
+   * when absent); the same port again returns its address.
+   */
+  exposePort(idOrName: string, port: number, opts?: { hostPort?: number }): Promise<PortInfo>;
+  listPorts(idOrName: string): Promise<PortInfo[]>;
+  /** A connection to a published port (the HTTP listener's /v1/sandboxes/{id}/ports/{port}/ proxy). */
+  connectPort(idOrName: string, port: number): Promise<Duplex>;
+
   /** Run to completion; `opts.onOutput` streams chunks as they arrive; `opts.signal` cancels. */
   exec(idOrName: string, req: ExecRequest, opts?: RunOptions): Promise<ExecOutcome>;
   /** Start in the background; poll with pollExec. */
@@ -413,6 +435,9 @@ export type SandboxApi = Pick<
   | 'restoreSnapshot'
   | 'diffSandboxes'
   | 'applyProject'
+  | 'exposePort'
+  | 'listPorts'
+  | 'connectPort'
   | 'pauseSandbox'
   | 'resumeSandbox'
   | 'extendSandbox'

@@ -7,6 +7,7 @@ import type { CallerContext, SandboxFinder } from './caller.ts';
 import type { ExecManager } from './exec-manager.ts';
 import type { ImageStore, Runtime, Store } from './ports.ts';
 import type { CreateSandbox } from './sandbox-create.ts';
+import type { SandboxPorts } from './sandbox-ports.ts';
 import type { Snapshots } from './snapshots.ts';
 import type { TemplateConfigs } from './template-configs.ts';
 
@@ -24,6 +25,7 @@ export interface EngineParts extends SandboxFinder {
   /** Per-sandbox serialisation of lifecycle operations (kill vs pause vs resume). */
   lifecycle: KeyedQueue;
   create: CreateSandbox;
+  ports: SandboxPorts;
   kill(rec: SandboxRecord, reason: string): Promise<SandboxRecord>;
   killTree(rec: SandboxRecord, reason: string): Promise<SandboxRecord>;
   fork(ctx: CallerContext, source: SandboxRecord, req: ForkRequest): Promise<ForkResult>;

@@ -23,6 +23,7 @@ import { recoverSandboxes } from './recovery.ts';
 import { createSandboxMaker } from './sandbox-create.ts';
 import { createExitHandler } from './sandbox-exit.ts';
 import { info } from './sandbox-info.ts';
+import { createSandboxPorts } from './sandbox-ports.ts';
 import { type AttachOptions, createSessions, type Detach } from './sessions.ts';
 import { createSnapshots } from './snapshots.ts';
 import { createTemplateConfigs } from './template-configs.ts';
@@ -183,8 +184,10 @@ export function createEngine(deps: EngineDeps): Engine {
     return reaped;
   }
 
+  const ports = createSandboxPorts({ store, runtime, log });
   const parts: EngineParts = {
     ...finder,
+    ports,
     store,
     runtime,
     images,
@@ -228,6 +231,7 @@ export function createEngine(deps: EngineDeps): Engine {
         { store, runtime, log, kill, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
         deadlineMs,
       );
+      await ports.reopen();
       // Whatever a crash left without an owner (a half-made sandbox's mounts, cgroup, dirs) goes now.
       const swept = await hostGc().catch((e: unknown) => {
         log.warn({ err: String(e) }, 'sweeping what a crash left behind failed');

@@ -15,6 +15,7 @@ export interface HostMetricsSnapshot {
   admissionsRefused: Record<AdmissionRefusal, number>;
   fds: FdUsage | null;
   egress: { accepted: number; refused: number };
+  ports: { accepted: number; refused: number };
 }
 
 export interface HostMetrics extends RuntimeCounters {
@@ -31,6 +32,7 @@ export function createHostMetrics(opts: { fds?: () => FdUsage } = {}): HostMetri
     fds: 0,
   };
   const egress = { accepted: 0, refused: 0 };
+  const ports = { accepted: 0, refused: 0 };
   return {
     controlConnectionRefused(reason) {
       control[reason] += 1;
@@ -40,6 +42,9 @@ export function createHostMetrics(opts: { fds?: () => FdUsage } = {}): HostMetri
     },
     egressDecision(decision) {
       egress[decision] += 1;
+    },
+    portConnection(decision) {
+      ports[decision] += 1;
     },
     read() {
       let fds: FdUsage | null = null;
@@ -53,6 +58,7 @@ export function createHostMetrics(opts: { fds?: () => FdUsage } = {}): HostMetri
         admissionsRefused: { ...admission },
         fds,
         egress: { ...egress },
+        ports: { ...ports },
       };
     },
   };

@@ -2,6 +2,7 @@
  * Ports: the interfaces the service layer declares and that runtimes and stores implement.
  * Dependencies point inward: runtimes/ and storage/ import from here, never the reverse.
  */
+import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../domain/errors.ts';
 import type { NetworkPolicy } from '../domain/network.ts';
 import type {
@@ -480,11 +481,22 @@ export interface RuntimeCounters {
   admissionRefused(reason: AdmissionRefusal): void;
   /** A connection through a sandbox's egress proxy, accepted or refused. */
   egressDecision?(decision: 'accepted' | 'refused'): void;
+  /** A connection to a sandbox's published port, accepted or refused. */
+  portConnection?(decision: 'accepted' | 'refused'): void;
+}
+
+/** Published ports: a server on a sandbox's loopback reachable from the host (absent: not supported). */
+export interface RuntimePorts {
+  /** Publish `port` of the sandbox on host 127.0.0.1:`hostPort` (0: a free one); returns the host port. */
+  publish(rec: SandboxRecord, port: number, hostPort: number): Promise<number>;
+  /** A connection to the sandbox's published `port` (for the HTTP listener). */
+  connect(rec: SandboxRecord, port: number): Promise<Duplex>;
 }
 
 export interface Runtime {
   readonly name: string;
   readonly capabilities: RuntimeCapabilities;
+  readonly ports?: RuntimePorts;
 
   /** Where the runtime reports sandboxes that end on their own (the engine subscribes once, at start). */
   setEvents?(events: RuntimeEvents): void;

@@ -1,7 +1,14 @@
 /** A sandbox record as the API shows it. */
 import { formatNetwork } from '../domain/network.ts';
 import type { SandboxRecord } from '../domain/types.ts';
-import type { SandboxInfo } from './api.ts';
+import type { PortInfo, SandboxInfo } from './api.ts';
+
+/** A published port as the API shows it. */
+export const portInfo = (p: { port: number; hostPort: number }): PortInfo => ({
+  port: p.port,
+  hostPort: p.hostPort,
+  address: `127.0.0.1:${p.hostPort}`,
+});
 
 export function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {
   return {
@@ -19,5 +26,6 @@ export function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {
     persistent: rec.session === null,
     children,
     network: formatNetwork(rec.network),
+    ...(rec.ports?.length ? { ports: rec.ports.map(portInfo) } : {}),
   };
 }

@@ -3,6 +3,8 @@
  * group maps arguments to a route and nothing else: the transport, errors and streaming live in
  * daemon-request.ts.
  */
+
+import { ForkboxError } from '../domain/errors.ts';
 import type { ExecRecord, ImageRecord } from '../domain/types.ts';
 import {
   FILE_END_HEADER,
@@ -12,7 +14,7 @@ import {
   quoteEtag,
   unquoteEtag,
 } from '../protocol/rest/wire.ts';
-import type { ExecOutcome, ForkboxApi, ProgressEvent, SandboxApi } from '../service/api.ts';
+import type { ExecOutcome, ForkboxApi, PortInfo, ProgressEvent, SandboxApi } from '../service/api.ts';
 import type { ExecOutputChunk, FileRead, ReplResult } from '../service/ports.ts';
 import type { Requester } from './daemon-request.ts';
 
@@ -50,6 +52,15 @@ export function sandboxCalls(rq: Requester): SandboxApi {
     diffSandboxes: (a, b, o = {}) =>
       call({ method: 'POST', path: '/v1/sandboxes/diff', json: { a, b, ...o } }),
     applyProject: (id) => call({ method: 'POST', path: sb(id, '/project/apply') }),
+    exposePort: (id, port, o = {}) => call({ method: 'POST', path: sb(id, '/ports'), json: { port, ...o } }),
+    listPorts: async (id) =>
+      ((await call({ method: 'GET', path: sb(id, '/ports') })) as { ports: PortInfo[] }).ports,
+    connectPort: async () => {
+      throw new ForkboxError(
+        'invalid_argument',
+        "a published port is reached on its host address (forkbox port ID PORT), not through the daemon's socket.",
+      );
+    },
     pauseSandbox: (id) => call({ method: 'POST', path: sb(id, '/pause') }),
     resumeSandbox: (id) => call({ method: 'POST', path: sb(id, '/resume') }),
     extendSandbox: (id, ttlSeconds) =>

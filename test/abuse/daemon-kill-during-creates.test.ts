@@ -19,8 +19,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { sandboxCgroupDir } from '../helpers/cgroup-files.ts';
-import { leftovers, readStore, unplacedChildren } from '../helpers/leftovers.ts';
 import { killableDaemon } from '../helpers/killable-daemon.ts';
+import { leftovers, readStore, unplacedChildren } from '../helpers/leftovers.ts';
 import { nativeUnavailable } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 

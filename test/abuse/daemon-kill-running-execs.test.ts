@@ -16,8 +16,8 @@ import { describe, it } from 'node:test';
 import { sandboxCgroupDir } from '../helpers/cgroup-files.ts';
 import { hostProcessesOf } from '../helpers/cli.ts';
 import { processesIn, until } from '../helpers/exec-probe.ts';
-import { leftovers, readStore } from '../helpers/leftovers.ts';
 import { killableDaemon } from '../helpers/killable-daemon.ts';
+import { leftovers, readStore } from '../helpers/leftovers.ts';
 import { nativeUnavailable } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();

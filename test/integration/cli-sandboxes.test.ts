@@ -182,6 +182,38 @@ describe('CLI sandbox commands against a real daemon', { skip: skip ?? false }, 
     assert.match(cli.fails(4, 'pause', id), /killed, not running/);
   });
 
+  it("create --port and port: print the host address where the sandbox's server answers", async () => {
+    const c = cli.run(['create', '--port', '8000', '--port', '8001']);
+    assert.equal(c.status, 0, c.stderr);
+    const id = c.stdout.trim();
+    const shown = cli.run(['port', id, '8000']);
+    assert.equal(shown.status, 0, shown.stderr);
+    const address = shown.stdout.trim();
+    assert.match(address, /^127\.0\.0\.1:\d+$/);
+    const bg = cli.run([
+      'exec',
+      id,
+      '--',
+      'sh',
+      '-c',
+      'echo served > /tmp/s.txt; python3 -m http.server 8000 --bind 127.0.0.1 --directory /tmp >/dev/null 2>&1 &',
+    ]);
+    assert.equal(bg.status, 0, bg.stderr);
+    const body = await waitFor(
+      async () => {
+        const r = await fetch(`http://${address}/s.txt`, { signal: AbortSignal.timeout(5000) }).catch(
+          () => null,
+        );
+        return r?.status === 200 ? r.text() : undefined;
+      },
+      'the published server answers',
+      20_000,
+    );
+    assert.equal(body, 'served\n');
+    assert.equal(cli.run(['port', id, '70000']).status, 2, 'a port out of range is a usage error');
+    assert.equal(cli.run(['kill', id]).status, 0);
+  });
+
   it('run starts the daemon when none answers on the state dir (as root), and leaves it running', async () => {
     const fresh = makeStateDir();
     let pid: number | undefined;

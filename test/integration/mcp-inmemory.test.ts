@@ -594,6 +594,34 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     await fails('sandbox_create', { template: 'mcp-warm' }, /no template 'mcp-warm'/);
   });
 
+  it('ports: create with ports, port_expose, port_list; a server answers on the host port', async () => {
+    const sb = await ok<{ id: string }>('sandbox_create', { ports: [8000], memory_mb: 256 });
+    const first = await ok<{ ports: { port: number; host_port: number }[] }>('port_list', { sandbox: sb.id });
+    assert.deepEqual(
+      first.ports.map((p) => p.port),
+      [8000],
+    );
+    const p = await ok<{ port: number; host_port: number }>('port_expose', { sandbox: sb.id, port: 8001 });
+    assert.equal(p.port, 8001);
+    await ok('exec_run', {
+      sandbox: sb.id,
+      command:
+        'cd /tmp && echo hi > hi.txt && python3 -m http.server 8001 --bind 127.0.0.1 >/dev/null 2>&1 &',
+    });
+    const body = await waitFor(
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${p.host_port}/hi.txt`, {
+          signal: AbortSignal.timeout(3000),
+        }).catch(() => null);
+        return r?.status === 200 ? r.text() : undefined;
+      },
+      { what: 'the published server answers', timeoutMs: 20_000 },
+    );
+    assert.equal(body, 'hi\n');
+    await fails('port_expose', { sandbox: sb.id, port: 0 }, /port/);
+    await ok('sandbox_kill', { sandbox: sb.id });
+  });
+
   it('called every canonical tool', () => {
     const missing = CANONICAL_TOOLS.map((t) => t.name).filter((n) => !called.has(n));
     assert.deepEqual(missing, []);

@@ -15,6 +15,7 @@ import {
   codeBody,
   createSandboxBody,
   execBody,
+  exposePortBody,
   extendBody,
   forkBody,
   pollQuery,
@@ -33,6 +34,18 @@ interface Surface {
 }
 
 const SURFACES: Surface[] = [
+  {
+    bound: LIMITS.port,
+    mcp: [{ tool: 'port_expose', arg: 'port' }],
+    rest: [{ schema: exposePortBody, field: 'port' }],
+    engine: [(api, c, v) => api.exposePort(c.sandbox, v)],
+  },
+  {
+    bound: LIMITS.hostPort,
+    mcp: [{ tool: 'port_expose', arg: 'host_port', base: { port: 8000 } }],
+    rest: [{ schema: exposePortBody, field: 'hostPort', base: { port: 8000 } }],
+    engine: [(api, c, v) => api.exposePort(c.sandbox, 9000, { hostPort: v })],
+  },
   {
     bound: LIMITS.memoryMb,
     mcp: [

@@ -200,6 +200,7 @@ describe('retention: ended sandboxes', () => {
     // Back to a version-7 database: the later migrations' records, and what they added, are gone.
     raw.prepare('DELETE FROM schema_migrations WHERE version >= 8').run();
     raw.exec('ALTER TABLE sandboxes DROP COLUMN network');
+    raw.exec('ALTER TABLE sandboxes DROP COLUMN ports');
     assert.equal(raw.pragma('auto_vacuum', { simple: true }), 0);
     raw.close();
     const s2 = openSqliteStore({ path });

@@ -47,6 +47,7 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
     runtime: { cgroup: `/forkbox/${id}`, nested: { a: [1, 2] } },
     endReason: null,
     network: NETWORK_NONE,
+    ports: [],
     ...over,
   };
 }

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { CreateSandboxRequest } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { collectKeyValue, parseDurationSeconds } from '../parse.ts';
+import { collectKeyValue, parseDurationSeconds, parsePort } from '../parse.ts';
 import { addLimitOptions, type LimitOptions, limitsToRequest } from './limit-options.ts';
 
 /** DIR[:/path] with DIR made absolute here (the daemon has another working directory). */
@@ -12,6 +12,8 @@ export function projectArg(spec: string): string {
   const colon = spec.lastIndexOf(':/');
   return colon > 0 ? `${resolve(spec.slice(0, colon))}${spec.slice(colon)}` : resolve(spec);
 }
+
+const collectPort = (v: string, acc: number[]): number[] => [...acc, parsePort(v)];
 
 export function register(program: Command, ctx: CliContext): void {
   const cmd = defineCommand(program, 'create')
@@ -27,6 +29,12 @@ export function register(program: Command, ctx: CliContext): void {
       "a template (see 'forkbox templates ls'): its image, Python modules pre-imported",
     )
     .option(
+      '--port <port>',
+      "publish a server on the sandbox's loopback port on a free host port (repeatable; see 'forkbox port')",
+      collectPort,
+      [] as number[],
+    )
+    .option(
       '--network <policy>',
       "none (default: loopback only), or allow:NAME,*.SUFFIX,CIDR,... (HTTP/HTTPS through the daemon's filtering proxy)",
     );
@@ -39,6 +47,7 @@ export function register(program: Command, ctx: CliContext): void {
         template?: string;
         network?: string;
         project?: string;
+        port?: number[];
       },
     ) => {
       const req: CreateSandboxRequest = limitsToRequest(o);
@@ -48,6 +57,7 @@ export function register(program: Command, ctx: CliContext): void {
       if (o.ttl !== undefined) req.ttlSeconds = o.ttl;
       if (o.label !== undefined) req.labels = o.label;
       if (o.project !== undefined) req.project = projectArg(o.project);
+      if (o.port !== undefined && o.port.length > 0) req.ports = o.port;
       const sb = await (await ctx.api()).createSandbox(req);
       ctx.out().result(sb, () => sb.id);
     },

@@ -27,6 +27,7 @@ import { CLIENT_HEADER } from '../rest/wire.ts';
 import { type GuardConfig, hostOriginGuard } from './guards.ts';
 import { createConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, onResponseDone } from './limits.ts';
 import { createMetrics, type HttpMetrics, instrumentApi } from './metrics.ts';
+import { proxyToPort } from './port-proxy.ts';
 import type { Caller, TokenStore } from './tokens.ts';
 
 /** MCP bodies carry file contents and stdin inline (base64 in JSON): the sync-exec bound. */
@@ -262,6 +263,11 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     await peekMcp(c.req.raw, als.getStore() as RequestScope);
     return mcp.fetch(c.req.raw, { ...caller, api: apiFor(caller.tenant) });
   });
+  // A sandbox's published port, proxied (plain HTTP): same token and tenant scope as the API.
+  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) =>
+    proxyToPort(c.req.raw, apiFor(callerOf().tenant)),
+  );
+  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}', (c) => proxyToPort(c.req.raw, apiFor(callerOf().tenant)));
   mountApiRoutes(app, { admin: false, api: () => apiFor(callerOf().tenant) });
 
   return {

@@ -62,6 +62,16 @@ function registerHostMetrics(registry: Registry, host: HostMetrics): void {
       for (const [decision, n] of Object.entries(host.read().egress)) this.inc({ decision }, n);
     },
   });
+  new Counter({
+    name: 'forkbox_port_connections_total',
+    help: "Connections to sandboxes' published ports, by decision (accepted, refused)",
+    labelNames: ['decision'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [decision, n] of Object.entries(host.read().ports)) this.inc({ decision }, n);
+    },
+  });
   new Gauge({
     name: 'forkbox_daemon_open_fds',
     help: 'File descriptors the daemon has open',

@@ -16,16 +16,16 @@ export const maxOutputArg = boundedNumber(LIMITS.mcpOutputBytes)
   .describe(`Inline bytes per stream (default ${DEFAULT_MCP_OUTPUT_BYTES})`);
 
 export const timeoutArg = (dflt: string) =>
-  boundedNumber(LIMITS.timeoutSeconds).optional().describe(`Seconds before the command is killed (${dflt})`);
+  boundedNumber(LIMITS.timeoutSeconds).optional().describe(`Seconds until killed (${dflt})`);
 
 export const commandArgs = {
-  command: z.string().min(1).max(SIZES.cmdChars).optional().describe('Shell line for /bin/sh -c'),
+  command: z.string().min(1).max(SIZES.cmdChars).optional().describe('Shell line (sh -c)'),
   argv: z
     .array(z.string().max(SIZES.argChars))
     .min(1)
     .max(SIZES.argvEntries)
     .optional()
-    .describe('Or: program and arguments, no shell'),
+    .describe('Or: argv, no shell'),
   cwd: pathSchema().optional().describe('Working directory (default /)'),
   env: envArg.optional().describe('NAME=value'),
   max_output_bytes: maxOutputArg,

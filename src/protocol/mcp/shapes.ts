@@ -1,7 +1,7 @@
 /** Output shapes shared by several tools (snake_case, like the inputs), and the API → shape mappers. */
 import { z } from 'zod';
 import type { ExecRecord } from '../../domain/types.ts';
-import type { ForkResult, SandboxInfo } from '../../service/api.ts';
+import type { ForkResult, PortInfo, SandboxInfo } from '../../service/api.ts';
 
 const MiB = 1024 * 1024;
 
@@ -182,7 +182,7 @@ export const streamShape = z.object({
 
 export const streamsShape = z
   .object({ stdout: streamShape, stderr: streamShape })
-  .describe('Per stream: bytes written, cut from the middle, and the sandbox file holding them');
+  .describe('Per stream: total, omitted, its full file');
 
 interface StreamSummaryLike {
   totalBytes: number;
@@ -201,4 +201,11 @@ const streamOut = (s: StreamSummaryLike): z.input<typeof streamShape> => ({
 /** The `streams` field of a result, when the runtime reported it. */
 export function streamsOut(s: { stdout: StreamSummaryLike; stderr: StreamSummaryLike } | null | undefined) {
   return s ? { streams: { stdout: streamOut(s.stdout), stderr: streamOut(s.stderr) } } : {};
+}
+
+/** A published port: the sandbox's loopback `port` answers on the host at 127.0.0.1:`host_port`. */
+export const portShape = z.object({ port: z.number(), host_port: z.number() });
+
+export function portOut(p: PortInfo): z.infer<typeof portShape> {
+  return { port: p.port, host_port: p.hostPort };
 }

@@ -26,4 +26,4 @@ export function snapshotOut(s: SnapshotInfo): z.input<typeof snapshotShape> {
   };
 }
 
-export const snapshotArg = z.string().min(1).max(128).describe('Snapshot id or name');
+export const snapshotArg = z.string().min(1).max(128).describe('Id or name');

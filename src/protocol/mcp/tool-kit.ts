@@ -69,7 +69,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(def: To
 
 // ───────────── shared schema pieces ─────────────
 
-export const SANDBOX_ARG_DESCRIPTION = 'Id or name (default: yours)';
+export const SANDBOX_ARG_DESCRIPTION = 'Default: yours';
 
 export const sandboxArg = refSchema().optional().describe(SANDBOX_ARG_DESCRIPTION);
 
@@ -107,7 +107,7 @@ export const diskInodesArg = z
   .min(1000)
   .max(4_000_000_000)
   .optional()
-  .describe('Inode limit (default 1000000)');
+  .describe('Inodes (default 1000000)');
 
 export const HINTS = {
   read: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },

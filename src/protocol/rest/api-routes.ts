@@ -20,11 +20,11 @@ import {
   diffBody,
   EXEC_BODY_LIMIT,
   execBody,
+  exposePortBody,
   extendBody,
   FILE_SIZE_HEADER,
   forkBody,
   importImageBody,
-  pullImageBody,
   JSON_BODY_LIMIT,
   killQuery,
   labelPair,
@@ -36,6 +36,7 @@ import {
   NDJSON,
   parseOrThrow,
   pollQuery,
+  pullImageBody,
   RAW_BODY_LIMIT,
   readQuery,
   snapshotBody,
@@ -175,6 +176,11 @@ function handlers(A: ApiFor): Record<RouteName, Handler> {
       return c.json(await A(c).diffSandboxes(a, b, stripUndefined(rest)));
     },
     applyProject: async (c) => c.json(await A(c).applyProject(id(c))),
+    exposePort: async (c) => {
+      const body = parseOrThrow(exposePortBody, await jsonBody(c), 'port request');
+      return c.json(await A(c).exposePort(id(c), body.port, stripUndefined({ hostPort: body.hostPort })));
+    },
+    listPorts: async (c) => c.json({ ports: await A(c).listPorts(id(c)) }),
     forkSandbox: async (c) => {
       const body = parseOrThrow(forkBody, await jsonBody(c), 'fork request');
       return c.json(await A(c).forkSandbox(id(c), stripUndefined(body)), 201);

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ForkboxError } from '../../domain/errors.ts';
-import { LIMITS, REGISTRY, SIZES } from '../../domain/limits.ts';
+import { LIMITS, PORTS, REGISTRY, SIZES } from '../../domain/limits.ts';
 import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
 import {
   boundedNumber,
@@ -56,6 +56,11 @@ export const createSandboxBody = z.strictObject({
   env: envSchema().optional(),
   labels: labelsSchema().optional(),
   persistent: z.boolean().optional(),
+  ports: z
+    .array(boundedNumber(LIMITS.port))
+    .max(PORTS.perSandbox)
+    .optional()
+    .describe('loopback ports to publish on free host ports (see POST /v1/sandboxes/{id}/ports)'),
   template: nameSchema().describe('a template name (see GET /v1/templates)').optional(),
   network: z
     .string()
@@ -107,6 +112,11 @@ export const diffBody = z.strictObject({
 export const killQuery = z.object({ cascade: z.enum(['1', '0', 'true', 'false']).optional() });
 export const snapshotBody = z.strictObject({ name: createSandboxBody.shape.name });
 export const mergeBody = z.strictObject({ winner: refSchema() });
+
+export const exposePortBody = z.strictObject({
+  port: boundedNumber(LIMITS.port),
+  hostPort: boundedNumber(LIMITS.hostPort).optional().describe('default: a free host port'),
+});
 
 const execCommon = {
   argv: z.array(z.string().max(SIZES.argChars)).min(1).max(SIZES.argvEntries).optional(),

@@ -13,10 +13,10 @@ import {
   deleteQuery,
   diffBody,
   execBody,
+  exposePortBody,
   extendBody,
   forkBody,
   importImageBody,
-  pullImageBody,
   killQuery,
   listQuery,
   listSandboxesQuery,
@@ -25,6 +25,7 @@ import {
   moveBody,
   NDJSON,
   pollQuery,
+  pullImageBody,
   readQuery,
   snapshotBody,
   startExecBody,
@@ -42,6 +43,7 @@ export const errorSchema = z.object({
   }),
 });
 
+const portInfoSchema = z.object({ port: z.number(), hostPort: z.number(), address: z.string() });
 const limits = z.object({ memoryBytes: z.number(), pids: z.number(), cpus: z.number() });
 export const sandboxInfoSchema = z.object({
   id: z.string(),
@@ -57,6 +59,7 @@ export const sandboxInfoSchema = z.object({
   endReason: z.string().nullable(),
   persistent: z.boolean(),
   network: z.string(),
+  ports: z.array(z.object({ port: z.number(), hostPort: z.number(), address: z.string() })).optional(),
   usage: z.record(z.string(), z.unknown()).optional(),
 });
 const streamSummary = z.object({
@@ -240,6 +243,22 @@ export const ROUTES = {
     { schema: anyObject },
     S,
     true,
+  ),
+  exposePort: def(
+    'post',
+    '/v1/sandboxes/{id}/ports',
+    "Publish a server on the sandbox's loopback port on the host's 127.0.0.1 (and at /v1/sandboxes/{id}/ports/{port}/ on the TCP listener)",
+    { params: sandboxId, body: jsonBody(exposePortBody) },
+    { schema: portInfoSchema },
+    S,
+  ),
+  listPorts: def(
+    'get',
+    '/v1/sandboxes/{id}/ports',
+    "A sandbox's published ports",
+    { params: sandboxId },
+    { schema: z.object({ ports: z.array(portInfoSchema) }) },
+    S,
   ),
   forkSandbox: def(
     'post',

@@ -10,6 +10,7 @@ import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
 import type { EgressProxies } from '../../network/egress-proxies.ts';
+import { createPublishedPorts, type PortConnectionEvent } from '../../network/published-ports.ts';
 import type {
   CreateSandboxSpec,
   ImageStore,
@@ -24,6 +25,7 @@ import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS } from './agent-link/agent-t
 import { createExecOps } from './agent-link/exec-ops.ts';
 import { createExecSpawners } from './agent-link/exec-spawners.ts';
 import type { InboxHub } from './agent-link/inbox-hub.ts';
+import { createPortDialer } from './agent-link/port-dialer.ts';
 import { queuedUnlessCancelled } from './agent-link/repl-queue.ts';
 import { createSandboxOps } from './agent-link/sandbox-ops.ts';
 import type { Cgroups } from './cgroups/index.ts';
@@ -35,6 +37,7 @@ import type { FdBudget } from './host/fd-budget.ts';
 import type { Mounts } from './host/mounts.ts';
 import type { NativePaths } from './host/paths.ts';
 import { isRunning } from './host/proc.ts';
+import type { Sys } from './host/sys.ts';
 import type { UidRange } from './host/uid-range.ts';
 import { createRecover } from './recover.ts';
 import { createAdmit } from './runtime-admission.ts';
@@ -52,6 +55,8 @@ export { MAX_FORK_DEPTH } from './fork-sandbox.ts';
 export type { LiveSandbox } from './spawn/child-spawner.ts';
 
 export interface NativeRuntimeDeps {
+  /** Host calls (SO_PEERCRED of the agents' connections on their ports sockets). */
+  sys: Pick<Sys, 'peerCred'>;
   paths: NativePaths;
   mounts: Mounts;
   cgroups: Cgroups;
@@ -72,6 +77,8 @@ export interface NativeRuntimeDeps {
   pinnedLayers?: () => string[];
   /** Egress proxies for sandboxes with an `allow` network policy (none: such creates are refused). */
   egress?: EgressProxies;
+  /** Each connection to a published port, accepted or refused (metrics, the audit log). */
+  onPortConnection?: (ev: PortConnectionEvent) => void;
 }
 
 export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: Map<string, LiveSandbox> } {
@@ -93,7 +100,25 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     },
     onExited: (id, reason) => events.onSandboxExited?.(id, reason),
   });
-  const spawner = createChildSpawner({ ...deps, live, timeouts, exits });
+  const dialer = createPortDialer({
+    sys: deps.sys,
+    log: deps.log,
+    target(id) {
+      const sb = live.get(id);
+      return sb && !sb.tombstone
+        ? { hostPid: sb.hostPid, conn: sb.conn, inboxDir: paths.inbox(id) }
+        : undefined;
+    },
+  });
+  const published = createPublishedPorts({
+    dial: (id, port) => dialer.dial(id, port),
+    ...(deps.onPortConnection ? { onConnection: deps.onPortConnection } : {}),
+  });
+  const closePorts = (id: string) => {
+    published.close(id);
+    dialer.close(id);
+  };
+  const spawner = createChildSpawner({ ...deps, live, timeouts, exits, closePorts });
   // OOM kills counted in each sandbox's memory cgroup, looked at every few seconds: when its agent dies,
   // only a kill counted since tells "the OOM killer" from another death (one cheap read per sandbox).
   const oomLook = setInterval(() => {
@@ -148,6 +173,13 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       network: deps.egress !== undefined,
     },
     live,
+    ports: {
+      publish(rec, port, hostPort) {
+        if (!live.has(rid(rec))) throw errors.sandboxNotRunning(rec.id, rec.state);
+        return published.publish(rid(rec), port, hostPort);
+      },
+      connect: (rec, port) => published.connect(rid(rec), port),
+    },
     ...ops,
     ...execOps,
     ...lifecycle,
@@ -247,6 +279,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       }
       deps.hub.closeAll();
       deps.egress?.closeAll();
+      published.closeAll();
+      dialer.closeAll();
     },
   };
 }

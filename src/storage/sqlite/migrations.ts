@@ -219,6 +219,12 @@ INSERT OR IGNORE INTO output_drops (sandbox_id)
     // The wire form of domain/network.ts; sandboxes made before it had loopback only: 'none'.
     sql: "ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT 'none';",
   },
+  {
+    version: 10,
+    name: 'sandbox published ports',
+    // JSON [{port, hostPort}]: re-opened on the same host ports after a daemon restart.
+    sql: "ALTER TABLE sandboxes ADD COLUMN ports TEXT NOT NULL DEFAULT '[]';",
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

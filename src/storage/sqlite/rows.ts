@@ -9,6 +9,7 @@ import type {
   ExecRecord,
   ExecState,
   Limits,
+  PublishedPort,
   SandboxRecord,
   SandboxState,
   TemplateRecord,
@@ -30,6 +31,8 @@ export interface SandboxRow {
   labels: string;
   /** Its network policy's wire form (domain/network.ts). */
   network: string;
+  /** Its published ports, JSON [{port, hostPort}]. */
+  ports: string;
   expires_at: number | null;
   created_at: number;
   updated_at: number;
@@ -158,6 +161,7 @@ export function sandboxToRow(r: SandboxRecord): SandboxRow {
     tenant: r.tenant,
     session: r.session,
     network: formatNetwork(r.network),
+    ports: JSON.stringify(r.ports ?? []),
   };
 }
 
@@ -168,6 +172,21 @@ function parseStoredNetwork(s: string): NetworkPolicy {
   } catch {
     return NETWORK_NONE;
   }
+}
+
+/** Published ports as stored; anything malformed is dropped (no port rather than a crash). */
+function parseStoredPorts(s: string | undefined): PublishedPort[] {
+  let v: unknown;
+  try {
+    v = JSON.parse(s ?? '[]');
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(v)) return [];
+  const ok = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 65535;
+  return v.flatMap((p: { port?: unknown; hostPort?: unknown }) =>
+    p && ok(p.port) && ok(p.hostPort) ? [{ port: p.port, hostPort: p.hostPort }] : [],
+  );
 }
 
 export function rowToSandbox(row: SandboxRow): SandboxRecord {
@@ -191,6 +210,7 @@ export function rowToSandbox(row: SandboxRow): SandboxRecord {
     tenant: row.tenant,
     session: row.session,
     network: parseStoredNetwork(row.network),
+    ports: parseStoredPorts(row.ports),
   };
 }
 

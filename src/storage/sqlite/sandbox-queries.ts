@@ -39,9 +39,9 @@ type TemplateMethods = Pick<
 const LIVE_LIST = LIVE_STATES.map((st) => `'${st}'`).join(', ');
 
 const SANDBOX_COLS =
-  'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason, tenant, session, network';
+  'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason, tenant, session, network, ports';
 const SANDBOX_VALUES =
-  '@id, @name, @state, @image, @template_id, @parent_id, @depth, @limits, @env, @labels, @expires_at, @created_at, @updated_at, @host_pid, @runtime, @end_reason, @tenant, @session, @network';
+  '@id, @name, @state, @image, @template_id, @parent_id, @depth, @limits, @env, @labels, @expires_at, @created_at, @updated_at, @host_pid, @runtime, @end_reason, @tenant, @session, @network, @ports';
 
 /**
  * Labels filter in SQL: no wanted (key, value) pair is missing from the row's labels. json_each on both
@@ -85,7 +85,7 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
     `UPDATE sandboxes SET name = @name, state = @state, image = @image, template_id = @template_id,
        parent_id = @parent_id, depth = @depth, limits = @limits, env = @env, labels = @labels,
        expires_at = @expires_at, created_at = @created_at, updated_at = @updated_at, host_pid = @host_pid,
-       runtime = @runtime, end_reason = @end_reason, tenant = @tenant, session = @session
+       runtime = @runtime, end_reason = @end_reason, tenant = @tenant, session = @session, ports = @ports
      WHERE id = @id`,
   );
   const del = db.prepare<[string]>('DELETE FROM sandboxes WHERE id = ?');

@@ -143,6 +143,15 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
     layers,
     programs,
     calls,
+    // Published ports: recorded, never listened on (the native runtime's are tested for real).
+    ports: {
+      async publish(_rec, port, hostPort) {
+        return hostPort === 0 ? 40_000 + (port % 20_000) : hostPort;
+      },
+      async connect() {
+        throw new ForkboxError('unavailable', 'the fake runtime does not relay ports.');
+      },
+    },
 
     crash(rid, reason = 'its PID 1 exited') {
       const sb = sandboxes.get(rid);

@@ -3,7 +3,7 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const codeReset = defineTool({
   name: 'code_reset',
-  title: 'Reset the REPL',
+  title: 'Reset REPL',
   description:
     "Restart a sandbox's Python REPL, losing its variables and imports (files and processes stay).",
   annotations: HINTS.destroy,

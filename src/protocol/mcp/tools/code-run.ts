@@ -13,7 +13,7 @@ const DEFAULT_TIMEOUT_S = 300;
 export const codeRun = defineTool({
   name: 'code_run',
   title: 'Run code',
-  description: `Run Python in the sandbox's persistent REPL: state stays across calls (code_reset clears it). Returns the last expression's value, stdout, stderr (cut like exec_run's), figures as images; an exception: ok=false, state kept. language node/bash: a one-off script. Interrupted at timeout_s (default ${DEFAULT_TIMEOUT_S}) or on cancel; restarted=true: state lost.`,
+  description: `Run Python in the sandbox's persistent REPL (state kept; code_reset clears it). Returns the last expression's value, stdout, stderr (cut like exec_run's), figures as images; exception: ok=false, state kept. language node/bash: one-off script. Interrupted at timeout_s (default ${DEFAULT_TIMEOUT_S}) or cancel; restarted=true: state lost.`,
   annotations: HINTS.run,
   bulk: ['stdout', 'stderr'],
   input: z.object({

@@ -4,9 +4,8 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const execCancel = defineTool({
   name: 'exec_cancel',
-  title: 'Cancel a command',
-  description:
-    'Kill a command and its process tree, or the processes an ended one left running (leftovers); returns its record.',
+  title: 'Cancel command',
+  description: 'Kill a command and its process tree, or what an ended one left running (leftovers).',
   annotations: HINTS.destroy,
   input: z.object({ sandbox: sandboxArg, exec_id: z.string().min(1).max(64).describe('From exec_start') }),
   output: execShape,

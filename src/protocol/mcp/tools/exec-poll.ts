@@ -33,21 +33,19 @@ function page(chunks: Chunk[], budget: number): Chunk[] {
 
 export const execPoll = defineTool({
   name: 'exec_poll',
-  title: 'Poll a command',
-  description: `A background command's state and output after after_seq (first -1, then next_seq), up to max_bytes. wait_ms (max ${MAX_POLL_WAIT_MS}) waits for news; poll until done. more: output is waiting. missed: output not returned, and the file holding it.`,
+  title: 'Poll command',
+  description: `A background command's state and output after after_seq (-1 first, then next_seq), ≤max_bytes. wait_ms (max ${MAX_POLL_WAIT_MS}) waits for news; poll until done. more: output waiting. missed: output not returned, and its file.`,
   annotations: HINTS.read,
   bulk: ['stdout', 'stderr'],
   input: z.object({
     sandbox: sandboxArg,
     exec_id: z.string().min(1).max(64).describe('From exec_start'),
-    after_seq: boundedNumber(LIMITS.afterSeq)
-      .optional()
-      .describe('Cursor: next_seq of the last poll (default -1)'),
+    after_seq: boundedNumber(LIMITS.afterSeq).optional().describe("Last poll's next_seq (default -1)"),
     wait_ms: boundedNumber(LIMITS.mcpPollWaitMs).optional().describe('Long-poll time (default 0)'),
     max_bytes: boundedNumber(LIMITS.mcpOutputBytes)
       .min(1)
       .optional()
-      .describe('Output bytes returned at most (default: 2x the inline default)'),
+      .describe('Bytes at most (default 2x inline)'),
   }),
   output: z.object({
     exec: execStatusShape,

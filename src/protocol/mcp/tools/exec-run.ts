@@ -22,8 +22,8 @@ export function progressOptions(
 
 export const execRun = defineTool({
   name: 'exec_run',
-  title: 'Run a command',
-  description: `Run a command and wait (timeout_s, default ${DEFAULT_TIMEOUT_S}); Python with lasting state: code_run. Returns exit_code, stdout, stderr; a stream over max_output_bytes keeps head and tail, all of it in streams.*.file (file_read). Sends progress; cancel kills its tree; leftovers: processes left running (exec_cancel ends them). Longer than your client's timeout (often 60 s): exec_start + exec_poll.`,
+  title: 'Run command',
+  description: `Run a command and wait (timeout_s, default ${DEFAULT_TIMEOUT_S}); lasting Python state: code_run. Returns exit_code, stdout, stderr; past max_output_bytes a stream keeps head and tail, all in streams.*.file. Cancel kills its tree; leftovers: processes still running (exec_cancel ends them). Past your client's timeout (often 60 s): exec_start + exec_poll.`,
   annotations: HINTS.run,
   bulk: ['stdout', 'stderr'],
   input: z.object({

@@ -5,9 +5,9 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const execStart = defineTool({
   name: 'exec_start',
-  title: 'Start a command',
+  title: 'Start command',
   description:
-    "Start a command in the background; returns exec_id at once. It outlives this call and your session: for servers and work longer than your client's timeout. Then exec_poll, exec_write_stdin (stdin: true), exec_cancel.",
+    'Start a command in the background; returns exec_id at once. Outlives this call and your session: for servers and long work. Then exec_poll, exec_write_stdin (stdin: true), exec_cancel.',
   annotations: HINTS.run,
   input: z.object({
     sandbox: sandboxArg,
@@ -19,7 +19,7 @@ export const execStart = defineTool({
       .min(1)
       .max(256)
       .optional()
-      .describe('A retry with the same key returns the first exec, not a second run'),
+      .describe('Same key again: the first exec, no new run'),
   }),
   output: execShape,
   async run(a, { api, sandbox }) {

@@ -3,8 +3,8 @@ import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
 export const fileDelete = defineTool({
   name: 'file_delete',
-  title: 'Delete a path',
-  description: 'Delete a file, symlink or empty directory; recursive deletes a directory tree.',
+  title: 'Delete path',
+  description: 'Delete a file, symlink or empty directory (a tree with recursive).',
   annotations: HINTS.destroy,
   input: z.object({
     sandbox: sandboxArg,

@@ -12,9 +12,9 @@ function countOccurrences(text: string, needle: string): number {
 
 export const fileEdit = defineTool({
   name: 'file_edit',
-  title: 'Edit a file',
+  title: 'Edit file',
   description:
-    'Replace the one occurrence of old_string with new_string in a text file; changes nothing on 0 or several matches (add context) or binary content.',
+    'Replace the single occurrence of old_string with new_string in a text file; no change on 0 or several matches (add context) or binary.',
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   input: z.object({
     sandbox: sandboxArg,

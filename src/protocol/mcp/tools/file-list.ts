@@ -6,9 +6,9 @@ const MAX_LIMIT = 5000;
 
 export const fileList = defineTool({
   name: 'file_list',
-  title: 'List a directory',
+  title: 'List directory',
   description:
-    'List a directory (or its tree with recursive): limit entries from offset; next_offset when more follow. truncated: too big to list whole, narrow the path.',
+    'List a directory (tree with recursive): limit entries from offset; next_offset: more follow. truncated: too big, narrow the path.',
   annotations: HINTS.read,
   input: z.object({
     sandbox: sandboxArg,

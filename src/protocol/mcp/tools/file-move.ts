@@ -3,7 +3,7 @@ import { defineTool, pathArg, sandboxArg } from '../tool-kit.ts';
 
 export const fileMove = defineTool({
   name: 'file_move',
-  title: 'Move a path',
+  title: 'Move path',
   description: 'Move or rename a file or directory; fails if `to` exists unless overwrite.',
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   input: z.object({

@@ -19,8 +19,8 @@ function utf8Prefix(data: Buffer): number {
 
 export const fileRead = defineTool({
   name: 'file_read',
-  title: 'Read a file',
-  description: `Read length bytes (≤${SIZES.mcpFileBytes}) from offset; truncated: more at offset+bytes. Binary comes as base64 (encoding says). etag: for if_match.`,
+  title: 'Read file',
+  description: `Read length bytes (≤${SIZES.mcpFileBytes}) from offset; truncated: more at offset+bytes. Binary: base64 (see encoding). etag: for if_match.`,
   annotations: HINTS.read,
   bulk: ['content'],
   input: z.object({

@@ -3,7 +3,7 @@ import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
 export const fileStat = defineTool({
   name: 'file_stat',
-  title: 'Stat a path',
+  title: 'Stat path',
   description: "A path's type, size, mode, owner, mtime, symlink target and (files) etag for if_match.",
   annotations: HINTS.read,
   input: z.object({ sandbox: sandboxArg, path: pathArg }),

@@ -7,7 +7,7 @@ import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
 
 export const fileWrite = defineTool({
   name: 'file_write',
-  title: 'Write a file',
+  title: 'Write file',
   description: `Create or replace a file; ≤${SIZES.mcpFileBytes} bytes per call, bigger in append chunks. if_match: refused if its etag changed.`,
   annotations: HINTS.write,
   input: z.object({

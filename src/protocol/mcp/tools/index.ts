@@ -16,6 +16,8 @@ import { fileRead } from './file-read.ts';
 import { fileStat } from './file-stat.ts';
 import { fileWrite } from './file-write.ts';
 import { imageList } from './image-list.ts';
+import { portExpose } from './port-expose.ts';
+import { portList } from './port-list.ts';
 import { sandboxCreate } from './sandbox-create.ts';
 import { sandboxDiff } from './sandbox-diff.ts';
 import { sandboxExtend } from './sandbox-extend.ts';
@@ -69,6 +71,8 @@ export const CANONICAL_TOOLS: readonly ToolDef[] = [
   fileDelete,
   fileMove,
   waitForText,
+  portExpose,
+  portList,
   systemStatus,
   imageList,
   templateList,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LIMITS, SIZES } from '../../../domain/limits.ts';
+import { LIMITS, PORTS, SIZES } from '../../../domain/limits.ts';
 import type { CreateSandboxRequest } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg, labelsArg } from '../kv-list.ts';
@@ -8,9 +8,9 @@ import { defineTool, diskInodesArg, diskMbArg, HINTS } from '../tool-kit.ts';
 
 export const sandboxCreate = defineTool({
   name: 'sandbox_create',
-  title: 'Create a sandbox',
+  title: 'Create sandbox',
   description:
-    'Create another sandbox (own files, processes, Python REPL); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one on first use. Ends after your session grace unless persistent.',
+    'Create another sandbox (own files, processes, Python REPL); pass its id as `sandbox`. Only for more sandboxes or other limits: tools make your default one on first use. Ends with your session unless persistent.',
   annotations: HINTS.create,
   input: z.object({
     image: z.string().min(1).max(128).optional().describe('Image (default debian; see image_list)'),
@@ -31,6 +31,7 @@ export const sandboxCreate = defineTool({
       .max(2 * SIZES.pathChars)
       .optional()
       .describe('Host dir at /work, or DIR:/path'),
+    ports: z.array(boundedNumber(LIMITS.port)).max(PORTS.perSandbox).optional().describe('Ports to publish'),
   }),
   output: sandboxShape,
   async run(a, { api }) {
@@ -48,6 +49,7 @@ export const sandboxCreate = defineTool({
     if (a.template !== undefined) req.template = a.template;
     if (a.network !== undefined) req.network = a.network;
     if (a.project !== undefined) req.project = a.project;
+    if (a.ports !== undefined) req.ports = a.ports;
     // The engine ties a non-persistent sandbox to the caller's client session (when there is one).
     if (a.persistent === true) req.persistent = true;
     return { structured: sandboxOut(await api.createSandbox(req)) };

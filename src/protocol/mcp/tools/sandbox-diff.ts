@@ -22,10 +22,10 @@ export const sandboxDiff = defineTool({
   description: `Compare two sandboxes' files: paths added in b, removed from a, modified. At most ${MAX_LISTED} per kind (truncated: narrow with paths).`,
   annotations: HINTS.read,
   input: z.object({
-    a: z.string().min(1).max(128).optional().describe('Before: sandbox id or name (default: yours)'),
+    a: z.string().min(1).max(128).optional().describe('Before (default: yours)'),
     b: z.string().min(1).max(128).describe('After: sandbox id or name'),
     paths: z.array(pathArg).max(64).optional().describe('Only under these paths'),
-    unified_for: pathArg.optional().describe('File to diff line by line (each side up to 1 MiB)'),
+    unified_for: pathArg.optional().describe('File to diff by line (≤1 MiB a side)'),
     project: z.boolean().optional().describe('b vs its host project dir'),
   }),
   output: z.object({

@@ -6,7 +6,7 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const sandboxExtend = defineTool({
   name: 'sandbox_extend',
-  title: 'Extend a TTL',
+  title: 'Extend TTL',
   description: 'Make a sandbox expire ttl_s seconds from now.',
   annotations: HINTS.write,
   input: z.object({

@@ -8,14 +8,14 @@ import { defineTool, diskInodesArg, diskMbArg, HINTS, sandboxArg } from '../tool
 
 export const sandboxFork = defineTool({
   name: 'sandbox_fork',
-  title: 'Fork a sandbox',
+  title: 'Fork sandbox',
   description:
-    'Branch a running sandbox into n children with the files and live Python REPL (variables, modules, data): try approaches in parallel, keep one (sandbox_merge), sandbox_kill the rest. Not carried: other processes, sockets. Children inherit limits, TTL, env.',
+    'Branch a running sandbox into n children with its files and live Python REPL (variables, modules, data): try approaches in parallel, keep one (sandbox_merge), kill the rest. Not carried: other processes, sockets. Inherited: limits, TTL, env, ports (new host ports).',
   annotations: HINTS.create,
   input: z.object({
     sandbox: sandboxArg,
     n: boundedNumber(LIMITS.forkChildren).optional().describe('Children (default 1)'),
-    names: z.array(nameSchema()).max(LIMITS.forkChildren.max).optional().describe('Their names (n of them)'),
+    names: z.array(nameSchema()).max(LIMITS.forkChildren.max).optional().describe('Their names'),
     memory_mb: boundedNumber(LIMITS.memoryMb).optional().describe("Memory limit (default the source's)"),
     disk_mb: diskMbArg.describe("Disk limit, MiB (default the source's)"),
     disk_inodes: diskInodesArg,

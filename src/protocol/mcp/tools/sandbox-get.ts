@@ -4,7 +4,7 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const sandboxGet = defineTool({
   name: 'sandbox_get',
-  title: 'Inspect a sandbox',
+  title: 'Inspect sandbox',
   description: 'One sandbox: state, limits, expiry, usage (memory, CPU, processes, disk, OOM kills).',
   annotations: HINTS.read,
   input: z.object({ sandbox: sandboxArg }),

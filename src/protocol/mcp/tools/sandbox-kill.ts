@@ -4,7 +4,7 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const sandboxKill = defineTool({
   name: 'sandbox_kill',
-  title: 'Kill a sandbox',
+  title: 'Kill sandbox',
   description: 'Kill a sandbox, deleting its files and REPL state. Its forks live on unless cascade.',
   annotations: HINTS.destroy,
   input: z.object({

@@ -7,11 +7,11 @@ export const sandboxList = defineTool({
   name: 'sandbox_list',
   title: 'List sandboxes',
   description:
-    'List your sandboxes (state, image, limits, labels, expiry); your default sandbox has label forkbox.mcp-default.',
+    'List your sandboxes (state, image, limits, labels, expiry); your default one has label forkbox.mcp-default.',
   annotations: HINTS.read,
   input: z.object({
     all: z.boolean().optional().describe('Include ended ones'),
-    labels: labelsArg.optional().describe('Only those with all these NAME=value labels'),
+    labels: labelsArg.optional().describe('Only with all these NAME=value'),
   }),
   output: z.object({ sandboxes: z.array(sandboxSummaryShape) }),
   async run(a, { api }) {

@@ -4,9 +4,9 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 
 export const sandboxMerge = defineTool({
   name: 'sandbox_merge',
-  title: 'Merge a fork',
+  title: 'Merge fork',
   description:
-    "Keep a winning fork: winner (a descendant of parent) takes over parent's id and name with its files, processes and REPL; winner's old id stays an alias.",
+    "Keep a winning fork: winner (a descendant of parent) takes over parent's id and name with its files, processes and REPL; its old id stays an alias.",
   annotations: HINTS.destroy,
   input: z.object({
     parent: z.string().min(1).max(128).describe('Sandbox to replace'),

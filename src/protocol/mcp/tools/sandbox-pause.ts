@@ -4,8 +4,8 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const sandboxPause = defineTool({
   name: 'sandbox_pause',
-  title: 'Pause a sandbox',
-  description: 'Freeze every process of a sandbox (state kept, no CPU) until sandbox_resume.',
+  title: 'Pause sandbox',
+  description: "Freeze a sandbox's processes (state kept, no CPU) until sandbox_resume.",
   annotations: HINTS.write,
   input: z.object({ sandbox: sandboxArg }),
   output: sandboxBriefShape,

@@ -4,7 +4,7 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const sandboxResume = defineTool({
   name: 'sandbox_resume',
-  title: 'Resume a sandbox',
+  title: 'Resume sandbox',
   description: 'Thaw a paused sandbox.',
   annotations: HINTS.write,
   input: z.object({ sandbox: sandboxArg }),

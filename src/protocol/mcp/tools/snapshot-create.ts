@@ -4,9 +4,9 @@ import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const snapshotCreate = defineTool({
   name: 'snapshot_create',
-  title: 'Snapshot a sandbox',
+  title: 'Snapshot sandbox',
   description:
-    "Save a sandbox's files and live Python REPL under a name, to restore many times with snapshot_restore. After a host reboot, restores bring back files only.",
+    "Save a sandbox's files and live Python REPL under a name, to restore many times. After a host reboot: files only.",
   annotations: HINTS.create,
   input: z.object({
     sandbox: sandboxArg,

@@ -4,7 +4,7 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 
 export const snapshotDelete = defineTool({
   name: 'snapshot_delete',
-  title: 'Delete a snapshot',
+  title: 'Delete snapshot',
   description:
     'Delete a snapshot. Refused while sandboxes restored from it live, unless cascade (kills them).',
   annotations: HINTS.destroy,

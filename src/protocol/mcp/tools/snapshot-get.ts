@@ -4,7 +4,7 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 
 export const snapshotGet = defineTool({
   name: 'snapshot_get',
-  title: 'Get a snapshot',
+  title: 'Get snapshot',
   description: 'One snapshot: source, python_state, and the live sandboxes restored from it.',
   annotations: HINTS.read,
   input: z.object({ snapshot: snapshotArg }),

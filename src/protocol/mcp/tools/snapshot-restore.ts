@@ -8,14 +8,14 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 
 export const snapshotRestore = defineTool({
   name: 'snapshot_restore',
-  title: 'Restore a snapshot',
+  title: 'Restore snapshot',
   description:
-    "Create n sandboxes from a snapshot: its files and, while python_state, its REPL (carried says what came back). Owned by your session like sandbox_create's.",
+    'Create n sandboxes from a snapshot: its files and, while python_state, its REPL (carried says what came back). Owned by your session.',
   annotations: HINTS.create,
   input: z.object({
     snapshot: snapshotArg,
     n: boundedNumber(LIMITS.forkChildren).optional().describe('Sandboxes (default 1)'),
-    names: z.array(nameSchema()).max(LIMITS.forkChildren.max).optional().describe('Their names (n of them)'),
+    names: z.array(nameSchema()).max(LIMITS.forkChildren.max).optional().describe('Their names'),
     memory_mb: boundedNumber(LIMITS.memoryMb).optional().describe("Memory limit (default the snapshot's)"),
     ttl_s: boundedNumber(LIMITS.ttlSeconds).optional().describe('Seconds until they are killed'),
   }),

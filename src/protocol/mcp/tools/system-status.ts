@@ -4,7 +4,7 @@ import { defineTool, HINTS } from '../tool-kit.ts';
 export const systemStatus = defineTool({
   name: 'system_status',
   title: 'forkbox status',
-  description: 'forkbox version, what it can do here (capabilities), and counts of sandboxes by state.',
+  description: 'forkbox version, capabilities here, and sandbox counts by state.',
   annotations: HINTS.read,
   input: z.object({}),
   output: z.object({

@@ -26,9 +26,9 @@ export const templateNameArg = z
 
 export const templateDefine = defineTool({
   name: 'template_define',
-  title: 'Define a template',
+  title: 'Define template',
   description:
-    'Define or replace a template: an image plus Python modules pre-imported in sandboxes made from it. Host-wide; listed only to the host tenant.',
+    'Define or replace a template: an image plus Python modules pre-imported in sandboxes made from it. Host-wide; host tenant only.',
   annotations: HINTS.write,
   hostOnly: true,
   input: z.object({
@@ -38,7 +38,7 @@ export const templateDefine = defineTool({
       .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/))
       .max(64)
       .optional()
-      .describe('Modules to pre-import, e.g. json, email.mime.text'),
+      .describe('Modules to pre-import, e.g. numpy'),
   }),
   output: templateShape,
   async run(a, { api }) {

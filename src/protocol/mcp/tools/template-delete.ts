@@ -4,9 +4,8 @@ import { templateNameArg } from './template-define.ts';
 
 export const templateDelete = defineTool({
   name: 'template_delete',
-  title: 'Delete a template',
-  description:
-    'Delete a template (not while sandboxes made from it live). Host-wide; listed only to the host tenant.',
+  title: 'Delete template',
+  description: 'Delete a template (not while sandboxes made from it live). Host-wide; host tenant only.',
   annotations: HINTS.destroy,
   hostOnly: true,
   input: z.object({ name: templateNameArg }),

@@ -50,6 +50,7 @@ export interface ChildSpawnerDeps {
   createTimeoutMs?: number;
   pinnedLayers?: () => string[];
   egress?: EgressProxies | undefined;
+  closePorts?: ((id: string) => void) | undefined;
 }
 
 export function createChildSpawner(deps: ChildSpawnerDeps) {

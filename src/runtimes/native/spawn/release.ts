@@ -23,6 +23,8 @@ export interface ReleaseDeps {
   live: Map<string, LiveSandbox>;
   pinnedLayers?: () => string[];
   egress?: EgressProxies | undefined;
+  /** Closes a sandbox's published ports and its ports socket. */
+  closePorts?: ((id: string) => void) | undefined;
 }
 
 export function createReleaser(deps: ReleaseDeps) {
@@ -74,6 +76,7 @@ export function createReleaser(deps: ReleaseDeps) {
     for (const owner of new Set([...inboxOwners, sb?.spawnedIn ?? null]))
       if (owner) dropMountPoints(owner, id);
     deps.egress?.close(id);
+    deps.closePorts?.(id);
     mounts.detachAllUnder(paths.inbox(id));
     rmSync(paths.inbox(id), { recursive: true, force: true });
     // Through the storage driver: on btrfs the sandbox dir is a subvolume (deleted in O(1)).
@@ -92,6 +95,7 @@ export function createReleaser(deps: ReleaseDeps) {
       sb.ended = true;
       sb.conn?.close('closed because the sandbox was killed');
       hub.close(id);
+      deps.closePorts?.(id);
       const agentLeaf = `${sb.cgroup}/agent`;
       for (const p of await cgroups.procs(agentLeaf))
         if (p !== sb.hostPid) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);

@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { portOut, portShape } from '../shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+
+export const portList = defineTool({
+  name: 'port_list',
+  title: 'List ports',
+  description: "The sandbox's published ports.",
+  annotations: HINTS.read,
+  input: z.object({ sandbox: sandboxArg }),
+  output: z.object({ ports: z.array(portShape) }),
+  async run(a, { api, sandbox }) {
+    return { structured: { ports: (await api.listPorts(await sandbox(a.sandbox))).map(portOut) } };
+  },
+});

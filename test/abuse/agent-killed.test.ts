@@ -142,6 +142,16 @@ describe('abuse: a sandbox whose agent dies', () => {
     const { endReason } = await failedWithin(childId);
     assert.match(endReason ?? '', /exited unexpectedly/);
     await waitFor('the parent’s PID 1 is released', 10_000, () => (running(parentPid1) ? undefined : true));
+    // Its cgroup, inbox, storage and mounts go right after its PID 1 (one release, in steps): wait for the
+    // last of them, then say which is left if one never goes.
+    await waitFor('the parent’s resources are released', 10_000, () => {
+      try {
+        released(parent.id);
+        return true;
+      } catch {
+        return undefined;
+      }
+    }).catch(() => undefined);
     released(parent.id);
   });
 });

@@ -145,10 +145,13 @@ class NetRelay:
 
 
 def proxy_env(port):
+    # One port for both dialects: the proxy tells SOCKS5 (first byte 0x05) from HTTP. ALL_PROXY is the
+    # SOCKS5 form (names resolved by the proxy) for tools that speak other TCP through it.
     url = "http://127.0.0.1:%d" % port
     env = {}
-    for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+    for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         env[k] = url
+    env["ALL_PROXY"] = env["all_proxy"] = "socks5h://127.0.0.1:%d" % port
     env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"
     return env
 

@@ -117,6 +117,8 @@ export const EGRESS = {
   connections: 64,
   /** Bytes of a request head (CONNECT or plain HTTP line and headers) the proxy reads. */
   headBytes: 16 * 1024,
+  /** The handshake (an HTTP request head, or a SOCKS5 greeting and request) must arrive within, ms. */
+  handshakeMs: 10_000,
   /** A connection with no traffic either way for this long is closed, ms. */
   idleMs: 5 * 60_000,
   /** Connecting to the destination (after the name is resolved), ms. */

@@ -1,9 +1,11 @@
 /**
  * One sandbox's egress proxy: a Unix socket in the sandbox's host inbox (seen inside as
  * /.forkbox/inbox/net.sock), which the sandbox's agent relays its loopback port to. Speaks HTTP CONNECT
- * and plain HTTP forwarding (absolute URIs). Every request is checked against the sandbox's policy — the
- * name against its allow list, each resolved address against addresses.ts — and the proxy connects to
- * the address it checked. Bounded: connections at once, request head bytes, idle time, connect time.
+ * and plain HTTP forwarding (absolute URIs, egress-http.ts) and SOCKS5 CONNECT (egress-socks.ts), told
+ * apart by the first byte (0x05: SOCKS5; a letter: an HTTP method; anything else is closed). Every
+ * request is checked against the sandbox's policy — the name against its allow list, each resolved
+ * address against addresses.ts — and the proxy connects to the address it checked. Bounded: connections
+ * at once, handshake bytes and time, idle time, connect time.
  * Each decision is reported (metrics and the audit log: sandbox, host, port, decision; never contents).
  */
 import { chmodSync, rmSync } from 'node:fs';
@@ -11,7 +13,10 @@ import { connect, createServer, isIP, type Server, type Socket } from 'node:net'
 import { EGRESS } from '../domain/limits.ts';
 import { hostAllowed, type NetworkPolicy } from '../domain/network.ts';
 import { refusal } from './addresses.ts';
+import { parseHead, refuseHttp, type Target } from './egress-http.ts';
 import type { Resolver } from './egress-resolve.ts';
+import { SOCKS_REP, socksConnectFailure } from './egress-socks.ts';
+import { socksHandshake } from './egress-socks-session.ts';
 
 export interface EgressDecision {
   sandbox: string;
@@ -29,13 +34,22 @@ export interface EgressProxyOptions {
   onDecision: (d: EgressDecision) => void;
 }
 
+/** A finished handshake: the target, how to answer, bytes read past it, or a refusal already decided. */
+export type Handshaken = (target: Target, answer: Answer, rest: Buffer, refused?: [string, number]) => void;
+
 export interface EgressProxy {
   close(): void;
 }
 
-interface Target {
-  host: string;
-  port: number;
+/** Why checkTarget refuses a listed name that has no address (SOCKS5 says "host unreachable"). */
+export const NO_ADDRESS = 'name does not resolve';
+
+/** How one connection answers, in its own dialect (HTTP or SOCKS5). */
+export interface Answer {
+  /** Refused by the policy or unreachable: `rep` is the SOCKS5 reply code. */
+  refuse(why: string, rep: number): void;
+  /** Connected to `up`: say so, and send what was read past the handshake. */
+  connected(up: Socket): void;
 }
 
 /** The address to connect to, or why not: the policy check of one request. */
@@ -58,49 +72,13 @@ export async function checkTarget(
   } catch {
     addrs = [];
   }
-  if (addrs.length === 0) return { refused: 'name does not resolve' };
+  if (addrs.length === 0) return { refused: NO_ADDRESS };
   // Every address must pass: a name with one refused address is refused (no picking the good one).
   for (const a of addrs) {
     const why = refusal(a, policy.cidrs, false);
     if (why) return { refused: `${host} resolves to a refused address (${why})` };
   }
   return { addr: addrs[0] as string };
-}
-
-/** The target of a request head: CONNECT authority, or an absolute http:// URI. */
-function parseHead(head: string): { target: Target; connect: boolean; rewritten?: string } | null {
-  const lineEnd = head.indexOf('\r\n');
-  const [method = '', uri = '', version = ''] = head.slice(0, lineEnd).split(' ');
-  if (!/^HTTP\/1\.[01]$/.test(version)) return null;
-  if (method === 'CONNECT') {
-    const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(uri);
-    return m?.[1] && m[2] ? { target: { host: m[1], port: Number(m[2]) }, connect: true } : null;
-  }
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return null;
-  }
-  if (url.protocol !== 'http:' || url.username !== '' || url.password !== '') return null;
-  // Origin-form request line; hop-by-hop and proxy headers dropped; one request per connection.
-  const headers = head
-    .slice(lineEnd + 2)
-    .split('\r\n')
-    .filter((l) => l !== '' && !/^(proxy-[a-z-]*|connection|keep-alive)\s*:/i.test(l));
-  const rewritten = `${method} ${url.pathname}${url.search} ${version}\r\n${headers.join('\r\n')}\r\nConnection: close\r\n\r\n`;
-  return {
-    target: { host: url.hostname, port: url.port === '' ? 80 : Number(url.port) },
-    connect: false,
-    rewritten,
-  };
-}
-
-function refuse(sock: Socket, why: string): void {
-  const body = `forkbox egress proxy: refused: ${why}\n`;
-  sock.end(
-    `HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
 }
 
 export async function openEgressProxy(o: EgressProxyOptions): Promise<EgressProxy> {
@@ -119,45 +97,74 @@ export async function openEgressProxy(o: EgressProxyOptions): Promise<EgressProx
         decision: 'refused',
         reason: 'too many connections',
       });
-      refuse(client, `more than ${EGRESS.connections} connections at once`);
+      refuseHttp(client, `more than ${EGRESS.connections} connections at once`);
       return;
     }
     open += 1;
+    // The handshake (HTTP head or SOCKS5 greeting and request) must be complete within handshakeMs.
+    const handshake = setTimeout(() => client.destroy(), EGRESS.handshakeMs);
     client.once('close', () => {
       open -= 1;
+      clearTimeout(handshake);
     });
+    const done = (target: Target, answer: Answer, rest: Buffer, refused?: [string, number]) => {
+      clearTimeout(handshake);
+      client.pause();
+      void forward(client, target, answer, rest, refused);
+    };
+    client.once('data', (first: Buffer) => {
+      if (first[0] === 0x05) socksHandshake(client, first, done);
+      else if (first[0] !== undefined && first[0] >= 0x41 && first[0] <= 0x5a) httpHead(client, first, done);
+      else client.destroy();
+    });
+  });
+
+  function httpHead(client: Socket, first: Buffer, done: Handshaken): void {
     let buf = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
       const end = buf.indexOf('\r\n\r\n');
       if (end < 0) {
-        if (buf.length > EGRESS.headBytes) refuse(client, 'request head too large');
+        if (buf.length > EGRESS.headBytes) {
+          client.off('data', onData);
+          refuseHttp(client, 'request head too large');
+        }
         return;
       }
       client.off('data', onData);
-      client.pause();
       const req = parseHead(buf.subarray(0, end + 4).toString('latin1'));
-      const rest = buf.subarray(end + 4);
       if (!req) {
-        refuse(client, 'not an HTTP CONNECT or absolute http:// request');
+        refuseHttp(client, 'not an HTTP CONNECT or absolute http:// request');
         return;
       }
-      void forward(client, req, rest);
+      const answer: Answer = {
+        refuse: (why) => refuseHttp(client, why),
+        connected: (up) => {
+          if (req.connect) client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+          else up.write(req.rewritten ?? '');
+        },
+      };
+      done(req.target, answer, buf.subarray(end + 4));
     };
     client.on('data', onData);
-  });
+    onData(first);
+  }
 
   async function forward(
     client: Socket,
-    req: NonNullable<ReturnType<typeof parseHead>>,
+    target: Target,
+    answer: Answer,
     rest: Buffer,
+    refused?: [string, number],
   ): Promise<void> {
-    const { host, port } = req.target;
-    const verdict = await checkTarget(o.policy, req.target, o.resolve);
+    const { host, port } = target;
     const base = { sandbox: o.sandbox, host: host.slice(0, 253), port };
+    const verdict = refused ? { refused: refused[0] } : await checkTarget(o.policy, target, o.resolve);
     if ('refused' in verdict) {
       o.onDecision({ ...base, decision: 'refused', reason: verdict.refused });
-      refuse(client, verdict.refused);
+      const rep =
+        refused?.[1] ?? (verdict.refused === NO_ADDRESS ? SOCKS_REP.hostUnreachable : SOCKS_REP.notAllowed);
+      answer.refuse(verdict.refused, rep);
       return;
     }
     if (client.destroyed) return;
@@ -165,17 +172,19 @@ export async function openEgressProxy(o: EgressProxyOptions): Promise<EgressProx
     sockets.add(up);
     up.on('close', () => sockets.delete(up));
     up.once('timeout', () => up.destroy(new Error('connect timed out')));
-    up.once('error', (e) => {
-      if (!client.destroyed && up.connecting) {
+    let connected = false;
+    up.once('error', (e: NodeJS.ErrnoException) => {
+      // (Node clears up.connecting before it emits a failed connect's error: the flag is ours.)
+      if (!client.destroyed && !connected) {
         o.onDecision({ ...base, decision: 'refused', reason: `connect failed: ${e.message}` });
-        refuse(client, 'could not connect');
+        answer.refuse('could not connect', socksConnectFailure(e.code));
       } else client.destroy();
     });
     up.once('connect', () => {
+      connected = true;
       o.onDecision({ ...base, decision: 'accepted' });
       up.setTimeout(EGRESS.idleMs, () => up.destroy());
-      if (req.connect) client.write('HTTP/1.1 200 Connection established\r\n\r\n');
-      else up.write(req.rewritten ?? '');
+      answer.connected(up);
       if (rest.length > 0) up.write(rest);
       client.pipe(up);
       up.pipe(client);

@@ -3,11 +3,13 @@
  * variables and connecting directly, adding a default route and an address (the REPL worker holds
  * CAP_NET_ADMIN in the sandbox's user namespace), looking for another interface, replacing the proxy's
  * socket in the inbox, and crafting requests to the proxy itself (IP literals in other spellings,
- * userinfo tricks, a Host header naming another host, a trailing-dot name).
+ * userinfo tricks, a Host header naming another host, a trailing-dot name), and malformed, oversized,
+ * unsupported or stalled SOCKS5 handshakes on the same port.
  * Precedent: proxy-based egress filters bypassed by clients that ignore HTTP_PROXY (sandbox-runtime's
  * "network restrictions across protocols"), SSRF filter bypasses by alternative IP spellings and
  * `user@host` URLs (CWE-918 class; e.g. CVE-2021-22931-style parser confusion), DNS rebinding to the
- * metadata address (Capital One 2019).
+ * metadata address (Capital One 2019), SOCKS servers crashed or exhausted by malformed handshakes
+ * (CWE-20/CWE-400 class; e.g. Dante's and 3proxy's handshake parsing advisories).
  * Contained when: nothing connects but through the proxy, the proxy refuses all but the listed name, the
  * test server sees connections only from the proxy, and the inbox cannot be written.
  */
@@ -90,6 +92,36 @@ for head in json.loads(sys.argv[1]):
 print(json.dumps(res))
 `;
 
+/**
+ * SOCKS5 handshakes on the relay port: argv[1] JSON [[hex bytes to send, n junk bytes after them], ...];
+ * for each, the bytes the proxy answered (hex) and whether it then closed ("eof") or kept waiting.
+ */
+const SOCKS_RAW = `
+import json, socket, sys
+out = []
+for hexed, junk in json.loads(sys.argv[1]):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=30)
+    try:
+        s.sendall(bytes.fromhex(hexed) + b"A" * junk)
+    except OSError:
+        pass
+    data, end = b"", "open"
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                end = "eof"
+                break
+            data += chunk
+    except socket.timeout:
+        pass
+    except OSError:
+        end = "eof"
+    s.close()
+    out.append([data.hex(), end])
+print(json.dumps(out))
+`;
+
 describe('abuse: escaping an allow network policy', { skip: skip ?? false }, () => {
   const egress = egressSuite({ hostsMap: `files.test=${SERVER_A};other.test=${SERVER_B}`, hello: 'hi\n' });
   let api: ForkboxApi;
@@ -169,6 +201,53 @@ describe('abuse: escaping an allow network policy', { skip: skip ?? false }, () 
     ]);
     assert.equal(ok, 'HTTP/1.0 200 OK');
     // Only the proxy ever connected to the test hosts.
+    assert.deepEqual([...new Set(egress.hosts.clients())], [HOST_SIDE]);
+  });
+
+  it('malformed, oversized, unsupported and stalled SOCKS5 handshakes are answered and closed', async () => {
+    const files = Buffer.from('files.test').toString('hex');
+    const port = PORT.toString(16).padStart(4, '0');
+    const ok = '050100';
+    // "No authentication" chosen, then a reply: 05 REP 00 01 0.0.0.0:0.
+    const rep = (code: string) => `050005${code}0001000000000000`;
+    const cases: [string, string][] = [
+      ['0500', '05ff'], // no methods at all
+      ['050102', '05ff'], // only username/password offered
+      [`${ok}04010001c6336402${port}`, rep('01')], // a request with the wrong version
+      [`${ok}05010003000050`, rep('01')], // an empty domain name
+      [`${ok}0501000308${Buffer.from('files\r\nx').toString('hex')}${port}`, rep('01')], // control bytes
+      [`${ok}050200030a${files}${port}`, rep('07')], // BIND
+      [`${ok}050300030a${files}${port}`, rep('07')], // UDP ASSOCIATE
+      [`${ok}05010009${files}`, rep('08')], // an unknown address type
+      [`05ff${'01'.repeat(255)}`, '05ff'], // 255 methods, then 1 MiB of junk
+      [`0401${port}c633640200`, ''], // SOCKS4: not spoken, closed without a word
+      ['0501', ''], // a stalled greeting: closed when the handshake time runs out
+    ];
+    const answers = await execPython<[string, string][]>(
+      api,
+      id,
+      SOCKS_RAW,
+      [JSON.stringify(cases.map(([send]) => [send, send.startsWith('05ff') ? 1 << 20 : 0]))],
+      120,
+    );
+    for (const [i, [got, end]] of answers.entries()) {
+      const [sent, want] = cases[i] ?? ['', ''];
+      assert.equal(got, want, `${sent.slice(0, 40)} -> ${got}`);
+      assert.equal(end, 'eof', `${sent.slice(0, 40)} left open`);
+    }
+    // The proxy still serves the listed name over SOCKS5, and only it ever reached the test hosts.
+    const r = await api.exec(id, {
+      argv: [
+        'curl',
+        '-sS',
+        '--max-time',
+        '15',
+        '--socks5-hostname',
+        '127.0.0.1:3128',
+        `http://files.test:${PORT}/hello.txt`,
+      ],
+    });
+    assert.equal(r.stdout, 'hi\n', r.stderr);
     assert.deepEqual([...new Set(egress.hosts.clients())], [HOST_SIDE]);
   });
 });

@@ -5,6 +5,7 @@ import { isForkboxError } from '../../src/domain/errors.ts';
 import { formatNetwork, hostAllowed, parseNetwork } from '../../src/domain/network.ts';
 import { cidrContains, refusal } from '../../src/network/addresses.ts';
 import { checkTarget } from '../../src/network/egress-proxy.ts';
+import { readGreeting, readRequest, SOCKS_REP } from '../../src/network/egress-socks.ts';
 import { networkFor, parseNetworkCap } from '../../src/service/network-cap.ts';
 
 describe('network policy', () => {
@@ -83,5 +84,36 @@ describe('network policy', () => {
     assert.deepEqual(await checkTarget(policy, { host: 'files.test', port: 80 }, async (n) => map[n] ?? []), {
       addr: '203.0.113.2',
     });
+  });
+
+  it('reads SOCKS5 greetings and requests, a byte at a time or all at once', () => {
+    const b = (...x: number[]) => Buffer.from(x);
+    assert.equal(readGreeting(b(5)), 'more');
+    assert.equal(readGreeting(b(5, 2, 0)), 'more');
+    assert.deepEqual(readGreeting(b(5, 2, 2, 0, 9)), { noAuth: true, used: 4 });
+    assert.deepEqual(readGreeting(b(5, 1, 2)), { noAuth: false, used: 3 });
+    assert.ok('malformed' in Object(readGreeting(b(5, 0))));
+    const name = Buffer.from('files.test');
+    const req = Buffer.concat([b(5, 1, 0, 3, name.length), name, b(0x1f, 0x90)]);
+    for (let i = 0; i < req.length; i++) assert.equal(readRequest(req.subarray(0, i)), 'more');
+    assert.deepEqual(readRequest(Buffer.concat([req, b(1, 2)])), {
+      target: { host: 'files.test', port: 8080 },
+      used: req.length,
+    });
+    assert.deepEqual(readRequest(b(5, 1, 0, 1, 127, 0, 0, 1, 0, 80)), {
+      target: { host: '127.0.0.1', port: 80 },
+      used: 10,
+    });
+    const v6 = readRequest(b(5, 1, 0, 4, ...Array(15).fill(0), 1, 0, 80));
+    assert.ok(typeof v6 === 'object' && 'target' in v6 && refusal(v6.target.host, [], true) !== null);
+    assert.deepEqual(readRequest(b(5, 2, 0, 1, 1, 2, 3, 4, 0, 80)), {
+      unsupported: SOCKS_REP.commandNotSupported,
+      why: 'only the SOCKS5 CONNECT command',
+      target: { host: '1.2.3.4', port: 80 },
+    });
+    assert.equal(Object(readRequest(b(5, 1, 0, 9, 0))).unsupported, SOCKS_REP.addressTypeNotSupported);
+    assert.ok('malformed' in Object(readRequest(b(4, 1, 0, 1, 0))));
+    assert.ok('malformed' in Object(readRequest(b(5, 1, 0, 3, 0, 0, 80))));
+    assert.ok('malformed' in Object(readRequest(b(5, 1, 0, 3, 2, 0x0a, 0x41, 0, 80))));
   });
 });

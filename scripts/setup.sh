@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 # the xattr syscalls directly; the image tests use these tools to check its work independently. git and
 # iproute2: the tests (exported project patches are checked with `git apply`; network tests make their
 # test hosts with `ip netns`). slirp4netns and uidmap: for the `open` network policy, not built yet.
-# docker-registry: the image pull tests start their own registry (never its systemd service).
+# docker-registry: the image pull tests start their own registry (never its systemd service);
+# apache2-utils: its htpasswd writes the bcrypt password file of their private (auth) registry.
 PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++ git iproute2 docker-registry)
-PKGS+=(slirp4netns uidmap)
+PKGS+=(slirp4netns uidmap apache2-utils)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do
@@ -26,7 +27,7 @@ if [ "${#need_pkgs[@]}" -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "forkbox setup: not a Debian/Ubuntu system. Install these with your package manager, then re-run:" >&2
     echo "  runc, debootstrap, btrfs-progs, attr (getfattr/setfattr), util-linux, python3, make, g++;" >&2
-    echo "  for the image pull tests: docker-registry (distribution)" >&2
+    echo "  for the image pull tests: docker-registry (distribution), apache2-utils (htpasswd)" >&2
     echo "  for the coming network egress: slirp4netns, uidmap (newuidmap), iproute2" >&2
     exit 1
   fi

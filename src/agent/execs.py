@@ -24,6 +24,11 @@ LATEST_FLUSH_S = 0.25
 
 _ERRNO_CODES = ERRNO_CODES  # errno -> protocol error code (fileops.py uses it too)
 
+# A pulled image's WorkingDir and User: the default cwd and the user of commands. Read from the template's
+# environment once, when the template's agent starts (forked sandboxes inherit them), and not passed on.
+DEFAULT_CWD = os.environ.pop("FORKBOX_EXEC_CWD", "") or "/"
+EXEC_USER = os.environ.pop("FORKBOX_EXEC_USER", "") or None
+
 
 class OpError(Exception):
     def __init__(self, code, message):
@@ -55,7 +60,7 @@ def check_args(a):
         raise OpError("bad_request", "exec argv must be a non-empty array of strings")
     if any("\0" in x for x in argv):
         raise OpError("bad_request", "exec argv must not contain NUL bytes")
-    cwd = a.get("cwd") or "/"
+    cwd = a.get("cwd") or DEFAULT_CWD
     if not isinstance(cwd, str) or "\0" in cwd:
         raise OpError("bad_request", "exec cwd must be a string without NUL bytes")
     env = a.get("env") or {}
@@ -129,6 +134,8 @@ class Exec:
             os.set_blocking(fd, False)
         self.open_fds = {out_r: "stdout", err_r: "stderr"}  # read fd -> stream, read once started
         spec = {"argv": c["argv"], "env": env, "cwd": c["cwd"]}
+        if EXEC_USER:
+            spec["user"] = EXEC_USER
         try:
             agent.spawner.spawn(spec, (in_r, out_w, err_w), self._on_spawned)
         except OSError as e:

@@ -27,6 +27,7 @@ import selectors
 import signal
 import socket
 
+import runas
 import sysc
 
 # Reset to the default in the command: exec keeps SIG_IGN, and Python ignores SIGPIPE (`yes | head` needs it).
@@ -370,8 +371,12 @@ def _spawn(spec, stdin, stdout, stderr):
         path = resolve(argv[0], env.get("PATH", os.defpath))
         actions = [(os.POSIX_SPAWN_DUP2, stdin, 0), (os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stderr, 2)]
         try:
+            if spec.get("user"):  # a pulled image's User (runas.py): posix_spawn cannot change the user
+                return runas.spawn_as(path, argv, env, (stdin, stdout, stderr), spec["user"], SIGDEF)
             return os.posix_spawn(path, argv, env, file_actions=actions, setsid=True, setsigdef=SIGDEF,
                                   setsigmask=())
+        except runas.RunAsError as e:
+            raise SpawnError(e.code, e.message)
         except OSError as e:
             raise SpawnError(ERRNO_CODES.get(e.errno, "internal"), "could not run %s: %s" % (argv[0], e.strerror))
     finally:

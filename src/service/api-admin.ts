@@ -38,8 +38,9 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
       images.importImage(name, source, onProgress ? { onProgress } : {}),
     pullImage: (ref, onProgress) =>
       images.pull(ref, { remote: ctx.remote === true, ...(onProgress ? { onProgress } : {}) }),
-    async removeImage(name) {
-      images.require(name);
+    async removeImage(nameOrRef) {
+      // A registry reference names the image it was pulled as: sandboxes record that local name.
+      const name = images.require(nameOrRef).name;
       const users = store
         .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
         .filter((s) => s.image === name);

@@ -57,14 +57,34 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startRegistry(dir: string): Promise<TestRegistry> {
+/** Registry credentials: with them, the registry requires HTTP Basic auth (an htpasswd file, bcrypt). */
+export interface RegistryAuth {
+  username: string;
+  password: string;
+}
+
+function htpasswdSection(dir: string, auth: RegistryAuth | undefined): string {
+  if (!auth) return '';
+  const file = join(dir, 'htpasswd');
+  const r = spawnSync('htpasswd', ['-Bbn', auth.username, auth.password], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `htpasswd (apache2-utils, installed by scripts/setup.sh): ${r.stderr}`);
+  writeFileSync(file, r.stdout);
+  return `auth:\n  htpasswd:\n    realm: forkbox-test\n    path: ${file}\n`;
+}
+
+export async function startRegistry(dir: string, auth?: RegistryAuth): Promise<TestRegistry> {
   const port = await freePort();
   mkdirSync(join(dir, 'storage'), { recursive: true });
   const cfg = join(dir, 'config.yml');
   writeFileSync(
     cfg,
-    `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'storage')}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+    `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'storage')}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:${port}\n${htpasswdSection(dir, auth)}`,
   );
+  // The test's own requests (pushes, the readiness probe) carry the credentials; the proxy passes
+  // the daemon's requests on as they are.
+  const authz: Record<string, string> = auth
+    ? { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` }
+    : {};
   const child: ChildProcess = spawn('docker-registry', ['serve', cfg], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -76,7 +96,7 @@ export async function startRegistry(dir: string): Promise<TestRegistry> {
   await waitFor(
     async () => {
       assert.equal(child.exitCode, null, `docker-registry exited: ${log}`);
-      const ok = await fetch(`${upstream}/v2/`).then(
+      const ok = await fetch(`${upstream}/v2/`, { headers: authz }).then(
         (r) => r.status === 200,
         () => false,
       );
@@ -107,14 +127,14 @@ export async function startRegistry(dir: string): Promise<TestRegistry> {
   const proxyPort = await listenFree(proxy);
 
   async function upload(repo: string, body: Buffer | string, digest: string, size: number): Promise<void> {
-    const start = await fetch(`${upstream}/v2/${repo}/blobs/uploads/`, { method: 'POST' });
+    const start = await fetch(`${upstream}/v2/${repo}/blobs/uploads/`, { method: 'POST', headers: authz });
     assert.equal(start.status, 202, `upload start: ${await start.text()}`);
     const loc = new URL(start.headers.get('location') ?? '', upstream);
     loc.searchParams.set('digest', digest);
     const put = await new Promise<number>((resolve, reject) => {
       const r = http.request(loc, {
         method: 'PUT',
-        headers: { 'content-length': String(size), 'content-type': 'application/octet-stream' },
+        headers: { ...authz, 'content-length': String(size), 'content-type': 'application/octet-stream' },
       });
       r.on('response', (res) => {
         res.resume();
@@ -149,7 +169,7 @@ export async function startRegistry(dir: string): Promise<TestRegistry> {
       const bytes = Buffer.from(JSON.stringify(body));
       const r = await fetch(`${upstream}/v2/${repo}/manifests/${tag}`, {
         method: 'PUT',
-        headers: { 'content-type': mediaType },
+        headers: { ...authz, 'content-type': mediaType },
         body: bytes,
       });
       assert.equal(r.status, 201, `manifest ${repo}:${tag}: ${await r.text()}`);

@@ -1,5 +1,9 @@
-/** `forkbox run [options] -- CMD...`: an ephemeral sandbox for one command (created, used, killed). */
+/**
+ * `forkbox run [options] -- CMD...`: an ephemeral sandbox for one command (created, used, killed). With
+ * no command, a pulled image's Entrypoint + Cmd.
+ */
 import type { Command } from 'commander';
+import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
@@ -18,6 +22,18 @@ function execOptions(o: RunOptions): ExecCliOptions {
   if (o.cwd !== undefined) execOpts.cwd = o.cwd;
   if (o.timeout !== undefined) execOpts.timeout = o.timeout;
   return execOpts;
+}
+
+/** A pulled image's default command: its Entrypoint followed by its Cmd (as `docker run IMAGE`). */
+async function imageCommand(api: ForkboxApi, image: string): Promise<string[]> {
+  const rec = (await api.listImages()).find((i) => i.name === image);
+  const argv = [...(rec?.config?.entrypoint ?? []), ...(rec?.config?.cmd ?? [])];
+  if (argv.length === 0)
+    throw new ForkboxError(
+      'invalid_argument',
+      `image '${image}' has no default command (no Entrypoint or Cmd in its config): give one after --.`,
+    );
+  return argv;
 }
 
 async function runOnce(ctx: CliContext, words: string[], o: RunOptions): Promise<void> {
@@ -51,7 +67,11 @@ async function runOnce(ctx: CliContext, words: string[], o: RunOptions): Promise
   try {
     api = await trap.settle(ctx.api());
     const execApi = await trap.settle(ctx.api({ signal: trap.signal }));
-    const req = await trap.settle(buildExecRequest(words, execOptions(o)));
+    if (words.length === 0 && o.image === undefined)
+      throw new ForkboxError(
+        'invalid_argument',
+        "give a command to run (after --), or an image with a default command: 'forkbox run --image REF'.",
+      );
     const createReq = limitsToRequest(o);
     createReq.ttlSeconds =
       o.ttl ?? (o.timeout !== undefined ? Math.ceil(o.timeout) + 60 : DEFAULT_SAFETY_TTL_S);
@@ -65,6 +85,8 @@ async function runOnce(ctx: CliContext, words: string[], o: RunOptions): Promise
       () => undefined, // the failure is reported below, through `creating`
     );
     const sb = await trap.settle(creating);
+    const argv = words.length > 0 ? words : await imageCommand(api, sb.image);
+    const req = await trap.settle(buildExecRequest(argv, execOptions(o)));
     ctx.setExitCode(await trap.settle(streamExec(ctx, execApi, sb.id, req)));
   } finally {
     await kill();
@@ -74,7 +96,10 @@ async function runOnce(ctx: CliContext, words: string[], o: RunOptions): Promise
 
 export function register(program: Command, ctx: CliContext): void {
   const cmd = defineCommand(program, 'run')
-    .argument('<command...>', 'the command and its arguments (put -- before it)')
+    .argument(
+      '[command...]',
+      "the command and its arguments (put -- before it; default: the image's Entrypoint and Cmd)",
+    )
     .option('--cwd <dir>', 'working directory inside the sandbox')
     .option('--timeout <duration>', 'kill the command after this long, e.g. 30s, 5m', parseDuration)
     .option(

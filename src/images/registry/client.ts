@@ -17,7 +17,7 @@ export interface RegistryClientOptions {
 }
 
 export interface RegistryClient {
-  /** GET `/v2/<repo>/<path>`; resolves with any status but 401 (which becomes `unauthenticated`). */
+  /** GET `/v2/<repo>/<path>`; resolves with any status but 401 (which becomes `permission_denied`). */
   get(path: string, accept?: string): Promise<IncomingMessage>;
 }
 
@@ -42,7 +42,7 @@ export function createRegistryClient(ref: ImageRef, opts: RegistryClientOptions)
 
   function denied(detail: string): ForkboxError {
     return new ForkboxError(
-      'unauthenticated',
+      'permission_denied',
       `the registry ${ref.registry} refused access to ${ref.repository} (${detail}). ${creds ? 'Check the credentials for it in your Docker config.json.' : `Log in to it so that config.json ($DOCKER_CONFIG or ~/.docker) holds credentials for '${ref.registry}'.`}`,
       { registry: ref.registry },
     );

@@ -30,7 +30,8 @@ const isStale = (e: unknown): boolean =>
 function execArgs(spec: ExecSpec, slot: SpawnSlot): Record<string, unknown> {
   return {
     ...(spec.argv ? { argv: spec.argv } : { cmd: spec.cmd }),
-    cwd: spec.cwd ?? '/',
+    // No cwd: the agent's default (the image's WorkingDir, else /).
+    ...(spec.cwd === undefined ? {} : { cwd: spec.cwd }),
     env: spec.env ?? {},
     stdin: spec.stdin === true,
     timeout_ms: spec.timeoutMs ?? 0,

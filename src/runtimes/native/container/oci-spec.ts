@@ -15,6 +15,8 @@ export interface TemplateSpecInput {
   /** Absolute path of python3 inside the image. */
   python: string;
   env: Record<string, string>;
+  /** A pulled image's config: the default working directory and user of commands. */
+  execDefaults?: { cwd: string | null; user: string | null };
   uidRange: UidRange;
   cgroupsPath: string;
   prewarm: string[];
@@ -54,6 +56,9 @@ export function templateOciSpec(input: TemplateSpecInput): Record<string, unknow
     FORKBOX_SANDBOX_ID: input.templateId,
     FORKBOX_CTL_SOCKET: '/.forkbox/inbox/ctl.sock',
     FORKBOX_PREWARM: input.prewarm.join(','),
+    // Read once by the agent (execs.py) and never passed on to commands.
+    ...(input.execDefaults?.cwd ? { FORKBOX_EXEC_CWD: input.execDefaults.cwd } : {}),
+    ...(input.execDefaults?.user ? { FORKBOX_EXEC_USER: input.execDefaults.user } : {}),
   };
   const idMap = [{ containerID: 0, hostID: input.uidRange.hostStart, size: input.uidRange.size }];
   return {

@@ -126,6 +126,7 @@ export async function startTemplate(
     inboxDir: paths.inbox(id),
     python: image.python,
     env: image.env,
+    ...(image.config ? { execDefaults: { cwd: image.config.workingDir, user: image.config.user } } : {}),
     uidRange: deps.uidRange,
     cgroupsPath: cgroup,
     prewarm,

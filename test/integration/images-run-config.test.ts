@@ -1,0 +1,131 @@
+/**
+ * A pulled image's config honoured at run time, with images the test pushes to a real registry (Debian's
+ * docker-registry): `WorkingDir` is the default cwd of commands (an explicit cwd still wins), `User` —
+ * a name resolved against the image's /etc/passwd, or uid:gid — is the user commands run as, a User the
+ * image does not have fails clearly, `Entrypoint` + `Cmd` are what `forkbox run --image REF` runs with no
+ * command words, and `forkbox images rm REF` removes an image by its reference (refused while in use).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import type { ImageRecord } from '../../src/domain/types.ts';
+import type { SandboxInfo } from '../../src/service/api.ts';
+import { BIN } from '../helpers/cli.ts';
+import { startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { defaultImage, makeStateDir } from '../helpers/native.ts';
+import {
+  type Blob,
+  LAYER_GZ,
+  LAYER_TAR,
+  makeLayer,
+  pushImage,
+  startRegistry,
+  type TestRegistry,
+  tarLayerDir,
+} from '../helpers/registry.ts';
+
+let reg: TestRegistry;
+let work: string;
+let stateDir: string;
+let daemon: Awaited<ReturnType<typeof startServe>> | undefined;
+
+/** `forkbox ARGS` against the test daemon, without blocking this process (the registry proxy runs here). */
+function forkbox(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [BIN, '--state-dir', stateDir, ...args],
+      { env: { ...process.env, FORKBOX_URL: '' }, timeout: 300_000 },
+      (err, stdout, stderr) => resolve({ status: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
+    );
+    child.stdin?.end();
+  });
+}
+async function ok(...args: string[]): Promise<string> {
+  const r = await forkbox(...args);
+  assert.equal(r.status, 0, `forkbox ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+  return r.stdout;
+}
+const ref = (tag: string) => `${reg.host}/test/cfg:${tag}`;
+async function create(tag: string): Promise<string> {
+  return (JSON.parse(await ok('--json', 'create', '--image', ref(tag))) as SandboxInfo).id;
+}
+
+before(async () => {
+  work = mkdtempSync('/var/tmp/fbx-registry-');
+  reg = await startRegistry(join(work, 'registry'));
+  const [baseLayer] = defaultImage().layers;
+  assert.ok(baseLayer, 'the default image has a layer');
+  const base = await reg.pushBlob('test/cfg', tarLayerDir(work, baseLayer), LAYER_TAR);
+  const app = await reg.pushBlob('test/cfg', makeLayer(work, { 'opt/app/': '', 'srv/w/': '' }), LAYER_GZ);
+  const layers: Blob[] = [base, app];
+  const env = ['PATH=/usr/local/bin:/usr/bin:/bin', 'APP_MODE=configured'];
+  await pushImage(reg, 'test/cfg', 'named', layers, {
+    Env: env,
+    WorkingDir: '/opt/app',
+    User: 'daemon',
+    Entrypoint: ['/bin/sh', '-c'],
+    Cmd: ['echo "$APP_MODE in $(pwd) as $(id -un):$(id -g)"'],
+  });
+  await pushImage(reg, 'test/cfg', 'ids', layers, { Env: env, WorkingDir: '/srv/w', User: '1234:2345' });
+  await pushImage(reg, 'test/cfg', 'ghost', layers, { Env: env, User: 'ghost' });
+  stateDir = makeStateDir();
+  daemon = await startServe(stateDir);
+});
+
+after(async () => {
+  await stopServeAndClean(daemon?.child, stateDir);
+  await reg?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+test("WorkingDir is commands' default cwd and User (a name in /etc/passwd) their user", async () => {
+  const id = await create('named');
+  assert.equal(await ok('exec', id, '--', '/bin/sh', '-c', 'pwd; id -un; id -g'), '/opt/app\ndaemon\n1\n');
+  assert.equal(await ok('exec', id, '--cwd', '/tmp', '--', 'pwd'), '/tmp\n', 'an explicit cwd wins');
+  // The image's user is not root: root's files stay out of reach, as in the image's own runtime.
+  const r = await forkbox('exec', id, '--', '/bin/sh', '-c', 'touch /root/x');
+  assert.notEqual(r.status, 0, 'the daemon user cannot write to /root');
+  await ok('kill', id);
+});
+
+test('User as uid:gid', async () => {
+  const id = await create('ids');
+  assert.equal(
+    await ok('exec', id, '--', '/bin/sh', '-c', 'pwd; id -u; id -g; id -G'),
+    '/srv/w\n1234\n2345\n2345\n',
+  );
+  await ok('kill', id);
+});
+
+test("a User the image's /etc/passwd lacks fails clearly", async () => {
+  const id = await create('ghost');
+  const r = await forkbox('exec', id, '--', 'true');
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /User 'ghost' is not in its \/etc\/passwd/);
+  await ok('kill', id);
+});
+
+test('run --image REF with no command runs the Entrypoint and Cmd', async () => {
+  assert.equal(await ok('run', '--image', ref('named')), 'configured in /opt/app as daemon:1\n');
+  const none = await forkbox('run', '--image', ref('ids'));
+  assert.notEqual(none.status, 0);
+  assert.match(none.stderr, /has no default command/);
+});
+
+test('images rm REF removes the image pulled from REF; refused while a sandbox uses it', async () => {
+  const id = await create('ghost');
+  const busy = await forkbox('images', 'rm', ref('ghost'));
+  assert.notEqual(busy.status, 0);
+  assert.match(busy.stderr, new RegExp(`used by 1 live sandbox\\(es\\) \\(${id}\\)`));
+  await ok('kill', id);
+  await ok('images', 'rm', ref('ghost'));
+  const left = JSON.parse(await ok('--json', 'images', 'ls')) as ImageRecord[];
+  assert.equal(
+    left.find((i) => i.ref === ref('ghost')),
+    undefined,
+  );
+  assert.ok(left.find((i) => i.ref === ref('named')));
+});

@@ -5,9 +5,10 @@
  * docker-registry, started by the benchmark on 127.0.0.1 and filled with the default image's root as one
  * gzip layer (lib/bench-image.ts). skopeo only downloads and verifies the blobs; forkbox also unpacks the
  * layer and shifts it to the sandbox uid range, which is part of what a pull costs it. Samples are
- * interleaved so both sides see the same load. Without skopeo the peer is skipped with a note.
+ * interleaved so both sides see the same load. A second peer row adds GNU tar unpacking skopeo's
+ * downloaded layer, the floor of what forkbox does on top of the download. Without skopeo the peer is skipped with a note.
  */
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { which } from '../src/util/subprocess.ts';
 import { startRegistry } from '../test/helpers/registry.ts';
@@ -29,7 +30,7 @@ export const imagePull: Benchmark = {
     const work = tmpDir('image-pull');
     const reg = await startRegistry(join(work, 'registry'));
     const skopeo = which('skopeo');
-    const s = { forkbox: [] as number[], skopeo: [] as number[] };
+    const s = { forkbox: [] as number[], skopeo: [] as number[], unpack: [] as number[] };
     try {
       const img = await pushBenchImage(reg, work, 'bench/debian');
       ctx.log(`${NAME}: ${img.ref}, layer ${(img.compressedBytes / 2 ** 20).toFixed(1)} MiB gzip`);
@@ -58,6 +59,12 @@ export const imagePull: Benchmark = {
             `dir:${dest}`,
           ]);
           s.skopeo.push(r.ms);
+          // The floor of what forkbox does on top: unpack the downloaded layer (GNU tar, as root).
+          const root = join(dest, 'rootfs');
+          mkdirSync(root);
+          const blob = join(dest, img.layerDigest.replace(/^sha256:/, ''));
+          const x = await timedSpawn('tar', ['-xzf', blob, '-C', root, '--numeric-owner']);
+          s.unpack.push(r.ms + x.ms);
           rmSync(dest, { recursive: true, force: true });
         }
       }
@@ -65,8 +72,10 @@ export const imagePull: Benchmark = {
       out.rows.push(f);
       if (skopeo !== null) {
         const k = row(NAME, 'peer: skopeo copy docker:// → dir:', 'ms', s.skopeo);
-        out.rows.push(k);
+        const u = row(NAME, 'peer: skopeo copy, then tar -xzf of its layer', 'ms', s.unpack);
+        out.rows.push(k, u);
         out.ratios.push(ratio(NAME, 'forkbox pull / skopeo copy', f, k));
+        out.ratios.push(ratio(NAME, 'forkbox pull / (skopeo copy + tar -xzf)', f, u));
       } else out.notes.push('skopeo not found (Debian: apt-get install skopeo): the peer was skipped');
       out.notes.push(
         `image: one layer, ${(img.compressedBytes / 2 ** 20).toFixed(1)} MiB gzip (-1), ` +

@@ -22,6 +22,8 @@ export interface BenchImage {
   /** The layer's size as downloaded (gzip) and as unpacked (tar). */
   compressedBytes: number;
   tarBytes: number;
+  /** The layer blob's digest (`sha256:…`). */
+  layerDigest: string;
 }
 
 async function sha256File(file: string): Promise<string> {
@@ -58,5 +60,10 @@ export async function pushBenchImage(reg: TestRegistry, work: string, repo: stri
     { schemaVersion: 2, mediaType: OCI_MANIFEST, config, layers: [layer] },
     OCI_MANIFEST,
   );
-  return { ref: `${reg.upstream}/${repo}:v1`, compressedBytes: layer.size, tarBytes };
+  return {
+    ref: `${reg.upstream}/${repo}:v1`,
+    compressedBytes: layer.size,
+    tarBytes,
+    layerDigest: layer.digest,
+  };
 }

@@ -14,7 +14,10 @@ import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
 import { diskQuota } from './disk-quota.ts';
 import { execRoundTrip } from './exec-roundtrip.ts';
+import { egressBench } from './egress.ts';
 import { forkBench } from './fork.ts';
+import { imageCreate } from './image-create.ts';
+import { imagePull } from './image-pull.ts';
 import type { BenchContext, Benchmark } from './lib/context.ts';
 import { type DaemonHandle, type InProcessHandle, openInProcess, startDaemon, stderrLog } from './lib/env.ts';
 import { createPeer, type Peer } from './lib/peer.ts';
@@ -42,6 +45,9 @@ const BENCHMARKS: Benchmark[] = [
   otherFloods,
   cliStartup,
   projectBench,
+  egressBench,
+  imagePull,
+  imageCreate,
   peerRunc,
 ];
 const MIN_RUNS = 20;

@@ -32,6 +32,10 @@ export interface DockerPeer {
    * until it exits; wall time in ms. Fails when the command does not exit 0.
    */
   runOnce(args: string[]): Promise<number>;
+  /** `docker pull REF` (a registry on 127.0.0.0/8, which Docker takes over plain HTTP); wall time in ms. */
+  pull(ref: string): Promise<number>;
+  /** `docker run --rm --network none IMAGE ...args`, like runOnce but of any image this dockerd holds. */
+  runImage(image: string, args: string[]): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -42,7 +46,8 @@ export function dockerPeerUnavailable(): string | null {
   return null;
 }
 
-export async function startDockerPeer(log: Log): Promise<DockerPeer> {
+/** `importDefault: false` skips importing the default image (a peer of pulled images only). */
+export async function startDockerPeer(log: Log, opts: { importDefault?: boolean } = {}): Promise<DockerPeer> {
   const dir = tmpDir('docker');
   const sock = join(dir, 'docker.sock');
   const env = { ...process.env, DOCKER_HOST: `unix://${sock}` };
@@ -102,31 +107,38 @@ export async function startDockerPeer(log: Log): Promise<DockerPeer> {
     }
     if (!up) throw new Error(`dockerd did not come up (see ${join(dir, 'dockerd.log')})`);
     log(`docker peer: dockerd ${await docker(['version', '--format', '{{.Server.Version}}'])} on ${sock}`);
-    const layers = defaultImage().layers;
-    if (layers.length !== 1) throw new Error(`the default image has ${layers.length} layers; expected 1`);
-    const stream = tarCreate(
-      {
-        cwd: layers[0] as string,
-        // Files, directories and links only: reading the layer's /dev/zero or /dev/random as a file never
-        // ends, and Docker gives every container its own /dev anyway.
-        filter: (_path, st) => !('isFile' in st) || st.isFile() || st.isDirectory() || st.isSymbolicLink(),
-        // Back from the subordinate range to container ids (forkbox shifted them at import).
-        onWriteEntry: (entry) => {
-          const st = entry.stat as { uid: number; gid: number } | undefined;
-          if (st) {
-            st.uid = st.uid >= UID_SHIFT ? st.uid - UID_SHIFT : st.uid;
-            st.gid = st.gid >= UID_SHIFT ? st.gid - UID_SHIFT : st.gid;
-          }
+    if (opts.importDefault !== false) {
+      const layers = defaultImage().layers;
+      if (layers.length !== 1) throw new Error(`the default image has ${layers.length} layers; expected 1`);
+      const stream = tarCreate(
+        {
+          cwd: layers[0] as string,
+          // Files, directories and links only: reading the layer's /dev/zero or /dev/random as a file never
+          // ends, and Docker gives every container its own /dev anyway.
+          filter: (_path, st) => !('isFile' in st) || st.isFile() || st.isDirectory() || st.isSymbolicLink(),
+          // Back from the subordinate range to container ids (forkbox shifted them at import).
+          onWriteEntry: (entry) => {
+            const st = entry.stat as { uid: number; gid: number } | undefined;
+            if (st) {
+              st.uid = st.uid >= UID_SHIFT ? st.uid - UID_SHIFT : st.uid;
+              st.gid = st.gid >= UID_SHIFT ? st.gid - UID_SHIFT : st.gid;
+            }
+          },
         },
-      },
-      ['.'],
-    );
-    await docker(['import', '-', IMAGE], { input: stream });
+        ['.'],
+      );
+      await docker(['import', '-', IMAGE], { input: stream });
+    }
   } catch (e) {
     await stop();
     throw e;
   }
 
+  const runImage = async (image: string, args: string[]): Promise<number> => {
+    const t0 = nowMs();
+    await docker(['run', '--rm', '--network', 'none', image, ...args]);
+    return nowMs() - t0;
+  };
   let source: string | null = null;
   let generation = 0;
   return {
@@ -151,11 +163,13 @@ export async function startDockerPeer(log: Log): Promise<DockerPeer> {
       if (fork.children.length > 0) await docker(['rm', '-f', ...fork.children]).catch(() => '');
       await docker(['rmi', fork.image]).catch(() => '');
     },
-    async runOnce(args) {
+    runOnce: (args) => runImage(IMAGE, args),
+    async pull(ref) {
       const t0 = nowMs();
-      await docker(['run', '--rm', '--network', 'none', IMAGE, ...args]);
+      await docker(['pull', '--quiet', ref]);
       return nowMs() - t0;
     },
+    runImage,
     async close() {
       if (source !== null) await docker(['rm', '-f', source]).catch(() => '');
       await stop();

@@ -1,7 +1,7 @@
 /** Benchmark results: rows of summarized samples, ratios, and their rendering as a table or JSON. */
 import { type Summary, summarize } from './stats.ts';
 
-export type Unit = 'ms' | 'MiB';
+export type Unit = 'ms' | 'MiB' | 'MiB/s';
 
 export interface Row {
   bench: string;

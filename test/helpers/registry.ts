@@ -29,6 +29,8 @@ export interface Blob {
 export interface TestRegistry {
   /** `127.0.0.1:<port>` of the counting proxy: what references name. */
   host: string;
+  /** `127.0.0.1:<port>` of the registry itself, past the proxy (benchmarks: no relay in this process). */
+  upstream: string;
   /** Blob GETs that reached the proxy, by digest. */
   blobGets: Map<string, number>;
   /** Flip a byte of this blob's body as it passes the proxy. */
@@ -149,6 +151,7 @@ export async function startRegistry(dir: string, auth?: RegistryAuth): Promise<T
 
   return {
     host: `127.0.0.1:${proxyPort}`,
+    upstream: `127.0.0.1:${port}`,
     blobGets,
     corrupt,
     async pushBlob(repo, file, mediaType) {

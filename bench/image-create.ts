@@ -10,8 +10,8 @@
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startRegistry } from '../test/helpers/registry.ts';
-import { type BenchContext, type Benchmark, execTrue, killAll } from './lib/context.ts';
 import { pushBenchImage } from './lib/bench-image.ts';
+import { type BenchContext, type Benchmark, execTrue, killAll } from './lib/context.ts';
 import { type DockerPeer, dockerPeerUnavailable, startDockerPeer } from './lib/docker-peer.ts';
 import { tmpDir } from './lib/env.ts';
 import { emptyResult, ratio, row } from './lib/report.ts';

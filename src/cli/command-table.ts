@@ -157,8 +157,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'run',
     description:
-      'run one command in a fresh sandbox, then kill it (also on Ctrl-C); exits with its exit code',
-    term: '[options] <command...>',
+      "run one command (default: the image's entrypoint) in a fresh sandbox, then kill it (also on Ctrl-C); exits with its exit code",
+    term: '[options] [command...]',
     load: () => import('./commands/run.ts'),
   },
   {

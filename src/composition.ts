@@ -37,7 +37,7 @@ import { createHostMetrics, type HostMetrics } from './service/host-metrics.ts';
 import type { NetworkCap } from './service/network-cap.ts';
 import type { Runtime } from './service/ports.ts';
 import { createRetention } from './service/retention.ts';
-import { openSqliteStore } from './storage/sqlite/index.ts';
+import { openSqliteStore, type SqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
 
 export interface OpenEngineOptions {
@@ -203,6 +203,51 @@ function execSettingsFrom(o: OpenEngineOptions['execOutput']): { outputBytes?: n
   return out;
 }
 
+/**
+ * The daemon's periodic work: the TTL reaper and the retention sweep (output of ended sandboxes, pruning,
+ * vacuum). Returns the function that stops both.
+ */
+function startHousekeeping(
+  engine: Engine,
+  store: SqliteStore,
+  log: Logger,
+  opts: Pick<OpenEngineOptions, 'reapIntervalMs' | 'retentionSeconds' | 'retentionSweepMs'>,
+): () => void {
+  const period = opts.reapIntervalMs ?? 1000;
+  const timer =
+    period > 0
+      ? setInterval(() => {
+          engine.reapExpired().catch((e: unknown) => log.warn({ err: String(e) }, 'TTL reaper failed'));
+        }, period)
+      : null;
+  timer?.unref();
+  const retentionEnv = process.env.FORKBOX_RETENTION;
+  const retentionSeconds =
+    opts.retentionSeconds ??
+    (retentionEnv === undefined || retentionEnv.trim() === '' ? undefined : parseRetention(retentionEnv));
+  const retention = createRetention({
+    store,
+    log,
+    ...(retentionSeconds === undefined ? {} : { retentionMs: retentionSeconds * 1000 }),
+  });
+  const sweepMs = opts.retentionSweepMs ?? 1000;
+  const sweeper =
+    sweepMs > 0
+      ? setInterval(() => {
+          try {
+            retention.sweep();
+          } catch (e) {
+            log.warn({ err: String(e) }, 'retention sweep failed');
+          }
+        }, sweepMs)
+      : null;
+  sweeper?.unref();
+  return () => {
+    if (timer) clearInterval(timer);
+    if (sweeper) clearInterval(sweeper);
+  };
+}
+
 export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) {
     throw new ForkboxError(
@@ -345,35 +390,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       execSettings: execSettingsFrom(opts.execOutput),
     });
     await engine.recover(opts.recoverDeadlineMs ?? 5000);
-    const period = opts.reapIntervalMs ?? 1000;
-    const timer =
-      period > 0
-        ? setInterval(() => {
-            engine.reapExpired().catch((e: unknown) => log.warn({ err: String(e) }, 'TTL reaper failed'));
-          }, period)
-        : null;
-    timer?.unref();
-    const retentionEnv = process.env.FORKBOX_RETENTION;
-    const retentionSeconds =
-      opts.retentionSeconds ??
-      (retentionEnv === undefined || retentionEnv.trim() === '' ? undefined : parseRetention(retentionEnv));
-    const retention = createRetention({
-      store,
-      log,
-      ...(retentionSeconds === undefined ? {} : { retentionMs: retentionSeconds * 1000 }),
-    });
-    const sweepMs = opts.retentionSweepMs ?? 1000;
-    const sweeper =
-      sweepMs > 0
-        ? setInterval(() => {
-            try {
-              retention.sweep();
-            } catch (e) {
-              log.warn({ err: String(e) }, 'retention sweep failed');
-            }
-          }, sweepMs)
-        : null;
-    sweeper?.unref();
+    const stopHousekeeping = startHousekeeping(engine, store, log, opts);
     let closed = false;
     return {
       api: engine,
@@ -384,8 +401,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       async close(closeOpts) {
         if (closed) return;
         closed = true;
-        if (timer) clearInterval(timer);
-        if (sweeper) clearInterval(sweeper);
+        stopHousekeeping();
         if (closeOpts?.killSandboxes) {
           // Every tenant's, snapshot holders included; deepest first so no PID 1 is left as a tombstone.
           const live = store

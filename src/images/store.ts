@@ -25,7 +25,7 @@ import {
   validSuite,
 } from './debootstrap.ts';
 import { findPython } from './fsutil.ts';
-import { createImageRecords, validateImageName } from './image-records.ts';
+import { createImageRecords, type ImageRecords, validateImageName } from './image-records.ts';
 import { contentKey, populate, sourceKind } from './import.ts';
 import { createLayerBuilder, LAYER_ID_LEN, tmpName } from './layer-build.ts';
 import { createPuller } from './pull.ts';
@@ -54,6 +54,41 @@ export const DEFAULT_ENV: Readonly<Record<string, string>> = {
   LANG: 'C.UTF-8',
   HOME: '/root',
 };
+
+function conflict(name: string, existing: ImageRecord): ForkboxError {
+  return new ForkboxError(
+    'already_exists',
+    `image '${name}' already exists with different content (from ${existing.source}). Remove it first with 'forkbox images rm ${name}', or pick another name.`,
+    { image: name },
+  );
+}
+
+/** Delete those of `layers` no image names any more (and nothing mounts inside). */
+function dropUnusedLayers(
+  layers: readonly string[],
+  d: { records: ImageRecords; layersDir: string; tmpDir: string; log: Pick<Logger, 'warn'> },
+): void {
+  const { records, layersDir, tmpDir, log } = d;
+  const inUse = records.layersInUse();
+  for (const layer of layers) {
+    // Only ever delete inside our own layers directory, whatever the metadata file says.
+    if (inUse.has(layer) || !resolve(layer).startsWith(layersDir + sep)) continue;
+    if (mountsUnder(layer).length > 0) {
+      log.warn({ layer }, 'images: keeping a layer: something is mounted inside it');
+      continue;
+    }
+    // Rename first (atomic): a crash mid-delete leaves junk in tmp/, never a half layer that a later
+    // build with the same key would take for complete.
+    const doomed = join(tmpDir, tmpName());
+    try {
+      renameSync(layer, doomed);
+    } catch {
+      continue;
+    }
+    rmSync(doomed, { recursive: true, force: true });
+  }
+}
+
 export function createImageStore(opts: ImageStoreOptions): ImageStore {
   const stateDir = resolve(opts.stateDir);
   const shift = opts.uidShift ?? DEFAULT_UID_SHIFT;
@@ -65,6 +100,8 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
   // from the host side — overlay mounts reference them by path, as root.
   for (const d of [stateDir, layersDir, imagesDir, tmpDir]) mkdirSync(d, { recursive: true, mode: 0o700 });
   const shiftSalt = `${shift.hostStart}:${shift.size}`;
+  const dropUnused = (layers: readonly string[]) =>
+    dropUnusedLayers(layers, { records, layersDir, tmpDir, log });
 
   const records = createImageRecords(imagesDir, log);
   const { list } = records;
@@ -99,14 +136,6 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
       'not_found',
       `image ${nameOrRef} has not been pulled. Pull it with 'forkbox images pull ${nameOrRef}'.`,
       { image: nameOrRef },
-    );
-  }
-
-  function conflict(name: string, existing: ImageRecord): ForkboxError {
-    return new ForkboxError(
-      'already_exists',
-      `image '${name}' already exists with different content (from ${existing.source}). Remove it first with 'forkbox images rm ${name}', or pick another name.`,
-      { image: name },
     );
   }
 
@@ -228,28 +257,6 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     records.unlink(rec.name);
     dropUnused(rec.layers);
     log.info({ image: rec.name }, 'images: removed');
-  }
-
-  /** Delete those of `layers` no image names any more (and nothing mounts inside). */
-  function dropUnused(layers: readonly string[]): void {
-    const inUse = records.layersInUse();
-    for (const layer of layers) {
-      // Only ever delete inside our own layers directory, whatever the metadata file says.
-      if (inUse.has(layer) || !resolve(layer).startsWith(layersDir + sep)) continue;
-      if (mountsUnder(layer).length > 0) {
-        log.warn({ layer }, 'images: keeping a layer: something is mounted inside it');
-        continue;
-      }
-      // Rename first (atomic): a crash mid-delete leaves junk in tmp/, never a half layer that a later
-      // build with the same key would take for complete.
-      const doomed = join(tmpDir, tmpName());
-      try {
-        renameSync(layer, doomed);
-      } catch {
-        continue;
-      }
-      rmSync(doomed, { recursive: true, force: true });
-    }
   }
 
   async function ensure(nameOrRef: string, o: PullOptions = {}): Promise<ImageRecord> {

@@ -83,6 +83,35 @@ function positiveInt(v: string, flag: string): number {
   return n;
 }
 
+/** The daemon's settings from its flags and environment, validated before it takes the state dir. */
+function serveSettings(o: ServeFlags) {
+  const explicitListen = o.listen ?? process.env.FORKBOX_LISTEN;
+  const tokenFile = o.tokenFile ?? (process.env.FORKBOX_TOKEN_FILE || undefined);
+  // Deny by default: without tokens a TCP listener — even on loopback — lets every local user act
+  // as tenant 'default', unlike the root-only Unix socket. So it starts by itself only with tokens;
+  // an explicit --listen (or FORKBOX_LISTEN) opens it without them.
+  const listenSpec = explicitListen ?? (tokenFile ? DEFAULT_LISTEN : 'off');
+  const listen = listenSpec === 'off' ? undefined : parseListen(listenSpec);
+  if (!listen && explicitListen === undefined) {
+    process.stderr.write(
+      `forkbox: no TCP listener (no --token-file). Add --token-file FILE, or --listen ${DEFAULT_LISTEN} to serve MCP/REST on loopback without tokens.\n`,
+    );
+  }
+  const maxConcurrency =
+    o.maxConcurrency === undefined ? undefined : positiveInt(o.maxConcurrency, '--max-concurrency');
+  const toolsets = o.toolset ?? [DEFAULT_TOOLSET];
+  selectTools(toolsets); // fail fast on an unknown toolset
+  if (o.conformanceFixtures && !listen) {
+    throw new ForkboxError(
+      'invalid_argument',
+      '--conformance-fixtures serves them on the TCP listener: add --listen 127.0.0.1:PORT.',
+    );
+  }
+  const auditMax = auditMaxBytes(o.auditMaxSize);
+  const networkCap = parseNetworkCap(o.networkMax, o.networkAllow);
+  return { explicitListen, tokenFile, listenSpec, listen, maxConcurrency, toolsets, auditMax, networkCap };
+}
+
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'serve')
     .option(
@@ -153,30 +182,16 @@ export function register(program: Command, ctx: CliContext): void {
         { level: process.env.FORKBOX_LOG_LEVEL ?? 'info', base: { pid: process.pid } },
         pino.destination(2),
       );
-      const explicitListen = o.listen ?? process.env.FORKBOX_LISTEN;
-      const tokenFile = o.tokenFile ?? (process.env.FORKBOX_TOKEN_FILE || undefined);
-      // Deny by default: without tokens a TCP listener — even on loopback — lets every local user act
-      // as tenant 'default', unlike the root-only Unix socket. So it starts by itself only with tokens;
-      // an explicit --listen (or FORKBOX_LISTEN) opens it without them.
-      const listenSpec = explicitListen ?? (tokenFile ? DEFAULT_LISTEN : 'off');
-      const listen = listenSpec === 'off' ? undefined : parseListen(listenSpec);
-      if (!listen && explicitListen === undefined) {
-        process.stderr.write(
-          `forkbox: no TCP listener (no --token-file). Add --token-file FILE, or --listen ${DEFAULT_LISTEN} to serve MCP/REST on loopback without tokens.\n`,
-        );
-      }
-      const maxConcurrency =
-        o.maxConcurrency === undefined ? undefined : positiveInt(o.maxConcurrency, '--max-concurrency');
-      const toolsets = o.toolset ?? [DEFAULT_TOOLSET];
-      selectTools(toolsets); // fail fast on an unknown toolset
-      if (o.conformanceFixtures && !listen) {
-        throw new ForkboxError(
-          'invalid_argument',
-          '--conformance-fixtures serves them on the TCP listener: add --listen 127.0.0.1:PORT.',
-        );
-      }
-      const auditMax = auditMaxBytes(o.auditMaxSize);
-      const networkCap = parseNetworkCap(o.networkMax, o.networkAllow);
+      const {
+        explicitListen,
+        tokenFile,
+        listenSpec,
+        listen,
+        maxConcurrency,
+        toolsets,
+        auditMax,
+        networkCap,
+      } = serveSettings(o);
       // Refuse an unauthenticated network listener before taking the state dir.
       if (listen) checkListenSecurity(listen.host, tokenFile);
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });

@@ -11,14 +11,7 @@ import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
 import type { EgressProxies } from '../../network/egress-proxies.ts';
 import { createPublishedPorts, type PortConnectionEvent } from '../../network/published-ports.ts';
-import type {
-  CreateSandboxSpec,
-  ImageStore,
-  Runtime,
-  RuntimeCounters,
-  RuntimeEvents,
-  SandboxHandle,
-} from '../../service/ports.ts';
+import type { ImageStore, Runtime, RuntimeCounters, RuntimeEvents } from '../../service/ports.ts';
 import { createKeyedQueue } from '../../util/keyed-queue.ts';
 import type { AgentConnection } from './agent-link/agent-connection.ts';
 import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS } from './agent-link/agent-timeouts.ts';
@@ -30,6 +23,7 @@ import { queuedUnlessCancelled } from './agent-link/repl-queue.ts';
 import { createSandboxOps } from './agent-link/sandbox-ops.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
+import { createFromTemplate } from './create-from-template.ts';
 import { createForkSandbox } from './fork-sandbox.ts';
 import type { Admission } from './host/admission.ts';
 import { deadline } from './host/deadline.ts';
@@ -47,7 +41,7 @@ import { createExitWatch } from './spawn/exit-watch.ts';
 import type { OomOrder } from './spawn/oom-order.ts';
 import { diffLayerChains } from './storage/layer-diff.ts';
 import { applyProject } from './storage/project-apply.ts';
-import { holdProjectLayer, makeProjectLayer, projectChain } from './storage/project-layer.ts';
+import { projectChain } from './storage/project-layer.ts';
 import { projectPatch } from './storage/project-patch.ts';
 import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
@@ -163,6 +157,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
   const lifecycle = createSandboxLifecycle({ ...deps, live, spawner, spawners });
   const forkSandbox = createForkSandbox({ ...deps, spawner, live, replLocks, connOf, admit, spawners });
   const recover = createRecover({ ...deps, spawner, exits, live, inboxOf: paths.inbox });
+  const createSandbox = createFromTemplate({ ...deps, admit, spawner });
 
   return {
     name: 'native',
@@ -190,45 +185,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       events = e;
     },
 
-    async createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
-      await admit([spec]);
-      const image = deps.images.require(spec.image);
-      const tpl = await templates.ensure(image, spec.prewarm);
-      if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
-      let lowers = spec.lowers ?? image.layers;
-      let unhold: () => void = () => undefined;
-      if (spec.project) {
-        // The project layer goes at the bottom of what the sandbox writes over (storage/project-layer.ts).
-        const p = await makeProjectLayer(paths.projects, spec.id, spec.project, deps.uidRange, lowers);
-        unhold = holdProjectLayer(p);
-        lowers = [p, ...lowers];
-      }
-      try {
-        const [out] = await spawner.spawn(
-          { id: tpl.id, hostPid: tpl.hostPid, conn: tpl.conn, templateId: tpl.id, depth: -1, lowers },
-          [
-            {
-              id: spec.id,
-              name: spec.name,
-              env: spec.env,
-              limits: spec.limits,
-              forkIndex: 0,
-              ...(spec.network ? { network: spec.network } : {}),
-            },
-          ],
-          null,
-        );
-        if (!out) throw new ForkboxError('internal', 'no result for the new sandbox');
-        if (!out.ok) throw out.error;
-        return out.handle;
-      } catch (e) {
-        unhold();
-        if (spec.project) await spawner.collectLayers().catch(() => undefined); // its project layer goes now
-        throw e;
-      } finally {
-        unhold();
-      }
-    },
+    createSandbox,
 
     async releaseTemplate(imageName: string, prewarm: string[]): Promise<boolean> {
       let image: ReturnType<typeof deps.images.require>;

@@ -1,0 +1,64 @@
+/**
+ * Creating a sandbox from its image's template container: admission, the template (started on demand),
+ * an optional project layer at the bottom of its lowers, then one child spawned from the template.
+ */
+import { ForkboxError } from '../../domain/errors.ts';
+import type { CreateSandboxSpec, ImageStore, SandboxHandle } from '../../service/ports.ts';
+import type { Templates } from './container/templates.ts';
+import type { NativePaths } from './host/paths.ts';
+import type { UidRange } from './host/uid-range.ts';
+import type { Admit } from './runtime-admission.ts';
+import type { ChildSpawner } from './spawn/child-spawner.ts';
+import { holdProjectLayer, makeProjectLayer } from './storage/project-layer.ts';
+
+export interface CreateFromTemplateDeps {
+  paths: NativePaths;
+  templates: Templates;
+  images: Pick<ImageStore, 'require'>;
+  uidRange: UidRange;
+  admit: Admit;
+  spawner: ChildSpawner;
+}
+
+export function createFromTemplate(deps: CreateFromTemplateDeps) {
+  const { paths, templates, images, spawner, admit } = deps;
+  return async function createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
+    await admit([spec]);
+    const image = images.require(spec.image);
+    const tpl = await templates.ensure(image, spec.prewarm);
+    if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
+    let lowers = spec.lowers ?? image.layers;
+    let unhold: () => void = () => undefined;
+    if (spec.project) {
+      // The project layer goes at the bottom of what the sandbox writes over (storage/project-layer.ts).
+      const p = await makeProjectLayer(paths.projects, spec.id, spec.project, deps.uidRange, lowers);
+      unhold = holdProjectLayer(p);
+      lowers = [p, ...lowers];
+    }
+    try {
+      const [out] = await spawner.spawn(
+        { id: tpl.id, hostPid: tpl.hostPid, conn: tpl.conn, templateId: tpl.id, depth: -1, lowers },
+        [
+          {
+            id: spec.id,
+            name: spec.name,
+            env: spec.env,
+            limits: spec.limits,
+            forkIndex: 0,
+            ...(spec.network ? { network: spec.network } : {}),
+          },
+        ],
+        null,
+      );
+      if (!out) throw new ForkboxError('internal', 'no result for the new sandbox');
+      if (!out.ok) throw out.error;
+      return out.handle;
+    } catch (e) {
+      unhold();
+      if (spec.project) await spawner.collectLayers().catch(() => undefined); // its project layer goes now
+      throw e;
+    } finally {
+      unhold();
+    }
+  };
+}

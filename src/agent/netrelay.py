@@ -2,7 +2,7 @@
 sandbox's own network namespace, relaying each connection to the daemon's egress proxy on the Unix
 socket /.forkbox/inbox/net.sock (the policy lives there, in the daemon: nothing here can widen it).
 Runs in the agent's selector loop. Bounded: connections at once, bytes buffered per direction. `Pair` (one
-relayed connection) is shared with the published ports' relay (portrelay.py)."""
+relayed connection) and `Relay` (a set of them) are shared with the published ports' relay (portrelay.py)."""
 
 import socket
 
@@ -101,11 +101,34 @@ class Pair:
             e.sock.close()
 
 
-class NetRelay:
-    def __init__(self, sel, port, path=PROXY_SOCKET):
+class Relay:
+    """What the egress and published-port relays share: their live Pairs, and what is done with them."""
+
+    def __init__(self, sel, path):
         self.sel = sel
         self.path = path
         self.pairs = set()
+
+    def adopt(self, a, b):
+        """Relay connected sockets `a` and `b` from the selector loop."""
+        a.setblocking(False)
+        b.setblocking(False)
+        self.pairs.add(Pair(self, a, b))
+
+    def close_in_child(self):
+        """In a process forked off the agent: drop our copies (their peers must see EOF)."""
+        for p in list(self.pairs):
+            for e in p.ends:
+                try:
+                    e.sock.close()
+                except OSError:
+                    pass
+        self.pairs = set()
+
+
+class NetRelay(Relay):
+    def __init__(self, sel, port, path=PROXY_SOCKET):
+        super().__init__(sel, path)
         self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.lsock.bind(("127.0.0.1", port))
@@ -128,19 +151,10 @@ class NetRelay:
             c.close()
             u.close()
             return
-        c.setblocking(False)
-        u.setblocking(False)
-        self.pairs.add(Pair(self, c, u))
+        self.adopt(c, u)
 
     def close_in_child(self):
-        """In a process forked off the agent: drop our copies (their peers must see EOF)."""
-        for p in list(self.pairs):
-            for e in p.ends:
-                try:
-                    e.sock.close()
-                except OSError:
-                    pass
-        self.pairs = set()
+        super().close_in_child()
         self.lsock.close()
 
 

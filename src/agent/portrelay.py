@@ -1,25 +1,23 @@
 """Published ports: on the daemon's `port.connect {port, token}` the agent connects to 127.0.0.1:<port>
 in the sandbox's own network namespace and to the daemon's Unix socket /.forkbox/inbox/ports.sock (the
 daemon checks by SO_PEERCRED that the peer is this agent, and the token names the host connection
-waiting for it), then relays the two from its selector loop (netrelay.Pair). Only this sandbox's
+waiting for it), then relays the two from its selector loop (netrelay.Relay). Only this sandbox's
 loopback is ever dialled: the port is the only thing the daemon chooses. Bounded like the egress relay."""
 
 import re
 import socket
 
 from execs import OpError
-from netrelay import MAX_CONNS, Pair
+from netrelay import MAX_CONNS, Relay
 
 PORTS_SOCKET = "/.forkbox/inbox/ports.sock"
 TOKEN_RE = re.compile(r"^[0-9a-f]{32}$")
 CONNECT_TIMEOUT_S = 0.5
 
 
-class PortRelay:
+class PortRelay(Relay):
     def __init__(self, sel, path=PORTS_SOCKET):
-        self.sel = sel
-        self.path = path
-        self.pairs = set()
+        super().__init__(sel, path)
 
     def connect(self, a):
         port, token = a.get("port"), a.get("token")
@@ -46,16 +44,4 @@ class PortRelay:
             c.close()
             u.close()
             raise OpError("unavailable", "cannot reach the daemon's ports socket: %s" % (e.strerror or e))
-        c.setblocking(False)
-        u.setblocking(False)
-        self.pairs.add(Pair(self, c, u))
-
-    def close_in_child(self):
-        """In a process forked off the agent: drop our copies (their peers must see EOF)."""
-        for p in list(self.pairs):
-            for e in p.ends:
-                try:
-                    e.sock.close()
-                except OSError:
-                    pass
-        self.pairs = set()
+        self.adopt(c, u)

@@ -7,7 +7,6 @@
  * without credentials or with wrong ones, leaving the store as it was.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -15,7 +14,6 @@ import type { ImageRecord } from '../../src/domain/types.ts';
 import { createImageStore } from '../../src/images/index.ts';
 import { hostArchitecture } from '../../src/images/registry/manifest.ts';
 import { rejectsWith } from '../helpers/assert-error.ts';
-import { BIN } from '../helpers/cli.ts';
 import { startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { makeStateDir, quietLog } from '../helpers/native.ts';
 import {
@@ -27,6 +25,7 @@ import {
   startRegistry,
   type TestRegistry,
 } from '../helpers/registry.ts';
+import { registryCli } from '../helpers/registry-suite.ts';
 
 const HOST = hostArchitecture();
 const OTHER = HOST === 'arm64' ? 'amd64' : 'arm64';
@@ -41,18 +40,7 @@ let hostManifest: string;
 let hostLayer: string;
 let otherLayer: string;
 
-/** `forkbox ARGS` against the test daemon, without blocking this process (the registry proxies run here). */
-function forkbox(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      [BIN, '--state-dir', stateDir, ...args],
-      { env: { ...process.env, FORKBOX_URL: '' }, timeout: 300_000 },
-      (err, stdout, stderr) => resolve({ status: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
-    );
-    child.stdin?.end();
-  });
-}
+const { run: forkbox } = registryCli(() => stateDir);
 
 /** A Docker config.json directory holding `creds` for `host`. */
 function dockerConfig(name: string, host: string, creds: { username: string; password: string }): string {

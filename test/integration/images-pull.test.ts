@@ -6,7 +6,6 @@
  * clearly and leave the store as it was.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -14,7 +13,6 @@ import type { ImageRecord } from '../../src/domain/types.ts';
 import { createImageStore } from '../../src/images/index.ts';
 import type { SandboxInfo } from '../../src/service/api.ts';
 import { rejectsWith } from '../helpers/assert-error.ts';
-import { BIN } from '../helpers/cli.ts';
 import { startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { defaultImage, makeStateDir, quietLog } from '../helpers/native.ts';
 import {
@@ -26,46 +24,14 @@ import {
   type TestRegistry,
   tarLayerDir,
 } from '../helpers/registry.ts';
+import { registryCli } from '../helpers/registry-suite.ts';
 
 let reg: TestRegistry;
 let work: string;
 let stateDir: string;
 let daemon: Awaited<ReturnType<typeof startServe>> | undefined;
 
-/**
- * `forkbox --state-dir … ARGS`, awaited without blocking this process: the counting proxy in front of
- * the registry runs in it, and must answer the daemon's requests meanwhile.
- */
-function forkbox(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      [BIN, '--state-dir', stateDir, ...args],
-      { env: { ...process.env, FORKBOX_URL: '' }, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 },
-      (err, stdout, stderr) => resolve({ status: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
-    );
-    child.stdin?.end(); // `exec` forwards stdin until EOF
-  });
-}
-const cli = {
-  async ok(...args: string[]): Promise<string> {
-    const r = await forkbox(...args);
-    assert.equal(r.status, 0, `forkbox ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
-    return r.stdout;
-  },
-  async json<T>(...args: string[]): Promise<T> {
-    return JSON.parse(await cli.ok('--json', ...args)) as T;
-  },
-  async fails(code: number, ...args: string[]): Promise<string> {
-    const r = await forkbox(...args);
-    assert.equal(
-      r.status,
-      code,
-      `forkbox ${args.join(' ')}: expected exit ${code}, got ${r.status}: ${r.stderr}`,
-    );
-    return r.stderr;
-  },
-};
+const cli = registryCli(() => stateDir);
 let baseDigest: string;
 let newLayerDigest: string;
 let smallDigest: string;

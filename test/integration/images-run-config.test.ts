@@ -6,13 +6,11 @@
  * command words, and `forkbox images rm REF` removes an image by its reference (refused while in use).
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ImageRecord } from '../../src/domain/types.ts';
 import type { SandboxInfo } from '../../src/service/api.ts';
-import { BIN } from '../helpers/cli.ts';
 import { startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { defaultImage, makeStateDir } from '../helpers/native.ts';
 import {
@@ -25,29 +23,14 @@ import {
   type TestRegistry,
   tarLayerDir,
 } from '../helpers/registry.ts';
+import { registryCli } from '../helpers/registry-suite.ts';
 
 let reg: TestRegistry;
 let work: string;
 let stateDir: string;
 let daemon: Awaited<ReturnType<typeof startServe>> | undefined;
 
-/** `forkbox ARGS` against the test daemon, without blocking this process (the registry proxy runs here). */
-function forkbox(...args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      [BIN, '--state-dir', stateDir, ...args],
-      { env: { ...process.env, FORKBOX_URL: '' }, timeout: 300_000 },
-      (err, stdout, stderr) => resolve({ status: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
-    );
-    child.stdin?.end();
-  });
-}
-async function ok(...args: string[]): Promise<string> {
-  const r = await forkbox(...args);
-  assert.equal(r.status, 0, `forkbox ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
-  return r.stdout;
-}
+const { run: forkbox, ok } = registryCli(() => stateDir);
 const ref = (tag: string) => `${reg.host}/test/cfg:${tag}`;
 async function create(tag: string): Promise<string> {
   return (JSON.parse(await ok('--json', 'create', '--image', ref(tag))) as SandboxInfo).id;

@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
+import { type AuditLine, type AuditLog, memoryAuditLog } from '../../src/protocol/audit.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { type NativeFixture, openNative } from './native.ts';
 import { startTestHosts, type TestHosts } from './test-hosts.ts';
@@ -53,6 +54,46 @@ export function egressSuite(opts: {
     },
     get api() {
       return ready().fx.opened.api;
+    },
+  };
+}
+
+export interface EgressSandboxSuite extends EgressSuite {
+  /** The engine's audit log, in memory: egress decisions are among its lines. */
+  readonly audit: AuditLog & { lines: AuditLine[] };
+  /** The id of the sandbox made in the suite's `before` hook. */
+  readonly sb: string;
+}
+
+/**
+ * egressSuite with the engine's audit log kept in memory and one sandbox under `sandbox.network` made in
+ * a `before` hook (after the engine's).
+ */
+export function egressSandboxSuite(opts: {
+  hostsMap: string;
+  hello: string;
+  sandbox: { name: string; network: string };
+}): EgressSandboxSuite {
+  const audit = memoryAuditLog();
+  const suite = egressSuite({ hostsMap: opts.hostsMap, hello: opts.hello, native: { audit } });
+  let sb: string | undefined;
+  before(async () => {
+    sb = (await suite.api.createSandbox(opts.sandbox)).id;
+  });
+  return {
+    audit,
+    get hosts() {
+      return suite.hosts;
+    },
+    get fx() {
+      return suite.fx;
+    },
+    get api() {
+      return suite.api;
+    },
+    get sb() {
+      if (sb === undefined) throw new Error('the egress sandbox has not been made');
+      return sb;
     },
   };
 }

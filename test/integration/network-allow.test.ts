@@ -11,9 +11,8 @@ import { writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { egressSuite } from '../helpers/egress-suite.ts';
+import { egressSandboxSuite } from '../helpers/egress-suite.ts';
 import { nativeUnavailable } from '../helpers/native.ts';
 import { HOST_SIDE, PORT, SERVER_A, SERVER_B } from '../helpers/test-hosts.ts';
 
@@ -42,14 +41,16 @@ function curlStatus(url: string, extra: string[] = []): string[] {
 }
 
 describe('network allow: egress through the filtering proxy', { skip: skip ?? false }, () => {
-  const audit = memoryAuditLog();
-  const egress = egressSuite({ hostsMap: HOSTS_MAP, hello: BODY, native: { audit } });
+  const egress = egressSandboxSuite({
+    hostsMap: HOSTS_MAP,
+    hello: BODY,
+    sandbox: { name: 'egress', network: POLICY },
+  });
+  const { audit } = egress;
   let api: ForkboxApi;
   let sb: string;
-
-  before(async () => {
-    api = egress.api;
-    sb = (await api.createSandbox({ name: 'egress', network: POLICY })).id;
+  before(() => {
+    ({ api, sb } = egress);
   });
 
   it('shows the policy and gives commands the proxy variables', async () => {

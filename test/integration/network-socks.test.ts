@@ -7,10 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { execPython } from '../helpers/attacks.ts';
-import { egressSuite } from '../helpers/egress-suite.ts';
+import { egressSandboxSuite } from '../helpers/egress-suite.ts';
 import { nativeUnavailable } from '../helpers/native.ts';
 import { HOST_SIDE, PORT, SERVER_A, SERVER_B } from '../helpers/test-hosts.ts';
 
@@ -60,14 +59,16 @@ print(json.dumps(out))
 `;
 
 describe('network allow: SOCKS5 through the filtering proxy', { skip: skip ?? false }, () => {
-  const audit = memoryAuditLog();
-  const egress = egressSuite({ hostsMap: HOSTS_MAP, hello: BODY, native: { audit } });
+  const egress = egressSandboxSuite({
+    hostsMap: HOSTS_MAP,
+    hello: BODY,
+    sandbox: { name: 'socks', network: POLICY },
+  });
+  const { audit } = egress;
   let api: ForkboxApi;
   let sb: string;
-
-  before(async () => {
-    api = egress.api;
-    sb = (await api.createSandbox({ name: 'socks', network: POLICY })).id;
+  before(() => {
+    ({ api, sb } = egress);
   });
 
   it('ALL_PROXY names the relay port as SOCKS5 with remote names', async () => {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
@@ -66,6 +66,7 @@ describe('daemon recovery through the CLI', { skip: skip ?? false }, () => {
     const opened = await openEngine({ stateDir, log: quietLog(), reapIntervalMs: 0 });
     await opened.close({ killSandboxes: true });
     assert.deepEqual(mountsUnder(stateDir), [], 'nothing left mounted');
+    rmSync(stateDir, { recursive: true, force: true });
   });
 
   it('survives SIGKILL of the daemon with sandboxes, files and REPL state intact', async () => {

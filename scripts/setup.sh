@@ -59,7 +59,7 @@ echo "==> building" >&2
 npm run -s build >&2
 
 if [ "$(id -u)" -eq 0 ]; then
-  echo "==> building the default image (Debian bookworm + python3; cached after the first time)" >&2
+  echo "==> building the default image (Debian bookworm + python3, its data stack, Node.js; cached after the first time)" >&2
   node bin/forkbox.js images build debian >&2
   node bin/forkbox.js doctor >&2 || true
 else

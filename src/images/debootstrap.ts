@@ -6,9 +6,18 @@ import type { Logger } from '../domain/logger.ts';
 import type { ProgressEvent } from '../service/api.ts';
 import { run } from '../util/subprocess.ts';
 
-/** The default image: Debian minbase plus what the agent and typical agent work need. */
+/**
+ * The default image: Debian minbase plus what the agent and typical agent work need — pip for installs
+ * from an allowed index, Python's usual data stack (numpy, pandas, matplotlib) and Node.js, all Debian's
+ * own packages, so examples written for the systems forkbox replaces run as documented.
+ */
 export const DEFAULT_PACKAGES: readonly string[] = [
   'python3',
+  'python3-pip',
+  'python3-numpy',
+  'python3-pandas',
+  'python3-matplotlib',
+  'nodejs',
   'coreutils',
   'bash',
   'procps',

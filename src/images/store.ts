@@ -147,13 +147,14 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     fill: (rootfs: string) => Promise<void>,
     emit: (e: ProgressEvent) => void,
     signal?: AbortSignal,
+    replacing?: ImageRecord,
   ): Promise<ImageRecord> {
     const existing = get(name);
     if (existing?.id === key) {
       emit({ phase: 'done', message: `image '${name}' is up to date (cached)` });
       return existing;
     }
-    if (existing) throw conflict(name, existing);
+    if (existing && existing !== replacing && existing.id !== replacing?.id) throw conflict(name, existing);
     const { layer, sizeBytes } = await ensureLayer(key, fill, emit, signal);
     const rec: ImageRecord = {
       name,
@@ -169,8 +170,12 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     // the write everything is synchronous, so nothing can interleave.
     const now = get(name);
     if (now?.id === key) return now;
-    if (now) throw conflict(name, now);
+    if (now && now.id !== replacing?.id) throw conflict(name, now);
     records.write(rec);
+    if (now) {
+      dropUnused(now.layers);
+      log.info({ image: name, old: now.id, new: key }, 'images: replaced an image built from another recipe');
+    }
     emit({ phase: 'done', message: `image '${name}' ready (${rec.id.slice(0, LAYER_ID_LEN)})` });
     log.info({ image: name, source, layer }, 'images: registered');
     return rec;
@@ -198,6 +203,14 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     if (cached?.id !== key && !existsSync(join(layersDir, key.slice(0, LAYER_ID_LEN)))) {
       requireTools(['debootstrap']);
     }
+    // The same name built from another recipe (forkbox's default package list changed since): replaced
+    // when the caller allows it (no live sandbox or snapshot on it), never an image from elsewhere.
+    let replacing: ImageRecord | undefined;
+    if (cached && cached.id !== key && cached.source.startsWith('debootstrap:') && o.mayReplace) {
+      o.mayReplace(cached);
+      replacing = cached;
+      emit({ phase: 'replacing', message: `image '${name}' was built from another recipe: rebuilding it` });
+    }
     return materialize(
       name,
       key,
@@ -214,6 +227,7 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
         }),
       emit,
       o.signal,
+      replacing,
     );
   }
 

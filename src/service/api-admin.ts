@@ -21,6 +21,30 @@ type AdminApi = Pick<
 export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
   const { images, store, templateConfigs } = p;
   const host = { tenant: ctx.tenant, hostTenant: DEFAULT_TENANT };
+  const liveUsers = (name: string) =>
+    store
+      .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
+      .filter((s) => s.image === name)
+      .map((s) => s.id);
+  /**
+   * Rebuilding an image in place changes the files under every sandbox and snapshot made from it (they
+   * hold only their own changes): refused while any exists, so nothing silently moves to another base.
+   */
+  function refuseWhileUsed(name: string): void {
+    const users = [
+      ...liveUsers(name),
+      ...store
+        .listSnapshots()
+        .filter((s) => s.image === name)
+        .map((s) => s.id),
+    ];
+    if (users.length === 0) return;
+    throw new ForkboxError(
+      'conflict',
+      `image '${name}' was built from another recipe and cannot be rebuilt in place: ${users.length} sandbox(es) or snapshot(s) use it (${users.slice(0, 5).join(', ')}). Kill or delete them, or build under another name with --name.`,
+      { image: name },
+    );
+  }
   return {
     defineTemplate: async (req) => templateConfigs.define(req, host),
     listTemplates: async () => templateConfigs.list(),
@@ -33,6 +57,7 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
         ...(req.suite === undefined ? {} : { suite: req.suite }),
         ...(req.packages === undefined ? {} : { packages: req.packages }),
         ...(onProgress === undefined ? {} : { onProgress }),
+        mayReplace: (old) => refuseWhileUsed(old.name),
       }),
     importImage: (name, source, onProgress) =>
       images.importImage(name, source, onProgress ? { onProgress } : {}),
@@ -41,16 +66,11 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
     async removeImage(nameOrRef) {
       // A registry reference names the image it was pulled as: sandboxes record that local name.
       const name = images.require(nameOrRef).name;
-      const users = store
-        .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
-        .filter((s) => s.image === name);
+      const users = liveUsers(name);
       if (users.length > 0) {
         throw new ForkboxError(
           'conflict',
-          `image '${name}' is used by ${users.length} live sandbox(es) (${users
-            .slice(0, 5)
-            .map((s) => s.id)
-            .join(', ')}). Kill them first.`,
+          `image '${name}' is used by ${users.length} live sandbox(es) (${users.slice(0, 5).join(', ')}). Kill them first.`,
           { image: name },
         );
       }

@@ -28,6 +28,11 @@ export interface BuildDebianOptions {
   packages?: string[];
   onProgress?: (e: ProgressEvent) => void;
   signal?: AbortSignal;
+  /**
+   * Called when `name` holds an image built by debootstrap from another recipe (forkbox's default
+   * package list changed, say): returning lets the build replace it, throwing refuses. Absent: refused.
+   */
+  mayReplace?: (existing: ImageRecord) => void;
 }
 
 /** The image catalog (images/store.ts): read-only layer roots and their metadata. */

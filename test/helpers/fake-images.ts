@@ -37,6 +37,10 @@ export function createFakeImages(
     require,
     async buildDebian(o) {
       const name = o.name ?? `debian-${o.suite ?? 'bookworm'}`;
+      // Like the real store: an image of that name built by debootstrap is another recipe's, replaced
+      // only when the caller allows it.
+      const existing = images.get(name);
+      if (existing?.source.startsWith('debootstrap:')) o.mayReplace?.(existing);
       o.onProgress?.({ phase: 'download', message: 'fetching', current: 1, total: 2 });
       o.onProgress?.({ phase: 'download', message: 'fetching', current: 2, total: 2 });
       o.onProgress?.({ phase: 'shift', message: 'shifting uids' });

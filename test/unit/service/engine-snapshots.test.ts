@@ -107,4 +107,20 @@ describe('engine: snapshots', () => {
     assert.equal((await t.api.getSandbox(other.id)).state, 'running');
     assert.deepEqual(await t.api.listSnapshots(), []);
   });
+
+  it('refuses to rebuild an image in place while a snapshot or a sandbox is built on it', async () => {
+    t.images.images.set('debian', { ...t.images.require('debian'), source: 'debootstrap:bookworm' });
+    const { snap } = await snapshotted();
+    await t.api.killSandbox('src');
+    await rejectsWith(
+      t.api.buildImage({ distro: 'debian', name: 'debian' }),
+      'conflict',
+      new RegExp(snap.id),
+    );
+    await t.api.deleteSnapshot(snap.id);
+    const s = await t.api.createSandbox({ name: 'user' });
+    await rejectsWith(t.api.buildImage({ distro: 'debian', name: 'debian' }), 'conflict', new RegExp(s.id));
+    await t.api.killSandbox('user');
+    assert.equal((await t.api.buildImage({ distro: 'debian', name: 'debian' })).name, 'debian');
+  });
 });

@@ -379,6 +379,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     });
     const engine = createEngine({
       disk,
+      agentRuntimeImage: RUNTIME_IMAGE,
       ...(opts.networkCap ? { networkCap: opts.networkCap } : {}),
       ...(opts.projectRoots ? { projectRoots: opts.projectRoots } : {}),
       store,

@@ -41,9 +41,11 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
     async removeImage(nameOrRef) {
       // A registry reference names the image it was pulled as: sandboxes record that local name.
       const name = images.require(nameOrRef).name;
+      // The agent's runtime is in use by every live sandbox of an image without python3 too.
+      const runsAgents = name === p.agentRuntimeImage;
       const users = store
         .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
-        .filter((s) => s.image === name);
+        .filter((s) => s.image === name || (runsAgents && images.get(s.image)?.python === null));
       if (users.length > 0) {
         throw new ForkboxError(
           'conflict',

@@ -3,11 +3,20 @@
  * pushed to a real registry (Debian's docker-registry, started here) and pulled: its sandboxes run
  * forkbox's agent on the default image's Python, mounted read-only at /.forkbox/runtime, while every
  * command is the image's own. Commands, file writes and reads, a fork and a command in the child work;
- * `eval` (code_run in Python) fails clearly; killing them leaves nothing behind.
+ * `eval` (code_run in Python) fails clearly; the default image cannot be removed under them; killing them
+ * leaves nothing behind.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ImageRecord } from '../../src/domain/types.ts';
@@ -69,7 +78,11 @@ test('a busybox image: commands, files, a fork, a clear code_run refusal, and no
   assert.match(out, /^hi\n/);
   assert.match(out, /^bin$/m, "ls / lists the image's own root");
   assert.match(out, /No such file or directory/, 'the image has no libraries: the command is static busybox');
-  assert.doesNotMatch(out, /^(LD_|PYTHON)/m, "commands get the image's environment, no loader or Python variables");
+  assert.doesNotMatch(
+    out,
+    /^(LD_|PYTHON)/m,
+    "commands get the image's environment, no loader or Python variables",
+  );
   assert.match(out, /^PATH=\/usr\/sbin:\/usr\/bin:\/sbin:\/bin$/m);
 
   // Files both ways through the agent.
@@ -85,10 +98,21 @@ test('a busybox image: commands, files, a fork, a clear code_run refusal, and no
   const fork = await cli.json<ForkResult>('fork', sb.id);
   const child = fork.children[0]?.sandbox?.id ?? assert.fail(`one child: ${JSON.stringify(fork.children)}`);
   assert.equal(
-    await cli.ok('exec', child, '--', 'sh', '-c', 'cat /tmp/note.txt; echo child > /tmp/c.txt; cat /tmp/c.txt'),
+    await cli.ok(
+      'exec',
+      child,
+      '--',
+      'sh',
+      '-c',
+      'cat /tmp/note.txt; echo child > /tmp/c.txt; cat /tmp/c.txt',
+    ),
     'written from the host\nchild\n',
   );
-  assert.equal((await cli.run('exec', sb.id, '--', 'cat', '/tmp/c.txt')).status, 1, "the parent's files are its own");
+  assert.equal(
+    (await cli.run('exec', sb.id, '--', 'cat', '/tmp/c.txt')).status,
+    1,
+    "the parent's files are its own",
+  );
 
   // code_run in Python: the agent's Python is forkbox's, never the user's.
   for (const id of [sb.id, child]) {
@@ -96,6 +120,9 @@ test('a busybox image: commands, files, a fork, a clear code_run refusal, and no
     assert.match(err, /has no python3, so it has no Python REPL/);
     assert.match(err, /exec/);
   }
+
+  // The default image is the agent's runtime here: it cannot be removed under live sandboxes.
+  assert.match(await cli.fails(4, 'images', 'rm', 'debian'), /image 'debian' is used by 2 live sandbox/);
 
   await cli.ok('kill', child);
   await cli.ok('kill', sb.id);

@@ -114,6 +114,12 @@ test('a busybox image: commands, files, a fork, a clear code_run refusal, and no
     "the parent's files are its own",
   );
 
+  // A fork of the fork: the child's agent passes the runtime mount on.
+  const again = await cli.json<ForkResult>('fork', child);
+  const grandchild =
+    again.children[0]?.sandbox?.id ?? assert.fail(`one grandchild: ${JSON.stringify(again.children)}`);
+  assert.equal(await cli.ok('exec', grandchild, '--', 'cat', '/tmp/c.txt'), 'child\n');
+
   // code_run in Python: the agent's Python is forkbox's, never the user's.
   for (const id of [sb.id, child]) {
     const err = await cli.fails(10, 'eval', id, '1 + 1');
@@ -122,8 +128,9 @@ test('a busybox image: commands, files, a fork, a clear code_run refusal, and no
   }
 
   // The default image is the agent's runtime here: it cannot be removed under live sandboxes.
-  assert.match(await cli.fails(4, 'images', 'rm', 'debian'), /image 'debian' is used by 2 live sandbox/);
+  assert.match(await cli.fails(4, 'images', 'rm', 'debian'), /image 'debian' is used by 3 live sandbox/);
 
+  await cli.ok('kill', grandchild);
   await cli.ok('kill', child);
   await cli.ok('kill', sb.id);
   assert.deepEqual(leftovers(stateDir), []);

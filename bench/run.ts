@@ -23,6 +23,7 @@ import { type DaemonHandle, type InProcessHandle, openInProcess, startDaemon, st
 import { createPeer, type Peer } from './lib/peer.ts';
 import { type BenchResult, renderTable } from './lib/report.ts';
 import { mcpOverhead } from './mcp.ts';
+import { noPython } from './no-python.ts';
 import { memoryPerSandbox } from './memory.ts';
 import { otherFloods } from './other-floods.ts';
 import { outputFlood } from './output-flood.ts';
@@ -48,6 +49,7 @@ const BENCHMARKS: Benchmark[] = [
   egressBench,
   imagePull,
   imageCreate,
+  noPython,
   peerRunc,
 ];
 const MIN_RUNS = 20;

@@ -18,6 +18,7 @@ import type { AuditLog } from './protocol/audit.ts';
 import { agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
 import { type Cgroups, detectCgroups } from './runtimes/native/cgroups/index.ts';
+import { RUNTIME_IMAGE } from './runtimes/native/container/agent-runtime.ts';
 import { createTemplates } from './runtimes/native/container/templates.ts';
 import { createAdmission } from './runtimes/native/host/admission.ts';
 import { createFdBudget } from './runtimes/native/host/fd-budget.ts';
@@ -300,6 +301,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       prewarm: opts.prewarm ?? [],
       timeouts,
       exemptFromOom: (pid) => host.oom.exemptTemplate(pid),
+      runtimeImage: () => images.get(RUNTIME_IMAGE),
       ...(process.env.FORKBOX_TEMPLATE_START_TIMEOUT_MS
         ? { startTimeoutMs: Number(process.env.FORKBOX_TEMPLATE_START_TIMEOUT_MS) }
         : {}),
@@ -377,6 +379,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     });
     const engine = createEngine({
       disk,
+      agentRuntimeImage: RUNTIME_IMAGE,
       ...(opts.networkCap ? { networkCap: opts.networkCap } : {}),
       ...(opts.projectRoots ? { projectRoots: opts.projectRoots } : {}),
       store,

@@ -448,6 +448,11 @@ class Agent:
             self._find_exec(conn, a).kill_group(sig)
             self.send_res(conn, rid, {})
         elif op == "repl.eval":
+            if sysc.ON_RUNTIME:
+                # The image has no python3: the worker runs on forkbox's own runtime, which is for the
+                # agent alone, so it never runs user code.
+                raise OpError("no_python", "this sandbox's image has no python3, so it has no Python REPL: "
+                              "run commands with exec, or use an image with python3")
             code = a.get("code")
             if not isinstance(code, str):
                 raise OpError("bad_request", "repl.eval needs code (a string)")

@@ -26,6 +26,8 @@ import stat
 import struct
 import sys
 
+import sysc
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
@@ -265,13 +267,17 @@ def _setup_child(spec, cwd, files):
     # Nothing this child mounts may propagate back to its parent; mounts from the host (its inbox)
     # must still propagate in, so slave, not private.
     mount(None, "/", None, MS_REC | MS_SLAVE)
-    for d in ("/.forkbox/inbox", "/.forkbox/bin", "/proc", "/sys"):
+    # The child needs the runtime at the same path: modules it imports later are read from there.
+    binds = ("/.forkbox/bin", sysc.RUNTIME) if sysc.ON_RUNTIME else ("/.forkbox/bin",)
+    for d in ("/.forkbox/inbox", "/proc", "/sys") + binds:
         os.makedirs(newroot + d, exist_ok=True)
     # The child's inbox: a bind of a slave stays a slave, so the host's later mounts for *its*
     # children reach it and it can fork in turn.
     mount(spec["inbox"], newroot + "/.forkbox/inbox", None, MS_BIND)
-    mount("/.forkbox/bin", newroot + "/.forkbox/bin", None, MS_BIND)
-    mount(None, newroot + "/.forkbox/bin", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    # The agent's code, and (an image without python3) the Python it runs on, read-only.
+    for d in binds:
+        mount(d, newroot + d, None, MS_BIND)
+        mount(None, newroot + d, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _fresh_dev(newroot, tmpfs_size(spec))
     # proc before pivoting: the kernel refuses a new proc in a user namespace unless a fully visible
     # proc is already mounted (mnt_already_visible). We are PID 1 of the new pid ns, so it shows ours.

@@ -3,6 +3,7 @@
 import ctypes
 import errno
 import os
+import sys
 
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_READ = 23
@@ -20,6 +21,11 @@ CAP_SYS_ADMIN = 21
 # its own namespaces to confuse the host). CAP_NET_ADMIN: reconfigure the sandbox's network (routes, the
 # slirp tap). CAP_SYS_CHROOT: chroot games that help break out of the mount view.
 DROPPED_CAPS = (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_CHROOT)
+
+# An image without python3: the agent runs on the default image's Python, mounted here read-only by the
+# host (docs/IMAGES.md). Its worker then never runs user code, and every child needs the mount too.
+RUNTIME = "/.forkbox/runtime"
+ON_RUNTIME = sys.prefix.startswith(RUNTIME + "/")
 
 _libc = None
 

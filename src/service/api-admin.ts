@@ -21,11 +21,14 @@ type AdminApi = Pick<
 export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
   const { images, store, templateConfigs } = p;
   const host = { tenant: ctx.tenant, hostTenant: DEFAULT_TENANT };
-  const liveUsers = (name: string) =>
-    store
+  /** Live sandboxes on `name` — and, when it is the agents' runtime, those of images without python3. */
+  const liveUsers = (name: string) => {
+    const runsAgents = name === p.agentRuntimeImage;
+    return store
       .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
-      .filter((s) => s.image === name)
+      .filter((s) => s.image === name || (runsAgents && images.get(s.image)?.python === null))
       .map((s) => s.id);
+  };
   /**
    * Rebuilding an image in place changes the files under every sandbox and snapshot made from it (they
    * hold only their own changes): refused while any exists, so nothing silently moves to another base.

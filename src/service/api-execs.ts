@@ -1,4 +1,6 @@
 /** The exec and code part of the API for one caller. */
+import { ForkboxError } from '../domain/errors.ts';
+import type { SandboxRecord } from '../domain/types.ts';
 import type { CodeRunRequest, ExecOutcome, ForkboxApi, RunOptions } from './api.ts';
 import type { CallerContext } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
@@ -39,6 +41,16 @@ function asReplResult(argv0: string, o: ExecOutcome): ReplResult {
   };
 }
 
+/** `code_run` in Python on an image without python3: the agent's runtime never runs user code. */
+function noPythonCheck(p: EngineParts, rec: SandboxRecord): void {
+  if (p.images.get(rec.image)?.python !== null) return;
+  throw new ForkboxError(
+    'requirement_missing',
+    `sandbox ${rec.id}'s image '${rec.image}' has no python3, so it has no Python REPL (forkbox's own agent Python is not for user code). Run commands with exec_run ('forkbox exec'), or create the sandbox from an image with python3.`,
+    { sandbox: rec.id, image: rec.image },
+  );
+}
+
 export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
   const { execs, runtime } = p;
   const find = (idOrName: string) => p.find(ctx, idOrName);
@@ -59,6 +71,7 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
       const language = req.language ?? 'python';
       const timeoutMs = Math.round((req.timeoutSeconds ?? 0) * 1000);
       if (language === 'python') {
+        noPythonCheck(p, rec);
         const o: ReplEvalOptions = { timeoutMs };
         if (req.maxOutputBytes !== undefined) o.maxOutputBytes = req.maxOutputBytes;
         if (opts?.onOutput) o.onOutput = opts.onOutput;

@@ -15,6 +15,8 @@ export interface EngineParts extends SandboxFinder {
   store: Store;
   runtime: Runtime;
   images: ImageStore;
+  /** The image whose python3 runs the agent in images without one (EngineDeps.agentRuntimeImage). */
+  agentRuntimeImage: string | null;
   log: Logger;
   now: () => number;
   version: string;

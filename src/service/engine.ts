@@ -38,6 +38,11 @@ export interface EngineDeps {
   version: string;
   log: Logger;
   defaultImage?: string;
+  /**
+   * The image whose python3 runs the agent in sandboxes of images without one (the native runtime's
+   * choice): removing it is refused while such sandboxes live.
+   */
+  agentRuntimeImage?: string;
   now?: () => number;
   /** Extra disk accounting, provided by the runtime's host (du of layers and uppers). */
   diskUsage?: () => Promise<DiskUsage>;
@@ -187,6 +192,7 @@ export function createEngine(deps: EngineDeps): Engine {
   const ports = createSandboxPorts({ store, runtime, log });
   const parts: EngineParts = {
     ...finder,
+    agentRuntimeImage: deps.agentRuntimeImage ?? null,
     ports,
     store,
     runtime,

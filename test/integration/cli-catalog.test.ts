@@ -76,7 +76,7 @@ describe('CLI catalog commands against a real daemon', { skip: skip ?? false }, 
     );
   });
 
-  it('images import (relative path, progress), ls, create refused without python3, rm', () => {
+  it('images import (relative path, progress), ls, a sandbox without python3 (no REPL), rm', () => {
     const root = join(work, 'rootfs');
     mkdirSync(join(root, 'etc'), { recursive: true });
     mkdirSync(join(root, 'usr', 'bin'), { recursive: true });
@@ -101,7 +101,14 @@ describe('CLI catalog commands against a real daemon', { skip: skip ?? false }, 
     // Importing the same content under the same name is a no-op.
     assert.equal(cli.json<ImageRecord>('images', 'import', 'tiny', join(work, 'tiny.tar')).id, tiny.id);
 
-    assert.match(cli.fails(10, 'create', '--image', 'tiny'), /image 'tiny' has no python3/);
+    // No python3: the agent runs on the default image's, which never runs user code (docs/IMAGES.md).
+    const sb = cli.json<SandboxInfo>('create', '--image', 'tiny');
+    assert.match(
+      cli.fails(10, 'eval', sb.id, '1 + 1'),
+      /image 'tiny' has no python3, so it has no Python REPL/,
+    );
+    assert.match(cli.fails(4, 'images', 'rm', 'tiny'), new RegExp(`used by 1 live sandbox.*${sb.id}`));
+    cli.ok('kill', sb.id);
 
     assert.equal(cli.ok('images', 'rm', 'tiny'), 'tiny\n');
     assert.ok(!existsSync(layer), 'its layer is gone');

@@ -103,6 +103,7 @@ const AGENT_ERRORS: Record<string, ErrorCode> = {
   unknown_op: 'unavailable',
   stale: 'unavailable',
   internal: 'internal',
+  no_python: 'requirement_missing',
 };
 
 function protocolError(what: string, message: string): ForkboxError {

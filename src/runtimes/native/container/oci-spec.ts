@@ -4,6 +4,7 @@
  * Each security-relevant setting says what breaks without it.
  */
 import type { UidRange } from '../host/uid-range.ts';
+import { RUNTIME_MOUNT } from './agent-runtime.ts';
 import { seccompProfile } from './seccomp.ts';
 
 export interface TemplateSpecInput {
@@ -12,8 +13,10 @@ export interface TemplateSpecInput {
   agentDir: string;
   /** Host inbox directory of the template (must already be a shared self-bind mount). */
   inboxDir: string;
-  /** Absolute path of python3 inside the image. */
-  python: string;
+  /** PID 1's argv: the agent on the image's python3, or on the runtime's (agent-runtime.ts). */
+  agentArgs: string[];
+  /** The default image's layer, mounted read-only at /.forkbox/runtime when the image has no python3. */
+  runtimeDir: string | null;
   env: Record<string, string>;
   /** A pulled image's config: the default working directory and user of commands. */
   execDefaults?: { cwd: string | null; user: string | null };
@@ -66,9 +69,7 @@ export function templateOciSpec(input: TemplateSpecInput): Record<string, unknow
     process: {
       terminal: false,
       user: { uid: 0, gid: 0 },
-      // -I: isolated mode (no user site dir, no PYTHON* env): the image's environment cannot inject
-      // code into the agent.
-      args: [input.python, '-I', '/.forkbox/bin/agent.py'],
+      args: input.agentArgs,
       env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
       cwd: '/',
       capabilities: { bounding: CAPS, effective: CAPS, permitted: CAPS, inheritable: [], ambient: [] },
@@ -116,6 +117,18 @@ export function templateOciSpec(input: TemplateSpecInput): Record<string, unknow
         source: input.agentDir,
         options: ['rbind', 'ro', 'nosuid', 'nodev'],
       },
+      // The agent's Python for an image without one: read-only, so no sandbox can change it; no
+      // setuid or devices from it. Executable, since the loader maps python3 and its libraries.
+      ...(input.runtimeDir
+        ? [
+            {
+              destination: RUNTIME_MOUNT,
+              type: 'bind',
+              source: input.runtimeDir,
+              options: ['rbind', 'ro', 'nosuid', 'nodev'],
+            },
+          ]
+        : []),
       // The inbox: rslave so that mounts the host makes under it (children's roots and inboxes) appear
       // inside, while nothing mounted inside propagates back to the host.
       {

@@ -16,6 +16,7 @@ import type { NativePaths } from '../host/paths.ts';
 import { isRunning, procStartTime } from '../host/proc.ts';
 import { traverseAdvice, untraversable } from '../host/traverse.ts';
 import type { UidRange } from '../host/uid-range.ts';
+import type { AgentStart } from './agent-runtime.ts';
 import { templateOciSpec } from './oci-spec.ts';
 
 import { logTail, runProcess } from './runc.ts';
@@ -92,7 +93,8 @@ export const newTemplateId = () => `tpl-${randomBytes(5).toString('hex')}`;
 export async function startTemplate(
   deps: StartDeps,
   id: string,
-  image: ImageRecord & { python: string },
+  image: ImageRecord,
+  launch: AgentStart,
   key: string,
   prewarm: string[],
 ): Promise<TemplateHandle> {
@@ -124,7 +126,7 @@ export async function startTemplate(
     templateId: id,
     agentDir: deps.agent.dir,
     inboxDir: paths.inbox(id),
-    python: image.python,
+    ...launch,
     env: image.env,
     ...(image.config ? { execDefaults: { cwd: image.config.workingDir, user: image.config.user } } : {}),
     uidRange: deps.uidRange,

@@ -7,7 +7,6 @@
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ForkboxError } from '../../../domain/errors.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import type { ImageRecord, TemplateRecord } from '../../../domain/types.ts';
 import type { Store } from '../../../service/ports.ts';
@@ -20,6 +19,7 @@ import type { NativePaths } from '../host/paths.ts';
 import { isRunning } from '../host/proc.ts';
 import type { UidRange } from '../host/uid-range.ts';
 import { installAgent } from './agent-install.ts';
+import { agentStart } from './agent-runtime.ts';
 import { runProcess } from './runc.ts';
 import { seccompProfile } from './seccomp.ts';
 import { newTemplateId, startTemplate, type TemplateHandle } from './template-start.ts';
@@ -43,6 +43,8 @@ export interface TemplateDeps {
   startTimeoutMs?: number;
   /** Exempt a template's PID 1 from the OOM killer where the host allows it (spawn/oom-order.ts). */
   exemptFromOom?: (pid: number) => void;
+  /** The image whose Python runs the agent in images without python3 (agent-runtime.ts); undefined: not built. */
+  runtimeImage?: () => ImageRecord | undefined;
 }
 
 export function createTemplates(deps: TemplateDeps) {
@@ -51,17 +53,22 @@ export function createTemplates(deps: TemplateDeps) {
   const starting = new Map<string, Promise<TemplateHandle>>();
   let agent: { dir: string; hash: string } | undefined;
 
-  /** The runtime-wide modules, then the config's, each once: the order the worker imports them in. */
-  function effectivePrewarm(prewarm: readonly string[]): string[] {
-    return [...new Set([...deps.prewarm, ...prewarm])];
+  /**
+   * The runtime-wide modules, then the config's, each once: the order the worker imports them in. None
+   * for an image without python3: its worker only forks, it never runs user code.
+   */
+  function effectivePrewarm(image: ImageRecord, prewarm: readonly string[]): string[] {
+    return image.python ? [...new Set([...deps.prewarm, ...prewarm])] : [];
   }
 
   function configKey(image: ImageRecord, prewarm: string[]): string {
     agent ??= installAgent(paths);
     // The security profile is part of the key: a template started under an older seccomp profile (or
-    // keyring set-up) is not reused for new sandboxes.
+    // keyring set-up) is not reused for new sandboxes. So is the agent's runtime when the image has no
+    // python3: a rebuilt default image gets new templates.
     const key = {
       image: image.id,
+      ...(image.python ? {} : { runtime: deps.runtimeImage?.()?.id ?? null }),
       agent: agent.hash,
       uid: deps.uidRange,
       prewarm,
@@ -120,18 +127,12 @@ export function createTemplates(deps: TemplateDeps) {
   }
 
   async function start(image: ImageRecord, key: string, prewarm: string[]): Promise<TemplateHandle> {
-    const python = image.python;
-    if (!python) {
-      throw new ForkboxError(
-        'requirement_missing',
-        `image '${image.name}' has no python3, which the native runtime's agent needs. Build an image with python3 ('forkbox images build debian').`,
-      );
-    }
+    const launch = agentStart(image, deps.runtimeImage?.());
     agent ??= installAgent(paths);
     const startDeps = { ...deps, agent, exemptFromOom: deps.exemptFromOom ?? (() => undefined), serve };
     const id = newTemplateId();
     try {
-      const h = await startTemplate(startDeps, id, { ...image, python }, key, prewarm);
+      const h = await startTemplate(startDeps, id, image, launch, key, prewarm);
       handles.set(h.id, h);
       log.info({ template: h.id, image: image.name, pid: h.hostPid }, 'template started');
       return h;
@@ -169,7 +170,7 @@ export function createTemplates(deps: TemplateDeps) {
      * A module that fails to import does not fail the template: the worker logs it and carries on.
      */
     async ensure(image: ImageRecord, prewarm: readonly string[] = []): Promise<TemplateHandle> {
-      const modules = effectivePrewarm(prewarm);
+      const modules = effectivePrewarm(image, prewarm);
       const key = configKey(image, modules);
       const h = await running(image, key);
       if (h) return h;
@@ -190,8 +191,8 @@ export function createTemplates(deps: TemplateDeps) {
      * it is also the image's default template (its config adds nothing to the runtime-wide modules).
      */
     findDedicated(image: ImageRecord, prewarm: readonly string[]): TemplateHandle | null {
-      const key = configKey(image, effectivePrewarm(prewarm));
-      if (key === configKey(image, effectivePrewarm([]))) return null;
+      const key = configKey(image, effectivePrewarm(image, prewarm));
+      if (key === configKey(image, effectivePrewarm(image, []))) return null;
       for (const h of handles.values()) if (store.getTemplate(h.id)?.configKey === key) return h;
       return null;
     },

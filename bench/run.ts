@@ -23,8 +23,8 @@ import { type DaemonHandle, type InProcessHandle, openInProcess, startDaemon, st
 import { createPeer, type Peer } from './lib/peer.ts';
 import { type BenchResult, renderTable } from './lib/report.ts';
 import { mcpOverhead } from './mcp.ts';
-import { noPython } from './no-python.ts';
 import { memoryPerSandbox } from './memory.ts';
+import { noPython } from './no-python.ts';
 import { otherFloods } from './other-floods.ts';
 import { outputFlood } from './output-flood.ts';
 import { peerRunc } from './peer.ts';

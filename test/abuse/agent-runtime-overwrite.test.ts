@@ -17,9 +17,9 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, s
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isForkboxError } from '../../src/domain/errors.ts';
+import { resolveInRoot } from '../../src/runtimes/native/container/agent-runtime.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { openSqliteStore } from '../../src/storage/sqlite/open-sqlite-store.ts';
-import { resolveInRoot } from '../../src/runtimes/native/container/agent-runtime.ts';
 import { defaultImage, type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();

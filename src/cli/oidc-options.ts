@@ -90,7 +90,9 @@ export function parseOidcOptions(
         ? OIDC.clockSkewSeconds
         : durationMs(skew, FLAG.oidcClockSkew, 0, OIDC.maxClockSkewSeconds * 1000) / 1000,
     jwksCooldownMs:
-      cooldown === undefined ? OIDC.jwksCooldownMs : durationMs(cooldown, FLAG.oidcJwksCooldown, 1000, 3600_000),
+      cooldown === undefined
+        ? OIDC.jwksCooldownMs
+        : durationMs(cooldown, FLAG.oidcJwksCooldown, 1000, 3600_000),
   };
 }
 

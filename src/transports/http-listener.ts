@@ -125,7 +125,8 @@ export async function startListener(opts: ListenerOptions): Promise<Listener> {
     {
       url: server.url,
       tenants: tokens?.tenants().length ?? 0,
-      auth: [tokens ? 'token file' : '', oidc ? 'oidc' : ''].filter((a) => a).join(' + ') || 'none (loopback)',
+      auth:
+        [tokens ? 'token file' : '', oidc ? 'oidc' : ''].filter((a) => a).join(' + ') || 'none (loopback)',
     },
     'forkbox HTTP listener (MCP at /mcp, REST at /v1, /openapi.json, /metrics)',
   );

@@ -17,7 +17,7 @@ export const AUDIENCE = 'urn:forkbox:api';
 export interface KeySet {
   /** Private JWKs (RS256 and ES256), each with its kid. */
   keys: JWK[];
-  rsa: CryptoKey;
+  rsa: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
   rsaKid: string;
 }
 

@@ -253,7 +253,10 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
       return fail(
         c,
         scope,
-        new ForkboxError('unauthenticated', 'this listener needs a token: send "Authorization: Bearer <token>".'),
+        new ForkboxError(
+          'unauthenticated',
+          'this listener needs a token: send "Authorization: Bearer <token>".',
+        ),
         { 'WWW-Authenticate': 'Bearer realm="forkbox"' },
       );
     }

@@ -15,7 +15,10 @@ export function checkOidcUrl(text: string, what: string): URL {
   try {
     url = new URL(text);
   } catch {
-    throw new ForkboxError('invalid_argument', `${what} '${text}' is not a URL. Give e.g. https://id.example.`);
+    throw new ForkboxError(
+      'invalid_argument',
+      `${what} '${text}' is not a URL. Give e.g. https://id.example.`,
+    );
   }
   const loopbackHttp = url.protocol === 'http:' && isLoopbackHost(url.hostname);
   if (url.protocol !== 'https:' && !loopbackHttp) {

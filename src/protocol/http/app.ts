@@ -102,7 +102,9 @@ async function authenticate(
   }
   return new ForkboxError(
     'unauthenticated',
-    'the bearer token is not valid here. Check the token, or ask for one from the token file.',
+    oidc
+      ? 'the bearer token is not valid here. Send a token of the token file, or a JWT from the configured OIDC issuer.'
+      : 'the bearer token is not valid here. Check the token, or ask for one from the token file.',
   );
 }
 

@@ -2,7 +2,8 @@
  * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras), /v1 (the REST API, tenant-scoped),
  * /openapi.json, /healthz and /metrics, behind the edge guards, in this order:
  *
- *   accounting (metrics, audit) → Host/Origin guard (403) → bearer auth (401) → per-tenant
+ *   accounting (metrics, audit) → Host/Origin guard (403) → bearer auth (401; a token of the token
+ *   file, or a JWT from the OIDC issuer: oidc.ts, 503 while its keys cannot be fetched) → per-tenant
  *   concurrency (429) → body limits (413) → routes
  *
  * Every caller acts through `engine.scoped({ tenant })`: a tenant sees only its own sandboxes, and

@@ -163,6 +163,28 @@ export const PORTS = {
   idleMs: 5 * 60_000,
 } as const;
 
+/** OIDC bearer tokens on the TCP listener (protocol/http/oidc.ts, oidc-discovery.ts). */
+export const OIDC = {
+  /** A bearer token verified as a JWT, bytes: a longer one is refused before it is parsed. */
+  tokenBytes: 8 * 1024,
+  /** The discovery document, and the JWKS, bytes. */
+  documentBytes: 256 * 1024,
+  /** Fetching the discovery document or the JWKS, headers and body, ms. */
+  fetchMs: 5_000,
+  /** Clock skew allowed on `exp` and `nbf` when none is configured, seconds. */
+  clockSkewSeconds: 30,
+  /** The most clock skew that may be configured, seconds. */
+  maxClockSkewSeconds: 300,
+  /**
+   * After a JWKS fetch, a token with an unknown key id triggers no other fetch for this long, ms (the
+   * default; a flood of made-up key ids then costs the issuer one request per period), and a failed
+   * discovery is retried at most this often.
+   */
+  jwksCooldownMs: 30_000,
+  /** Cached keys are fetched again after this, ms (a removed key stops working within it). */
+  jwksMaxAgeMs: 10 * 60_000,
+} as const;
+
 /** Sandbox, snapshot and template names: a letter or digit, then letters, digits, '.', '_' or '-'. */
 export const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 /** Environment variable names. */

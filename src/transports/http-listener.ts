@@ -9,6 +9,7 @@ import type { Logger } from '../domain/logger.ts';
 import type { AuditLog } from '../protocol/audit.ts';
 import { createHttpApp, type HttpApp, type HttpAppOptions } from '../protocol/http/app.ts';
 import { guardConfig, isLoopbackHost } from '../protocol/http/guards.ts';
+import { createOidcVerifier, type OidcSettings, type OidcVerifier } from '../protocol/http/oidc.ts';
 import { loadTokenFile, type TokenStore } from '../protocol/http/tokens.ts';
 import { createAuditFile } from './audit-file.ts';
 import { type HttpServer, serveHttp } from './http-server.ts';
@@ -20,6 +21,8 @@ export interface ListenerOptions {
   port: number;
   /** Path of the token file; absent: no authentication (allowed on loopback only). */
   tokenFile?: string | undefined;
+  /** JWT bearer tokens from an OIDC issuer, beside (or instead of) the token file. */
+  oidc?: OidcSettings | undefined;
   /** The daemon's audit log, shared with its other doors (not closed by the listener). */
   audit?: AuditLog | undefined;
   /** Without `audit`: directory of an audit.log of the listener's own (the state dir); absent: none. */
@@ -37,6 +40,7 @@ export interface Listener {
   server: HttpServer;
   http: HttpApp;
   tokens: TokenStore | undefined;
+  oidc: OidcVerifier | undefined;
   /** Re-read the token file (SIGHUP). Throws, keeping the old tokens, when the file is invalid. */
   reloadTokens(): void;
   /** Stop accepting, drain (up to `graceMs`), end MCP sessions, close its own audit log. */
@@ -45,22 +49,38 @@ export interface Listener {
 
 /**
  * Refuse configurations that would expose the engine: a listener others can reach must authenticate.
- * Without tokens, whoever can connect controls sandboxes, so that is only allowed on loopback.
+ * Without tokens (a token file or an OIDC issuer), whoever can connect controls sandboxes, so that is
+ * only allowed on loopback.
  */
-export function checkListenSecurity(host: string, tokenFile: string | undefined): void {
-  if (tokenFile === undefined && !isLoopbackHost(host)) {
+export function checkListenSecurity(
+  host: string,
+  tokenFile: string | undefined,
+  oidc?: OidcSettings | undefined,
+): void {
+  if (tokenFile === undefined && oidc === undefined && !isLoopbackHost(host)) {
     throw new ForkboxError(
       'invalid_argument',
-      `refusing to listen on ${host} without authentication: anyone who can reach it could run commands in sandboxes. Pass --token-file FILE (or FORKBOX_TOKEN_FILE) with 'TOKEN TENANT' lines, or listen on 127.0.0.1.`,
+      `refusing to listen on ${host} without authentication: anyone who can reach it could run commands in sandboxes. Pass --token-file FILE (or FORKBOX_TOKEN_FILE) with 'TOKEN TENANT' lines, or --oidc-issuer and --oidc-audience, or listen on 127.0.0.1.`,
       { host },
     );
   }
 }
 
 export async function startListener(opts: ListenerOptions): Promise<Listener> {
-  checkListenSecurity(opts.host, opts.tokenFile);
+  checkListenSecurity(opts.host, opts.tokenFile, opts.oidc);
   const warn = (m: string) => opts.log?.warn({}, m);
   const tokens = opts.tokenFile === undefined ? undefined : loadTokenFile(opts.tokenFile, warn);
+  const oidc = opts.oidc === undefined ? undefined : createOidcVerifier(opts.oidc);
+  // Discovery failing does not stop the daemon (static tokens and the socket keep working): it is
+  // said here and retried when a JWT arrives; until then JWTs are answered 503 `unavailable`.
+  await oidc?.start().then(
+    () => opts.log?.info({ issuer: opts.oidc?.issuer }, 'OIDC issuer discovered; its JWTs are accepted'),
+    (e: Error) =>
+      opts.log?.warn(
+        { issuer: opts.oidc?.issuer },
+        `${e.message} JWTs are refused (503) until the issuer answers; discovery is retried when one arrives.`,
+      ),
+  );
   const ownAudit: AuditLog | undefined =
     opts.audit !== undefined || opts.stateDir === undefined
       ? undefined
@@ -82,6 +102,7 @@ export async function startListener(opts: ListenerOptions): Promise<Listener> {
     engine: opts.engine,
     version: opts.version,
     tokens,
+    oidc,
     guard: () => cached,
     audit,
     hostMetrics: opts.hostMetrics,
@@ -101,13 +122,19 @@ export async function startListener(opts: ListenerOptions): Promise<Listener> {
   port = server.port;
   cached = guard();
   opts.log?.info(
-    { url: server.url, tenants: tokens?.tenants().length ?? 0, auth: tokens ? 'bearer' : 'none (loopback)' },
+    {
+      url: server.url,
+      tenants: tokens?.tenants().length ?? 0,
+      auth:
+        [tokens ? 'token file' : '', oidc ? 'oidc' : ''].filter((a) => a).join(' + ') || 'none (loopback)',
+    },
     'forkbox HTTP listener (MCP at /mcp, REST at /v1, /openapi.json, /metrics)',
   );
   return {
     server,
     http,
     tokens,
+    oidc,
     reloadTokens: () => tokens?.reload(),
     async close(graceMs = 30_000) {
       await server.close({ graceMs, drain: http.drain });

@@ -28,6 +28,7 @@ import { VERSION } from '../../version.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { parseGrace, parseOutputBytes } from '../mcp-options.ts';
+import { addOidcOptions, type OidcFlags, parseOidcOptions } from '../oidc-options.ts';
 import { parseDuration } from '../parse.ts';
 
 /** How long SIGTERM waits for in-flight HTTP requests before dropping them. */
@@ -35,7 +36,7 @@ const DRAIN_MS = 30_000;
 
 const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(',').filter((s) => s !== '')];
 
-interface ServeFlags {
+interface ServeFlags extends OidcFlags {
   listen?: string;
   tokenFile?: string;
   maxConcurrency?: string;
@@ -87,14 +88,15 @@ function positiveInt(v: string, flag: string): number {
 function serveSettings(o: ServeFlags) {
   const explicitListen = o.listen ?? process.env.FORKBOX_LISTEN;
   const tokenFile = o.tokenFile ?? (process.env.FORKBOX_TOKEN_FILE || undefined);
+  const oidc = parseOidcOptions(o);
   // Deny by default: without tokens a TCP listener — even on loopback — lets every local user act
-  // as tenant 'default', unlike the root-only Unix socket. So it starts by itself only with tokens;
-  // an explicit --listen (or FORKBOX_LISTEN) opens it without them.
-  const listenSpec = explicitListen ?? (tokenFile ? DEFAULT_LISTEN : 'off');
+  // as tenant 'default', unlike the root-only Unix socket. So it starts by itself only with tokens
+  // (a token file or an OIDC issuer); an explicit --listen (or FORKBOX_LISTEN) opens it without them.
+  const listenSpec = explicitListen ?? (tokenFile || oidc ? DEFAULT_LISTEN : 'off');
   const listen = listenSpec === 'off' ? undefined : parseListen(listenSpec);
   if (!listen && explicitListen === undefined) {
     process.stderr.write(
-      `forkbox: no TCP listener (no --token-file). Add --token-file FILE, or --listen ${DEFAULT_LISTEN} to serve MCP/REST on loopback without tokens.\n`,
+      `forkbox: no TCP listener (no --token-file or --oidc-issuer). Add --token-file FILE, or --listen ${DEFAULT_LISTEN} to serve MCP/REST on loopback without tokens.\n`,
     );
   }
   const maxConcurrency =
@@ -109,14 +111,24 @@ function serveSettings(o: ServeFlags) {
   }
   const auditMax = auditMaxBytes(o.auditMaxSize);
   const networkCap = parseNetworkCap(o.networkMax, o.networkAllow);
-  return { explicitListen, tokenFile, listenSpec, listen, maxConcurrency, toolsets, auditMax, networkCap };
+  return {
+    explicitListen,
+    tokenFile,
+    oidc,
+    listenSpec,
+    listen,
+    maxConcurrency,
+    toolsets,
+    auditMax,
+    networkCap,
+  };
 }
 
 export function register(program: Command, ctx: CliContext): void {
-  defineCommand(program, 'serve')
+  addOidcOptions(defineCommand(program, 'serve'))
     .option(
       '--listen <host:port>',
-      `TCP listener address, or 'off' (env FORKBOX_LISTEN; default ${DEFAULT_LISTEN} when --token-file is given, else off). Non-loopback addresses need --token-file`,
+      `TCP listener address, or 'off' (env FORKBOX_LISTEN; default ${DEFAULT_LISTEN} when --token-file or --oidc-issuer is given, else off). Non-loopback addresses need one of them`,
     )
     .option('--token-file <file>', "bearer tokens, one 'TOKEN TENANT' per line (env FORKBOX_TOKEN_FILE)")
     .option('--max-concurrency <n>', `requests in flight per tenant (default ${DEFAULT_MAX_CONCURRENCY})`)
@@ -185,6 +197,7 @@ export function register(program: Command, ctx: CliContext): void {
       const {
         explicitListen,
         tokenFile,
+        oidc,
         listenSpec,
         listen,
         maxConcurrency,
@@ -193,7 +206,7 @@ export function register(program: Command, ctx: CliContext): void {
         networkCap,
       } = serveSettings(o);
       // Refuse an unauthenticated network listener before taking the state dir.
-      if (listen) checkListenSecurity(listen.host, tokenFile);
+      if (listen) checkListenSecurity(listen.host, tokenFile, oidc);
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });
       // Loaded here, not at the top: the engine (SQLite, FFI, runtimes) is only needed by the daemon, and
       // every other command should start fast.
@@ -237,6 +250,7 @@ export function register(program: Command, ctx: CliContext): void {
               host: listen.host,
               port: listen.port,
               tokenFile,
+              oidc,
               audit,
               maxConcurrency,
               allowHosts: o.allowHost,

@@ -2,7 +2,8 @@
  * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras), /v1 (the REST API, tenant-scoped),
  * /openapi.json, /healthz and /metrics, behind the edge guards, in this order:
  *
- *   accounting (metrics, audit) → Host/Origin guard (403) → bearer auth (401) → per-tenant
+ *   accounting (metrics, audit) → Host/Origin guard (403) → bearer auth (401; a token of the token
+ *   file, or a JWT from the OIDC issuer: oidc.ts, 503 while its keys cannot be fetched) → per-tenant
  *   concurrency (429) → body limits (413) → routes
  *
  * Every caller acts through `engine.scoped({ tenant })`: a tenant sees only its own sandboxes, and
@@ -28,6 +29,7 @@ import { type GuardConfig, hostOriginGuard } from './guards.ts';
 import { createConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, onResponseDone } from './limits.ts';
 import { createMetrics, type HttpMetrics, instrumentApi } from './metrics.ts';
 import { proxyToPort } from './port-proxy.ts';
+import { looksLikeJwt, type OidcVerifier } from './oidc.ts';
 import type { Caller, TokenStore } from './tokens.ts';
 
 /** MCP bodies carry file contents and stdin inline (base64 in JSON): the sync-exec bound. */
@@ -39,8 +41,13 @@ export interface HttpAppOptions {
     attachSession(id: string, opts?: { graceMs?: number }): (end?: { graceMs?: number }) => void;
   };
   version: string;
-  /** Bearer tokens; absent: no authentication, every caller is tenant `default` (loopback only). */
+  /**
+   * Bearer tokens; absent, and no `oidc` either: no authentication, every caller is tenant `default`
+   * (loopback only).
+   */
   tokens?: TokenStore | undefined;
+  /** JWT bearer tokens from an OIDC issuer, beside `tokens` (checked first). */
+  oidc?: OidcVerifier | undefined;
   /** Accepted Host names and Origins (a function so a reload can change it). */
   guard: () => GuardConfig;
   audit?: AuditLog | undefined;
@@ -76,6 +83,32 @@ interface RequestScope {
 
 const ANONYMOUS: Caller = { tenant: DEFAULT_TENANT, principal: 'anonymous' };
 
+/**
+ * Who a bearer token stands for: a static token first (constant time), then, when it has the shape of
+ * a JWT and an issuer is configured, the issuer's verdict. A refusal comes back as the error to answer.
+ */
+async function authenticate(
+  token: string,
+  tokens: TokenStore | undefined,
+  oidc: OidcVerifier | undefined,
+): Promise<Caller | ForkboxError> {
+  const caller = tokens?.lookup(token);
+  if (caller) return caller;
+  if (oidc && looksLikeJwt(token)) {
+    try {
+      return await oidc.verify(token);
+    } catch (e) {
+      return toForkboxError(e);
+    }
+  }
+  return new ForkboxError(
+    'unauthenticated',
+    oidc
+      ? 'the bearer token is not valid here. Send a token of the token file, or a JWT from the configured OIDC issuer.'
+      : 'the bearer token is not valid here. Check the token, or ask for one from the token file.',
+  );
+}
+
 function fail(
   c: Context,
   scope: RequestScope | undefined,
@@ -108,7 +141,10 @@ async function peekMcp(req: Request, scope: RequestScope): Promise<void> {
 export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const als = new AsyncLocalStorage<RequestScope>();
   const limiter = createConcurrencyLimiter(opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY);
-  const tenantsForMetrics = () => [...new Set([DEFAULT_TENANT, ...(opts.tokens?.tenants() ?? [])])];
+  // Tenants of the token file, and those OIDC callers have acted as (known once they call).
+  const tenantsForMetrics = () => [
+    ...new Set([DEFAULT_TENANT, ...(opts.tokens?.tenants() ?? []), ...tenantApis.keys()]),
+  ];
   const metrics = createMetrics({
     host: opts.hostMetrics,
     async sandboxCounts() {
@@ -200,38 +236,44 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
           title: 'forkbox',
           version: opts.version,
           description:
-            'Sandboxes for AI agents. Errors are {"error":{"code","message"}}. Authenticate with "Authorization: Bearer <token>" when the listener has a token file.',
+            'Sandboxes for AI agents. Errors are {"error":{"code","message"}}. Authenticate with "Authorization: Bearer <token>" (a token of the token file, or a JWT from the configured OIDC issuer) when the listener has either.',
         },
-        security: opts.tokens ? [{ bearer: [] }] : [],
+        security: opts.tokens || opts.oidc ? [{ bearer: [] }] : [],
       }),
     ),
   );
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
 
-  // Bearer auth: every other route needs a token when a token file is configured.
+  // Bearer auth: every other route needs a token when a token file or an OIDC issuer is configured.
   app.use('*', async (c, next) => {
     const scope = als.getStore() as RequestScope;
-    if (!opts.tokens) {
+    if (!opts.tokens && !opts.oidc) {
       scope.caller = ANONYMOUS;
       return next();
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
-    const caller = m?.[1] === undefined ? undefined : opts.tokens.lookup(m[1]);
-    if (!caller) {
-      const challenge = m ? 'Bearer realm="forkbox", error="invalid_token"' : 'Bearer realm="forkbox"';
+    if (m?.[1] === undefined) {
       return fail(
         c,
         scope,
         new ForkboxError(
           'unauthenticated',
-          m
-            ? 'the bearer token is not valid here. Check the token, or ask for one from the token file.'
-            : 'this listener needs a token: send "Authorization: Bearer <token>".',
+          'this listener needs a token: send "Authorization: Bearer <token>".',
         ),
-        { 'WWW-Authenticate': challenge },
+        { 'WWW-Authenticate': 'Bearer realm="forkbox"' },
       );
     }
-    scope.caller = caller;
+    const authenticated = await authenticate(m[1], opts.tokens, opts.oidc);
+    if (authenticated instanceof ForkboxError) {
+      const reason = authenticated.details?.reason;
+      const description = typeof reason === 'string' ? `, error_description="${reason}"` : '';
+      const headers =
+        authenticated.code === 'unauthenticated'
+          ? { 'WWW-Authenticate': `Bearer realm="forkbox", error="invalid_token"${description}` }
+          : undefined;
+      return fail(c, scope, authenticated, headers);
+    }
+    scope.caller = authenticated;
     return next();
   });
 

@@ -13,7 +13,8 @@ import { ForkboxError } from '../../domain/errors.ts';
 /** Shorter tokens are refused: a guessable token on a network listener is no protection. */
 export const MIN_TOKEN_LENGTH = 16;
 const TOKEN_RE = /^[\x21-\x7e]+$/;
-const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+/** Tenant names, for static tokens and OIDC tenant claims alike. */
+export const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 
 export interface TokenEntry {
   tenant: string;

@@ -10,8 +10,8 @@ import type { ConformanceFixtures } from './conformance-fixtures.ts';
 import { createSandboxResolver, type DefaultSandbox } from './default-sandbox.ts';
 import { DEFAULT_MCP_OUTPUT_BYTES } from './exec-args.ts';
 import type { ToolLog } from './tool-kit.ts';
-import { type RunnerOptions, registerTool } from './tool-runner.ts';
-import { selectTools } from './toolsets.ts';
+import type { RunnerOptions } from './tool-runner.ts';
+import { selectTools, selectToolsets } from './toolsets.ts';
 
 export { createDefaultSandbox, type DefaultSandbox } from './default-sandbox.ts';
 
@@ -40,15 +40,15 @@ export interface ForkboxMcpServerOptions {
 
 const SILENT: ToolLog = { debug: () => undefined, warn: () => undefined };
 
-const INSTRUCTIONS =
-  'forkbox runs commands, code and file operations in isolated Linux sandboxes (no network unless created with a `network` allow list). Tools that act on a sandbox take an optional `sandbox` (id or name); without it they use your default sandbox, created on first use. Python code_run calls share one persistent REPL per sandbox. Large outputs are cut in the middle and kept in a file in the sandbox (the result names it and which bytes it holds; read it with file_read). For work longer than a minute, use exec_start and poll with exec_poll.';
-
 export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer {
+  const sets = selectToolsets(opts.toolsets);
+  const said = sets.flatMap((s) => (s.instructions === undefined ? [] : [s.instructions]));
+  const instructions = said.length === 0 ? {} : { instructions: said.join('\n\n') };
   const server = new McpServer(
     { name: 'forkbox', version: opts.version },
     opts.fixtures
-      ? { ...opts.fixtures.serverOptions(), instructions: INSTRUCTIONS }
-      : { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+      ? { ...opts.fixtures.serverOptions(), ...instructions }
+      : { capabilities: { tools: {} }, ...instructions },
   );
   const log = opts.log ?? SILENT;
   const base = {
@@ -59,8 +59,9 @@ export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer
   };
   for (const tool of selectTools(opts.toolsets)) {
     if (tool.hostOnly && opts.hostTenant === false) continue;
-    registerTool(server, tool, base, opts.runner);
+    tool.register(server, base, opts.runner);
   }
+  for (const s of sets) s.registerExtras?.(server);
   opts.fixtures?.register(server);
   return server;
 }

@@ -46,7 +46,7 @@ const compat = Object.keys(TOOLSETS).filter((n) => n !== DEFAULT_TOOLSET);
 
 describe('compatibility toolsets match their golden files', () => {
   it('every compatibility toolset has one', () => {
-    assert.ok(compat.includes('forkd'));
+    assert.ok(compat.includes('forkd') && compat.includes('podflare'));
     for (const name of compat) assert.ok(existsSync(join(GOLDEN_DIR, `${name}.json`)), name);
   });
 
@@ -118,6 +118,21 @@ describe('forkd: bounds and errors', () => {
         list.map((s) => s.tag),
         ['default'],
       );
+    });
+  });
+});
+
+describe('podflare: bounds', () => {
+  it("fork takes n from 1 to 32, Podflare's bound", async () => {
+    await withClient('podflare', async (c) => {
+      for (const n of [0, 33]) {
+        const r = await c.callTool({ name: 'fork', arguments: { n } });
+        assert.equal(r.isError, true, `n=${n}`);
+        assert.match(
+          (r.content as { text: string }[])[0]?.text ?? '',
+          /invalid arguments for fork: `n`.*\(HTTP 400, invalid_argument\)$/,
+        );
+      }
     });
   });
 });

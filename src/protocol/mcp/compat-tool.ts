@@ -4,10 +4,11 @@
  *
  * - tools/list: the portable input schema with the system's defaults kept (portable-schema.ts); no
  *   output schema (none of the replaced systems published one for these tools).
- * - Results: the systems returned raw JSON values (dicts, lists, strings). Each becomes ONE text block
- *   holding the value's JSON, and — only when the value is a JSON object — the same object as
- *   structuredContent (MCP's structuredContent must be an object; a list or a string is not wrapped, so
- *   a client that parses the text block gets exactly the value the system returned).
+ * - Results: the systems returned raw JSON values (dicts, lists, strings). Each becomes ONE text block —
+ *   a string as itself (as both FastMCP and the TypeScript SDK servers sent a returned string), any
+ *   other value as its JSON — and, only when the value is a JSON object, the same object as
+ *   structuredContent (MCP's structuredContent must be an object; a list is not wrapped, so a client
+ *   that parses the text block gets exactly the value the system returned).
  * - Errors: the toolset's convention (its `errorText`), as an `isError` result; argument errors too.
  * - Bounds: what a tool returns is bounded by its inputs (inline output per stream, file chunk sizes);
  *   a result over the server's result bound is refused as `too_large` rather than cut (cut JSON is
@@ -42,7 +43,7 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 
 /** A raw JSON value as a tool result (see the header). */
 export function jsonResult(value: unknown): CallToolResult {
-  const text = JSON.stringify(value ?? null);
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
   return {
     content: [{ type: 'text', text }],
     ...(isObject(value) ? { structuredContent: value } : {}),

@@ -7,6 +7,7 @@
 import { ForkboxError } from '../../domain/errors.ts';
 import { canonicalTool, type Toolset, type ToolsetTool } from './toolset.ts';
 import { forkdToolset } from './toolsets/forkd/index.ts';
+import { podflareToolset } from './toolsets/podflare/index.ts';
 import { CANONICAL_TOOLS } from './tools/index.ts';
 
 export const DEFAULT_TOOLSET = 'forkbox';
@@ -25,6 +26,7 @@ export const canonicalToolset: Toolset = {
 export const TOOLSETS: Readonly<Record<string, Toolset>> = {
   forkbox: canonicalToolset,
   forkd: forkdToolset,
+  podflare: podflareToolset,
 };
 
 /** The named toolsets, in order (none: the default one). */

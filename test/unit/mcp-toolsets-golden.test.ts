@@ -136,3 +136,47 @@ describe('podflare: bounds', () => {
     });
   });
 });
+
+describe('forkd: spawn_sandboxes past the engine bound', () => {
+  it('150 children of a branch are restores of at most 100, all tagged', async () => {
+    const t = createTestEngine();
+    const server = createForkboxMcpServer({
+      api: t.api,
+      defaults: createDefaultSandbox(),
+      toolsets: ['forkd'],
+      version: '0',
+    });
+    const [ct, st] = InMemoryTransport.createLinkedPair();
+    await server.connect(st);
+    const c = new Client({ name: 'test', version: '1' });
+    await c.connect(ct);
+    const value = async (name: string, args: Record<string, unknown>) => {
+      const r = await c.callTool({ name, arguments: args });
+      const text = (r.content as { text: string }[])[0]?.text ?? '';
+      assert.notEqual(r.isError, true, text);
+      return JSON.parse(text) as unknown;
+    };
+    try {
+      const [parent] = (await value('spawn_sandboxes', { snapshot_tag: 'default' })) as { id: string }[];
+      assert.ok(parent);
+      await value('branch_sandbox', { sandbox_id: parent.id, tag: 'wide' });
+      const before = t.api.calls.length;
+      const kids = (await value('spawn_sandboxes', { snapshot_tag: 'wide', n: 150 })) as {
+        id: string;
+        snapshot_tag: string;
+      }[];
+      assert.equal(kids.length, 150);
+      assert.equal(new Set(kids.map((k) => k.id)).size, 150);
+      assert.ok(kids.every((k) => k.snapshot_tag === 'wide'));
+      const restores = t.api.calls
+        .slice(before)
+        .filter((x) => x.method === 'restoreSnapshot')
+        .map((x) => (x.args[1] as { n: number }).n);
+      assert.deepEqual(restores, [100, 50]);
+    } finally {
+      await c.close();
+      await server.close();
+      await t.close();
+    }
+  });
+});

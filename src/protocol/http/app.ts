@@ -99,12 +99,13 @@ async function peekMcp(req: Request, scope: RequestScope): Promise<void> {
   try {
     const msg = (await req.clone().json()) as {
       method?: unknown;
-      params?: { name?: unknown; arguments?: { sandbox?: unknown } };
+      params?: { name?: unknown; arguments?: { sandbox?: unknown; sandbox_id?: unknown } };
     };
     if (typeof msg?.method !== 'string') return;
     const name = msg.params?.name;
     scope.tool = msg.method === 'tools/call' && typeof name === 'string' ? name : msg.method;
-    const sb = msg.params?.arguments?.sandbox;
+    // `sandbox` (canonical tools), `sandbox_id` (the forkd and Podflare toolsets).
+    const sb = msg.params?.arguments?.sandbox ?? msg.params?.arguments?.sandbox_id;
     if (typeof sb === 'string') scope.sandbox = sb;
   } catch {
     // Not JSON: the MCP handler answers it.

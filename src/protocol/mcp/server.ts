@@ -5,6 +5,7 @@
  */
 
 import { McpServer } from '@modelcontextprotocol/server';
+import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import type { ConformanceFixtures } from './conformance-fixtures.ts';
 import { createSandboxResolver, type DefaultSandbox } from './default-sandbox.ts';
@@ -38,6 +39,14 @@ export interface ForkboxMcpServerOptions {
   runner?: RunnerOptions | undefined;
 }
 
+/** The resolver of toolsets whose every call names its sandbox (a call without one is a tool's bug). */
+async function explicitSandbox(arg: string | undefined): Promise<string> {
+  if (arg === undefined) {
+    throw new ForkboxError('internal', 'a tool of an explicit-sandbox toolset asked for a default sandbox');
+  }
+  return arg;
+}
+
 const SILENT: ToolLog = { debug: () => undefined, warn: () => undefined };
 
 export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer {
@@ -53,7 +62,10 @@ export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer
   const log = opts.log ?? SILENT;
   const base = {
     api: opts.api,
-    sandbox: createSandboxResolver(opts.api, opts.defaults),
+    // Only toolsets with a default sandbox may ever make one; the others name theirs in every call.
+    sandbox: sets.some((s) => s.session === 'default-sandbox')
+      ? createSandboxResolver(opts.api, opts.defaults)
+      : explicitSandbox,
     outputBytes: opts.outputBytes ?? DEFAULT_MCP_OUTPUT_BYTES,
     log,
   };

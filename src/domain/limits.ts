@@ -64,6 +64,19 @@ export const LIMITS = {
   hostPort: bound('host_port', 1024, 65_535),
 } as const satisfies Record<string, Bound>;
 
+/**
+ * Bounds of the compatibility toolsets that are their systems' own (docs/TOOLSETS.md): kept as those
+ * systems had them, so a call that worked there works here. A bound wider than the engine's is met by
+ * the adapter in several engine calls (forkd's 1000 children are restores of at most
+ * LIMITS.forkChildren each).
+ */
+export const COMPAT_LIMITS = {
+  /** forkd's spawn_sandboxes `n`. */
+  forkdSpawn: bound('n', 1, 1000),
+  /** Podflare's fork `n`. */
+  podflareFork: bound('n', 1, 32),
+} as const satisfies Record<string, Bound>;
+
 /** Sizes and counts of strings, lists and maps in requests. */
 export const SIZES = {
   /** One file written, or one part of a file read, in one call, bytes (REST and the API). */

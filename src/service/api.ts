@@ -145,6 +145,8 @@ export interface SnapshotInfo {
   layers: number;
   /** Live sandboxes built on it (restored from it, or forked from those). */
   dependents: string[];
+  /** How long the source's workload was frozen to take it (ms): on createSnapshot's result only. */
+  pauseMs?: number;
 }
 
 export interface MergeResult {

@@ -91,7 +91,7 @@ export function createSnapshots(deps: SnapshotDeps) {
         createdAt: now(),
       };
       store.insertSnapshot(rec);
-      return snapInfo(rec);
+      return { ...snapInfo(rec), pauseMs: r.pauseMs };
     },
 
     list: (tenant: string) => store.listSnapshots(tenant).map(snapInfo),

@@ -20,7 +20,7 @@ import {
   SESSION_NAME_RE,
 } from '../../protocol/mcp/session-policy.ts';
 import { createCallTracker } from '../../protocol/mcp/tool-runner.ts';
-import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
+import { DEFAULT_TOOLSET, selectTools, TOOLSETS } from '../../protocol/mcp/toolsets.ts';
 import { connectOrStartDaemon, socketPathFor } from '../../transports/daemon-launcher.ts';
 import { openSession } from '../../transports/daemon-session.ts';
 import { VERSION } from '../../version.ts';
@@ -58,7 +58,11 @@ function sessionOptions(o: McpFlags) {
 
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'mcp')
-    .option('--toolset <name>', `toolset to expose, repeatable (default: ${DEFAULT_TOOLSET})`, collect)
+    .option(
+      '--toolset <name>',
+      `toolset to expose, repeatable: ${Object.keys(TOOLSETS).join(', ')} (default: ${DEFAULT_TOOLSET}; docs/TOOLSETS.md)`,
+      collect,
+    )
     .option(
       '--session <name>',
       "name this connection's session: a later `forkbox mcp --session NAME` within the grace gets its default sandbox and REPL state back (env FORKBOX_MCP_SESSION)",

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { ForkboxError } from '../../domain/errors.ts';
 import { type DiskSpec, parseDiskSpec } from '../../domain/sizes.ts';
 import { DEFAULT_MAX_CONCURRENCY } from '../../protocol/http/limits.ts';
-import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
+import { DEFAULT_TOOLSET, selectTools, TOOLSETS } from '../../protocol/mcp/toolsets.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
 import { DEFAULT_TENANT } from '../../service/engine.ts';
 import { parseNetworkCap } from '../../service/network-cap.ts';
@@ -138,7 +138,11 @@ export function register(program: Command, ctx: CliContext): void {
       'extra browser Origin accepted (e.g. https://app.example), repeatable',
       collect,
     )
-    .option('--toolset <name>', `MCP toolset to expose, repeatable (default: ${DEFAULT_TOOLSET})`, collect)
+    .option(
+      '--toolset <name>',
+      `MCP toolset of /mcp, repeatable: ${Object.keys(TOOLSETS).join(', ')} (default: ${DEFAULT_TOOLSET}); /mcp/<name> serves each alone`,
+      collect,
+    )
     .option(
       '--mcp-session-idle <duration>',
       'close an MCP HTTP session after this long without a request (default 10m)',

@@ -1,5 +1,6 @@
 /**
- * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras), /v1 (the REST API, tenant-scoped),
+ * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras; /mcp/<toolset> for one toolset, e.g.
+ * /mcp/forkd), /v1 (the REST API, tenant-scoped),
  * /openapi.json, /healthz and /metrics, behind the edge guards, in this order:
  *
  *   accounting (metrics, audit) → Host/Origin guard (403) → bearer auth (401; a token of the token
@@ -19,8 +20,9 @@ import type { ForkboxApi } from '../../service/api.ts';
 import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
-import { createMcpHttp } from '../mcp/http.ts';
+import { createMcpHttp, type McpHttp, type McpHttpOptions } from '../mcp/http.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
+import { TOOLSETS } from '../mcp/toolsets.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
 import { toHttpError } from '../rest/errors.ts';
 import { EXEC_BODY_LIMIT } from '../rest/local-schemas.ts';
@@ -81,6 +83,10 @@ interface RequestScope {
   sandbox?: string;
 }
 
+/** The MCP endpoints: /mcp, and /mcp/<toolset> for each toolset (route patterns as metrics see them). */
+const MCP_ROUTES: ReadonlySet<string> = new Set(['/mcp', '/mcp/:toolset']);
+const isMcpPath = (path: string) => path === '/mcp' || /^\/mcp\/[^/]+$/.test(path);
+
 const ANONYMOUS: Caller = { tenant: DEFAULT_TENANT, principal: 'anonymous' };
 
 /**
@@ -126,12 +132,13 @@ async function peekMcp(req: Request, scope: RequestScope): Promise<void> {
   try {
     const msg = (await req.clone().json()) as {
       method?: unknown;
-      params?: { name?: unknown; arguments?: { sandbox?: unknown } };
+      params?: { name?: unknown; arguments?: { sandbox?: unknown; sandbox_id?: unknown } };
     };
     if (typeof msg?.method !== 'string') return;
     const name = msg.params?.name;
     scope.tool = msg.method === 'tools/call' && typeof name === 'string' ? name : msg.method;
-    const sb = msg.params?.arguments?.sandbox;
+    // `sandbox` (canonical tools), `sandbox_id` (the forkd and Podflare toolsets).
+    const sb = msg.params?.arguments?.sandbox ?? msg.params?.arguments?.sandbox_id;
     if (typeof sb === 'string') scope.sandbox = sb;
   } catch {
     // Not JSON: the MCP handler answers it.
@@ -171,13 +178,12 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   };
   const callerOf = (): Caller => als.getStore()?.caller ?? ANONYMOUS;
 
-  const mcp = createMcpHttp({
+  const mcpOptions: Omit<McpHttpOptions, 'toolsets'> = {
     sessionApi: (tenant, session) =>
       instrumentApi(opts.engine.scoped({ tenant, session, remote: true }), metrics, noteError),
     attachSession: (id, o) => opts.engine.attachSession(id, o),
     version: opts.version,
     maxBodyBytes: MCP_BODY_LIMIT,
-    ...(opts.toolsets ? { toolsets: opts.toolsets } : {}),
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.mcp?.sessionIdleMs !== undefined ? { sessionIdleMs: opts.mcp.sessionIdleMs } : {}),
     ...(opts.mcp?.maxSessionsPerTenant !== undefined
@@ -186,7 +192,27 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     ...(opts.mcp?.sessionGraceMs !== undefined ? { sessionGraceMs: opts.mcp.sessionGraceMs } : {}),
     ...(opts.mcp?.outputBytes !== undefined ? { outputBytes: opts.mcp.outputBytes } : {}),
     ...(opts.mcp?.fixtures ? { fixtures: true } : {}),
-  });
+  };
+  // /mcp: the toolsets chosen with `forkbox serve --toolset`; /mcp/<name>: that one toolset alone (made
+  // on its first request; each has its own sessions table, under the same per-tenant limits).
+  const mcp = createMcpHttp({ ...mcpOptions, ...(opts.toolsets ? { toolsets: opts.toolsets } : {}) });
+  const mcpByToolset = new Map<string, McpHttp>();
+  const mcpFor = (name: string): McpHttp => {
+    if (!Object.hasOwn(TOOLSETS, name)) {
+      throw new ForkboxError(
+        'not_found',
+        `no toolset '${name}' here. Toolsets: ${Object.keys(TOOLSETS)
+          .map((n) => `/mcp/${n}`)
+          .join(', ')}.`,
+      );
+    }
+    let m = mcpByToolset.get(name);
+    if (!m) {
+      m = createMcpHttp({ ...mcpOptions, toolsets: [name] });
+      mcpByToolset.set(name, m);
+    }
+    return m;
+  };
 
   const app = new OpenAPIHono();
   app.onError((err, c) => fail(c, als.getStore(), toForkboxError(err)));
@@ -214,7 +240,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
         door: 'http',
         tenant: scope.caller?.tenant ?? 'anonymous',
         client: c.req.header(CLIENT_HEADER),
-        route: matched === '/mcp' ? '/mcp' : `${c.req.method} ${matched}`,
+        route: MCP_ROUTES.has(matched) ? matched : `${c.req.method} ${matched}`,
         tool: scope.tool,
         sandbox,
         outcome: outcomeOf(scope.errorCode, status),
@@ -284,7 +310,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   // Per-tenant concurrency. A legacy MCP session's GET stream lives as long as the session, so it is
   // bounded by the per-tenant session limit instead of holding a request slot.
   app.use('*', async (c, next) => {
-    if (c.req.method === 'GET' && c.req.path === '/mcp') return next();
+    if (c.req.method === 'GET' && isMcpPath(c.req.path)) return next();
     const release = limiter.acquire(callerOf().tenant);
     try {
       await next();
@@ -297,13 +323,19 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 
   app.use(
     '*',
-    bodyLimits((method, path) => (path === '/mcp' ? MCP_BODY_LIMIT : bodyLimitFor(method, path))),
+    bodyLimits((method, path) => (isMcpPath(path) ? MCP_BODY_LIMIT : bodyLimitFor(method, path))),
   );
 
   app.on(['GET', 'POST', 'DELETE'], '/mcp', async (c) => {
     const caller = callerOf();
     await peekMcp(c.req.raw, als.getStore() as RequestScope);
     return mcp.fetch(c.req.raw, { ...caller, api: apiFor(caller.tenant) });
+  });
+  app.on(['GET', 'POST', 'DELETE'], '/mcp/:toolset', async (c) => {
+    const caller = callerOf();
+    const server = mcpFor(c.req.param('toolset'));
+    await peekMcp(c.req.raw, als.getStore() as RequestScope);
+    return server.fetch(c.req.raw, { ...caller, api: apiFor(caller.tenant) });
   });
   // A sandbox's published port, proxied (plain HTTP): same token and tenant scope as the API.
   app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) =>
@@ -316,6 +348,8 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     app: app as unknown as Hono,
     metrics,
     drain: (timeoutMs) => limiter.drained(timeoutMs),
-    close: () => mcp.close(),
+    close: async () => {
+      await Promise.all([mcp, ...mcpByToolset.values()].map((m) => m.close()));
+    },
   };
 }

@@ -65,9 +65,13 @@ function guardOnly(k: 'minimum' | 'maximum', v: number): boolean {
   return k === 'minimum' ? v >= 0 && v <= 16 : v > 2 * 1024 * 1024;
 }
 
-function portableNode(node: JsonSchema, path: string): JsonSchema {
+function portableNode(node: JsonSchema, path: string, defaults: boolean): JsonSchema {
   const out: JsonSchema = {};
   for (const [k, v] of Object.entries(node)) {
+    if (k === 'default' && defaults) {
+      out[k] = v;
+      continue;
+    }
     if (SILENTLY_DROPPED.has(k)) {
       if (k === 'additionalProperties' && v !== false) fail(path, 'a map (additionalProperties schema)');
       continue;
@@ -78,12 +82,12 @@ function portableNode(node: JsonSchema, path: string): JsonSchema {
     if (k === 'properties') {
       const props: JsonSchema = {};
       for (const [name, sub] of Object.entries(v as Record<string, JsonSchema>)) {
-        props[name] = portableNode(sub, `${path}.${name}`);
+        props[name] = portableNode(sub, `${path}.${name}`, defaults);
       }
       out[k] = props;
     } else if (k === 'items') {
       if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(path, 'items must be one schema');
-      out[k] = portableNode(v as JsonSchema, `${path}[]`);
+      out[k] = portableNode(v as JsonSchema, `${path}[]`, defaults);
     } else {
       out[k] = v;
     }
@@ -99,9 +103,13 @@ export function rawInputJsonSchema(input: z.ZodObject): JsonSchema {
   return z.toJSONSchema(input, { io: 'input', target: 'draft-2020-12' }) as JsonSchema;
 }
 
-/** The advertised (portable) input schema of a tool. Throws when the zod schema cannot be expressed. */
-export function portableInputSchema(input: z.ZodObject): JsonSchema {
-  const out = portableNode(rawInputJsonSchema(input), '');
+/**
+ * The advertised (portable) input schema of a tool. Throws when the zod schema cannot be expressed.
+ * `defaults`: keep each argument's `default` (compatibility toolsets advertise their system's defaults,
+ * as that system's server did; the canonical toolset says them in the descriptions, fewer tokens).
+ */
+export function portableInputSchema(input: z.ZodObject, opts: { defaults?: boolean } = {}): JsonSchema {
+  const out = portableNode(rawInputJsonSchema(input), '', opts.defaults === true);
   if (out.type !== 'object') fail('', 'the root must be an object');
   if (out.properties === undefined) out.properties = {};
   return out;

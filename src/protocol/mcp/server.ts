@@ -5,13 +5,14 @@
  */
 
 import { McpServer } from '@modelcontextprotocol/server';
+import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import type { ConformanceFixtures } from './conformance-fixtures.ts';
 import { createSandboxResolver, type DefaultSandbox } from './default-sandbox.ts';
 import { DEFAULT_MCP_OUTPUT_BYTES } from './exec-args.ts';
 import type { ToolLog } from './tool-kit.ts';
-import { type RunnerOptions, registerTool } from './tool-runner.ts';
-import { selectTools } from './toolsets.ts';
+import type { RunnerOptions } from './tool-runner.ts';
+import { selectTools, selectToolsets } from './toolsets.ts';
 
 export { createDefaultSandbox, type DefaultSandbox } from './default-sandbox.ts';
 
@@ -38,29 +39,41 @@ export interface ForkboxMcpServerOptions {
   runner?: RunnerOptions | undefined;
 }
 
+/** The resolver of toolsets whose every call names its sandbox (a call without one is a tool's bug). */
+async function explicitSandbox(arg: string | undefined): Promise<string> {
+  if (arg === undefined) {
+    throw new ForkboxError('internal', 'a tool of an explicit-sandbox toolset asked for a default sandbox');
+  }
+  return arg;
+}
+
 const SILENT: ToolLog = { debug: () => undefined, warn: () => undefined };
 
-const INSTRUCTIONS =
-  'forkbox runs commands, code and file operations in isolated Linux sandboxes (no network unless created with a `network` allow list). Tools that act on a sandbox take an optional `sandbox` (id or name); without it they use your default sandbox, created on first use. Python code_run calls share one persistent REPL per sandbox. Large outputs are cut in the middle and kept in a file in the sandbox (the result names it and which bytes it holds; read it with file_read). For work longer than a minute, use exec_start and poll with exec_poll.';
-
 export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer {
+  const sets = selectToolsets(opts.toolsets);
+  const said = sets.flatMap((s) => (s.instructions === undefined ? [] : [s.instructions]));
+  const instructions = said.length === 0 ? {} : { instructions: said.join('\n\n') };
   const server = new McpServer(
     { name: 'forkbox', version: opts.version },
     opts.fixtures
-      ? { ...opts.fixtures.serverOptions(), instructions: INSTRUCTIONS }
-      : { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+      ? { ...opts.fixtures.serverOptions(), ...instructions }
+      : { capabilities: { tools: {} }, ...instructions },
   );
   const log = opts.log ?? SILENT;
   const base = {
     api: opts.api,
-    sandbox: createSandboxResolver(opts.api, opts.defaults),
+    // Only toolsets with a default sandbox may ever make one; the others name theirs in every call.
+    sandbox: sets.some((s) => s.session === 'default-sandbox')
+      ? createSandboxResolver(opts.api, opts.defaults)
+      : explicitSandbox,
     outputBytes: opts.outputBytes ?? DEFAULT_MCP_OUTPUT_BYTES,
     log,
   };
   for (const tool of selectTools(opts.toolsets)) {
     if (tool.hostOnly && opts.hostTenant === false) continue;
-    registerTool(server, tool, base, opts.runner);
+    tool.register(server, base, opts.runner);
   }
+  for (const s of sets) s.registerExtras?.(server);
   opts.fixtures?.register(server);
   return server;
 }

@@ -58,8 +58,11 @@ export function createCallTracker(): CallTracker {
   };
 }
 
+/** What every tool of a server shares: the API, the sandbox resolver, the output default, the log. */
+export type ToolBase = Omit<ToolContext, 'signal' | 'progress'>;
+
 /** A Standard Schema that advertises `json` and validates with `check` (the SDK calls both). */
-function standardSchema(
+export function standardSchema(
   json: JsonSchema,
   check: (v: unknown) => { value: unknown } | { issues: { message: string }[] },
 ): StandardSchemaWithJSON {
@@ -76,7 +79,7 @@ function standardSchema(
 export function registerTool(
   server: McpServer,
   tool: ToolDef,
-  base: Omit<ToolContext, 'signal' | 'progress'>,
+  base: ToolBase,
   opts: RunnerOptions = {},
 ): void {
   const bulk = (tool.bulk ?? []) as readonly string[];

@@ -1,22 +1,38 @@
 /**
- * Toolsets: named lists of tools a server can expose. `forkbox` is the canonical set; compatibility
- * toolsets (tool names and shapes other sandbox MCP servers use) are added here as more lists.
+ * The toolset registry (`forkbox mcp --toolset NAME`, `forkbox serve --toolset NAME`, and on the HTTP
+ * listener `/mcp/<name>`). `forkbox` is the canonical set; each compatibility toolset speaks another
+ * sandbox system's MCP language (toolset.ts) and lives in toolsets/<name>/. docs/TOOLSETS.md says what
+ * each tool maps to.
  */
 import { ForkboxError } from '../../domain/errors.ts';
-import type { ToolDef } from './tool-kit.ts';
+import { canonicalTool, type Toolset, type ToolsetTool } from './toolset.ts';
+import { forkdToolset } from './toolsets/forkd/index.ts';
+import { podflareToolset } from './toolsets/podflare/index.ts';
 import { CANONICAL_TOOLS } from './tools/index.ts';
 
 export const DEFAULT_TOOLSET = 'forkbox';
 
-export const TOOLSETS: Readonly<Record<string, readonly ToolDef[]>> = {
-  forkbox: CANONICAL_TOOLS,
+const CANONICAL_INSTRUCTIONS =
+  'forkbox runs commands, code and file operations in isolated Linux sandboxes (no network unless created with a `network` allow list). Tools that act on a sandbox take an optional `sandbox` (id or name); without it they use your default sandbox, created on first use. Python code_run calls share one persistent REPL per sandbox. Large outputs are cut in the middle and kept in a file in the sandbox (the result names it and which bytes it holds; read it with file_read). For work longer than a minute, use exec_start and poll with exec_poll.';
+
+export const canonicalToolset: Toolset = {
+  name: DEFAULT_TOOLSET,
+  summary: "forkbox's own tools (sandboxes, forks, snapshots, execs, the Python REPL, files, ports)",
+  session: 'default-sandbox',
+  instructions: CANONICAL_INSTRUCTIONS,
+  tools: CANONICAL_TOOLS.map(canonicalTool),
 };
 
-/** The tools of the named toolsets, in order, each name once (the first toolset naming it wins). */
-export function selectTools(names: readonly string[] = [DEFAULT_TOOLSET]): ToolDef[] {
-  const picked = new Map<string, ToolDef>();
-  for (const n of names.length === 0 ? [DEFAULT_TOOLSET] : names) {
-    const set = TOOLSETS[n];
+export const TOOLSETS: Readonly<Record<string, Toolset>> = {
+  forkbox: canonicalToolset,
+  forkd: forkdToolset,
+  podflare: podflareToolset,
+};
+
+/** The named toolsets, in order (none: the default one). */
+export function selectToolsets(names: readonly string[] = [DEFAULT_TOOLSET]): Toolset[] {
+  return (names.length === 0 ? [DEFAULT_TOOLSET] : names).map((n) => {
+    const set = Object.hasOwn(TOOLSETS, n) ? TOOLSETS[n] : undefined;
     if (!set) {
       throw new ForkboxError(
         'invalid_argument',
@@ -24,7 +40,15 @@ export function selectTools(names: readonly string[] = [DEFAULT_TOOLSET]): ToolD
         { toolset: n },
       );
     }
-    for (const t of set) if (!picked.has(t.name)) picked.set(t.name, t);
+    return set;
+  });
+}
+
+/** The tools of the named toolsets, in order, each name once (the first toolset naming it wins). */
+export function selectTools(names: readonly string[] = [DEFAULT_TOOLSET]): ToolsetTool[] {
+  const picked = new Map<string, ToolsetTool>();
+  for (const set of selectToolsets(names)) {
+    for (const t of set.tools) if (!picked.has(t.name)) picked.set(t.name, t);
   }
   return [...picked.values()];
 }

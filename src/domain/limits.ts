@@ -79,7 +79,7 @@ export const SIZES = {
    */
   copyOutBytes: 4 * 1024 * MiB,
   copyOutMaxBytes: 1024 * 1024 * MiB,
-  /** Sandbox, snapshot and template names, characters. */
+  /** Sandbox, snapshot, template and namespace names, characters. */
   nameChars: 63,
   /** Any path inside a sandbox, characters. */
   pathChars: 4096,
@@ -163,7 +163,7 @@ export const PORTS = {
   idleMs: 5 * 60_000,
 } as const;
 
-/** Sandbox, snapshot and template names: a letter or digit, then letters, digits, '.', '_' or '-'. */
+/** Sandbox, snapshot, template and namespace names: a letter or digit, then letters, digits, '.', '_' or '-'. */
 export const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 /** Environment variable names. */
 export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -83,8 +83,10 @@ export const SIZES = {
   nameChars: 63,
   /** Any path inside a sandbox, characters. */
   pathChars: 4096,
-  /** Sandbox or snapshot references (id or name), characters. */
+  /** Sandbox or snapshot references (id, name or namespace/name), characters. */
   refChars: 128,
+  /** Namespaces one bearer token may be limited to (token file). */
+  tokenNamespaces: 64,
   /** Environment variables per request, and each one's name and value. */
   envVars: 256,
   envNameChars: 256,

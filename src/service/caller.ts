@@ -24,7 +24,8 @@ export function defaultNamespace(ctx: CallerContext): string {
   return ctx.namespaces?.[0] ?? DEFAULT_NAMESPACE;
 }
 
-const mayUse = (ctx: CallerContext, ns: string) => ctx.namespaces === undefined || ctx.namespaces.includes(ns);
+const mayUse = (ctx: CallerContext, ns: string) =>
+  ctx.namespaces === undefined || ctx.namespaces.includes(ns);
 
 /** The namespace a create (or a kill by name) acts in: the one asked for, checked, or the caller's default. */
 export function namespaceFor(ctx: CallerContext, asked: string | undefined): string {

@@ -53,8 +53,7 @@ export function createSandboxMaker(deps: {
     const id = `sb-${randomBytes(5).toString('hex')}`;
     const name = req.name === undefined ? id : checkName(req.name);
     const namespace = namespaceFor(ctx, req.namespace);
-    const sameName =
-      req.name === undefined ? undefined : store.getSandboxByName(name, ctx.tenant, namespace);
+    const sameName = req.name === undefined ? undefined : store.getSandboxByName(name, ctx.tenant, namespace);
     if (sameName && isLive(sameName.state)) {
       throw new ForkboxError(
         'already_exists',

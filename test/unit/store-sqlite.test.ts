@@ -203,8 +203,7 @@ describe('sqlite store: sandboxes', () => {
       assert.equal(store.getSandboxByName('web', 'default', 'prod')?.id, 'b');
       assert.equal(store.getSandboxByName('web', 'alice', 'prod')?.id, 'd');
       assert.equal(store.getSandboxByName('web', 'default', 'dev'), undefined);
-      const ids = (f: Parameters<SqliteStore['listSandboxes']>[0]) =>
-        store.listSandboxes(f).map((r) => r.id);
+      const ids = (f: Parameters<SqliteStore['listSandboxes']>[0]) => store.listSandboxes(f).map((r) => r.id);
       assert.deepEqual(ids({ tenant: 'default', namespaces: ['prod'] }), ['b']);
       assert.deepEqual(ids({ tenant: 'default', namespaces: ['default', 'prod'] }), ['a', 'b']);
       assert.deepEqual(ids({ tenant: 'default' }), ['a', 'b'], 'no namespace filter: all of them');

@@ -9,7 +9,10 @@ export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'kill')
     .argument('<ids...>', 'sandbox ids or names')
     .option('--cascade', 'also kill their descendants (forks); by default children keep running')
-    .option('-n, --namespace <ns>', "the namespace names are looked up in (default: default; or write NS/NAME)")
+    .option(
+      '-n, --namespace <ns>',
+      'the namespace names are looked up in (default: default; or write NS/NAME)',
+    )
     .action(async (ids: string[], opts: { cascade?: boolean; namespace?: string }) => {
       const api = await ctx.api();
       const out = ctx.out();

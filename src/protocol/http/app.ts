@@ -124,20 +124,31 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     const s = als.getStore();
     if (s && s.errorCode === undefined) s.errorCode = code;
   };
+  // One API per tenant and namespace limit (a token limited to namespaces sees only those).
   const tenantApis = new Map<string, ForkboxApi>();
-  const apiFor = (tenant: string): ForkboxApi => {
-    let api = tenantApis.get(tenant);
+  const apiFor = (caller: Caller): ForkboxApi => {
+    const key = `${caller.tenant}\0${caller.namespaces?.join(',') ?? '*'}`;
+    let api = tenantApis.get(key);
     if (!api) {
-      api = instrumentApi(opts.engine.scoped({ tenant, remote: true }), metrics, noteError);
-      tenantApis.set(tenant, api);
+      const ns = caller.namespaces ? { namespaces: caller.namespaces } : {};
+      api = instrumentApi(
+        opts.engine.scoped({ tenant: caller.tenant, remote: true, ...ns }),
+        metrics,
+        noteError,
+      );
+      tenantApis.set(key, api);
     }
     return api;
   };
   const callerOf = (): Caller => als.getStore()?.caller ?? ANONYMOUS;
 
   const mcp = createMcpHttp({
-    sessionApi: (tenant, session) =>
-      instrumentApi(opts.engine.scoped({ tenant, session, remote: true }), metrics, noteError),
+    sessionApi: (tenant, session, namespaces) =>
+      instrumentApi(
+        opts.engine.scoped({ tenant, session, remote: true, ...(namespaces ? { namespaces } : {}) }),
+        metrics,
+        noteError,
+      ),
     attachSession: (id, o) => opts.engine.attachSession(id, o),
     version: opts.version,
     maxBodyBytes: MCP_BODY_LIMIT,
@@ -261,14 +272,12 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   app.on(['GET', 'POST', 'DELETE'], '/mcp', async (c) => {
     const caller = callerOf();
     await peekMcp(c.req.raw, als.getStore() as RequestScope);
-    return mcp.fetch(c.req.raw, { ...caller, api: apiFor(caller.tenant) });
+    return mcp.fetch(c.req.raw, { ...caller, api: apiFor(caller) });
   });
   // A sandbox's published port, proxied (plain HTTP): same token and tenant scope as the API.
-  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) =>
-    proxyToPort(c.req.raw, apiFor(callerOf().tenant)),
-  );
-  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}', (c) => proxyToPort(c.req.raw, apiFor(callerOf().tenant)));
-  mountApiRoutes(app, { admin: false, api: () => apiFor(callerOf().tenant) });
+  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) => proxyToPort(c.req.raw, apiFor(callerOf())));
+  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}', (c) => proxyToPort(c.req.raw, apiFor(callerOf())));
+  mountApiRoutes(app, { admin: false, api: () => apiFor(callerOf()) });
 
   return {
     app: app as unknown as Hono,

@@ -34,13 +34,18 @@ export interface McpCaller {
   tenant: string;
   /** Stable per token: keys the stateless default sandbox. */
   principal: string;
+  /** The namespaces its token is limited to (absent: all of the tenant's). */
+  namespaces?: readonly string[];
   /** The caller's tenant-scoped API (stateless requests). */
   api: ForkboxApi;
 }
 
 export interface McpHttpOptions {
-  /** The API of a legacy session: the caller's tenant, with creates tied to engine session `session`. */
-  sessionApi(tenant: string, session: string): ForkboxApi;
+  /**
+   * The API of a legacy session: the caller's tenant (and namespace limit), with creates tied to engine
+   * session `session`.
+   */
+  sessionApi(tenant: string, session: string, namespaces?: readonly string[]): ForkboxApi;
   /**
    * Attach an engine client session with a grace; the returned function detaches it (`graceMs: 0`: its
    * sandboxes end at once).

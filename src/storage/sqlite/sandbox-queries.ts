@@ -76,9 +76,7 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
   const listAll = db.prepare<
     { labels: string | null; tenant: string | null; namespaces: string | null },
     SandboxRow
-  >(
-    `SELECT * FROM sandboxes AS s WHERE ${LABELS_MATCH} AND ${TENANT_MATCH} ORDER BY created_at, id`,
-  );
+  >(`SELECT * FROM sandboxes AS s WHERE ${LABELS_MATCH} AND ${TENANT_MATCH} ORDER BY created_at, id`);
   const listByStates = db.prepare<
     { states: string; labels: string | null; tenant: string | null; namespaces: string | null },
     SandboxRow

@@ -165,6 +165,14 @@ export const PORTS = {
   idleMs: 5 * 60_000,
 } as const;
 
+/** The 2024-11-05 HTTP+SSE MCP transport (protocol/mcp/http-sse.ts); its sessions share the Streamable HTTP session limits. */
+export const MCP_SSE = {
+  /** Requests of one session waiting for their answers at once (more are refused with 429). */
+  pendingRequests: 16,
+  /** A comment line on every open stream this often, so proxies do not close a quiet one, ms. */
+  keepAliveMs: 15_000,
+} as const;
+
 /** Sandbox, snapshot, template and namespace names: a letter or digit, then letters, digits, '.', '_' or '-'. */
 export const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 /** Environment variable names. */

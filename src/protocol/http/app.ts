@@ -19,6 +19,7 @@ import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
 import { createMcpHttp } from '../mcp/http.ts';
+import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
 import { toHttpError } from '../rest/errors.ts';
@@ -189,7 +190,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
         door: 'http',
         tenant: scope.caller?.tenant ?? 'anonymous',
         client: c.req.header(CLIENT_HEADER),
-        route: matched === '/mcp' ? '/mcp' : `${c.req.method} ${matched}`,
+        route: matched === '/mcp' || matched === SSE_MESSAGES_PATH ? matched : `${c.req.method} ${matched}`,
         tool: scope.tool,
         sandbox,
         outcome: outcomeOf(scope.errorCode, status),
@@ -250,10 +251,10 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     c.body(await metrics.registry.metrics(), 200, { 'Content-Type': metrics.registry.contentType }),
   );
 
-  // Per-tenant concurrency. A legacy MCP session's GET stream lives as long as the session, so it is
-  // bounded by the per-tenant session limit instead of holding a request slot.
+  // Per-tenant concurrency. A legacy MCP session's GET stream (/mcp, /sse) lives as long as the session,
+  // so it is bounded by the per-tenant session limit instead of holding a request slot.
   app.use('*', async (c, next) => {
-    if (c.req.method === 'GET' && c.req.path === '/mcp') return next();
+    if (c.req.method === 'GET' && (c.req.path === '/mcp' || c.req.path === '/sse')) return next();
     const release = limiter.acquire(callerOf().tenant);
     try {
       await next();
@@ -266,13 +267,25 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 
   app.use(
     '*',
-    bodyLimits((method, path) => (path === '/mcp' ? MCP_BODY_LIMIT : bodyLimitFor(method, path))),
+    bodyLimits((method, path) =>
+      path === '/mcp' || path === SSE_MESSAGES_PATH ? MCP_BODY_LIMIT : bodyLimitFor(method, path),
+    ),
   );
 
   app.on(['GET', 'POST', 'DELETE'], '/mcp', async (c) => {
     const caller = callerOf();
     await peekMcp(c.req.raw, als.getStore() as RequestScope);
     return mcp.fetch(c.req.raw, { ...caller, api: apiFor(caller) });
+  });
+  // The 2024-11-05 HTTP+SSE transport, behind the same guards, token and body bound as /mcp.
+  app.get('/sse', (c) => {
+    const caller = callerOf();
+    return mcp.sse(c.req.raw, { ...caller, api: apiFor(caller) });
+  });
+  app.post(SSE_MESSAGES_PATH, async (c) => {
+    const caller = callerOf();
+    await peekMcp(c.req.raw, als.getStore() as RequestScope);
+    return mcp.sse(c.req.raw, { ...caller, api: apiFor(caller) });
   });
   // A sandbox's published port, proxied (plain HTTP): same token and tenant scope as the API.
   app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) => proxyToPort(c.req.raw, apiFor(callerOf())));

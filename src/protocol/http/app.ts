@@ -1,11 +1,13 @@
 /**
- * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras), /v1 (the REST API, tenant-scoped),
+ * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras, and plain JSON-RPC), /sse + /messages
+ * (MCP's 2024-11-05 HTTP+SSE transport), /v1 (the REST API, tenant-scoped),
  * /openapi.json, /healthz and /metrics, behind the edge guards, in this order:
  *
  *   accounting (metrics, audit) → Host/Origin guard (403) → bearer auth (401) → per-tenant
  *   concurrency (429) → body limits (413) → routes
  *
- * Every caller acts through `engine.scoped({ tenant })`: a tenant sees only its own sandboxes, and
+ * Every caller acts through `engine.scoped({ tenant, namespaces })` (namespaces: the token's limit, if
+ * any): a tenant sees only its own sandboxes, and
  * another tenant's sandbox id is simply not found. Host administration routes (image build/import/
  * remove, gc, df) are not served here; see mountApiRoutes.
  */

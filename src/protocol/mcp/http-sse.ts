@@ -18,14 +18,8 @@
  * Authentication, Host/Origin checks and body limits happen before this handler (protocol/http/app.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type {
-  AuthInfo,
-  JSONRPCMessage,
-  McpServer,
-  MessageExtraInfo,
-  Transport,
-} from '@modelcontextprotocol/server';
-import { isJSONRPCRequest, isJSONRPCResponse, parseJSONRPCMessage } from '@modelcontextprotocol/server';
+import type { AuthInfo, JSONRPCMessage, McpServer } from '@modelcontextprotocol/server';
+import { isJSONRPCRequest, parseJSONRPCMessage } from '@modelcontextprotocol/server';
 import { MCP_SSE } from '../../domain/limits.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import type { DefaultSandbox } from './default-sandbox.ts';
@@ -33,6 +27,9 @@ import { rpcError } from './http-legacy.ts';
 import { createSessionTable, type SessionLimits, type TableEntry } from './http-sessions.ts';
 import { createDefaultSandbox } from './server.ts';
 import { defaultSandboxOwner } from './session-policy.ts';
+import { SseTransport } from './sse-transport.ts';
+
+export { SSE_MESSAGES_PATH } from './sse-transport.ts';
 
 export interface SseCaller {
   tenant: string;
@@ -48,77 +45,9 @@ export interface SseOptions {
   authOf(caller: SseCaller): AuthInfo;
 }
 
-/** The path POSTs go to (the `endpoint` event names it with the session id). */
-export const SSE_MESSAGES_PATH = '/messages';
-
 const scopeOf = (c: SseCaller) => `${c.tenant}\0${c.namespaces?.join(',') ?? '*'}`;
 const notFound = () =>
   rpcError(404, -32001, 'SSE session not found: it ended or never existed. Open a new one with GET /sse.');
-
-/** One session: the server's Transport, writing to the session's event stream. */
-class SseTransport implements Transport {
-  sessionId: string;
-  onclose?: (() => void) | undefined;
-  onerror?: ((error: Error) => void) | undefined;
-  onmessage?: (<T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void) | undefined;
-  /** Ids of the client's requests still waiting for their answers. */
-  readonly pending = new Set<string | number>();
-  private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  private readonly encoder = new TextEncoder();
-  private closed = false;
-  readonly stream: ReadableStream<Uint8Array>;
-  private readonly onAnswered: () => void;
-
-  constructor(sid: string, onAnswered: () => void) {
-    this.sessionId = sid;
-    this.onAnswered = onAnswered;
-    this.stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        this.controller = c;
-        this.write(`event: endpoint\ndata: ${SSE_MESSAGES_PATH}?sessionId=${sid}\n\n`);
-      },
-      // The client went away: the session ends.
-      cancel: () => void this.close(),
-    });
-  }
-
-  private write(text: string): boolean {
-    if (this.closed || !this.controller) return false;
-    try {
-      this.controller.enqueue(this.encoder.encode(text));
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  async start(): Promise<void> {}
-
-  async send(message: JSONRPCMessage): Promise<void> {
-    if (!this.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`)) {
-      throw new Error('the SSE stream of this session is closed');
-    }
-    if (isJSONRPCResponse(message) && message.id !== undefined && this.pending.delete(message.id)) {
-      this.onAnswered();
-    }
-  }
-
-  /** A comment line: keeps proxies from closing a quiet stream. */
-  keepAlive(): void {
-    this.write(': keep-alive\n\n');
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    try {
-      this.controller?.close();
-    } catch {
-      // already closed by the client
-    }
-    this.onclose?.();
-  }
-}
 
 interface SseSession extends TableEntry {
   scope: string;

@@ -29,6 +29,7 @@ function ended(i: number): SandboxRecord {
     id: `sb-hist-${i}`,
     name: `sb-hist-${i}`,
     tenant: 'default',
+    namespace: 'default',
     session: null,
     state: (['killed', 'failed', 'lost'] as const)[i % 3] ?? 'killed',
     image: 'debian',

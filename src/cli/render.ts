@@ -5,9 +5,10 @@ import { formatBytes, formatRelative, table } from './output.ts';
 export function sandboxTable(list: SandboxInfo[]): string {
   if (list.length === 0) return 'no sandboxes';
   return table(
-    ['ID', 'NAME', 'STATE', 'IMAGE', 'DEPTH', 'CREATED', 'EXPIRES'],
+    ['ID', 'NAMESPACE', 'NAME', 'STATE', 'IMAGE', 'DEPTH', 'CREATED', 'EXPIRES'],
     list.map((s) => [
       s.id,
+      s.namespace,
       s.name,
       s.state,
       s.image,

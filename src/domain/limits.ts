@@ -92,12 +92,14 @@ export const SIZES = {
    */
   copyOutBytes: 4 * 1024 * MiB,
   copyOutMaxBytes: 1024 * 1024 * MiB,
-  /** Sandbox, snapshot and template names, characters. */
+  /** Sandbox, snapshot, template and namespace names, characters. */
   nameChars: 63,
   /** Any path inside a sandbox, characters. */
   pathChars: 4096,
-  /** Sandbox or snapshot references (id or name), characters. */
+  /** Sandbox or snapshot references (id, name or namespace/name), characters. */
   refChars: 128,
+  /** Namespaces one bearer token may be limited to (token file). */
+  tokenNamespaces: 64,
   /** Environment variables per request, and each one's name and value. */
   envVars: 256,
   envNameChars: 256,
@@ -198,7 +200,15 @@ export const OIDC = {
   jwksMaxAgeMs: 10 * 60_000,
 } as const;
 
-/** Sandbox, snapshot and template names: a letter or digit, then letters, digits, '.', '_' or '-'. */
+/** The 2024-11-05 HTTP+SSE MCP transport (protocol/mcp/http-sse.ts); its sessions share the Streamable HTTP session limits. */
+export const MCP_SSE = {
+  /** Requests of one session waiting for their answers at once (more are refused with 429). */
+  pendingRequests: 16,
+  /** A comment line on every open stream this often, so proxies do not close a quiet one, ms. */
+  keepAliveMs: 15_000,
+} as const;
+
+/** Sandbox, snapshot, template and namespace names: a letter or digit, then letters, digits, '.', '_' or '-'. */
 export const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 /** Environment variable names. */
 export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;

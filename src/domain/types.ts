@@ -53,6 +53,8 @@ export interface SandboxRecord {
   endReason: string | null;
   /** The tenant that owns it: it is invisible to every other tenant. */
   tenant: string;
+  /** Its namespace within the tenant (domain/namespace.ts); its name is unique there. Forks inherit it. */
+  namespace: string;
   /** The client session it belongs to: it is killed when that session ends. Null = persistent. */
   session: string | null;
   /** Its network policy (domain/network.ts); forks and restores inherit it. */

@@ -28,6 +28,15 @@ export const nameSchema = () =>
     .max(SIZES.nameChars)
     .regex(NAME_RE, 'letters, digits, _ . - and starting with a letter or digit');
 
+/** A namespace (the name rule), or `*` (every namespace) where `all` allows it. */
+export const namespaceSchema = (opts: { all?: boolean } = {}) =>
+  opts.all
+    ? z
+        .string()
+        .max(SIZES.nameChars)
+        .regex(/^(\*|[a-zA-Z0-9][a-zA-Z0-9_.-]*)$/, "a namespace name, or '*' for all")
+    : nameSchema().describe('a namespace (default: the caller’s, `default`)');
+
 /** An id or a name of a sandbox or a snapshot. */
 export const refSchema = () => z.string().min(1).max(SIZES.refChars);
 

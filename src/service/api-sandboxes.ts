@@ -2,7 +2,7 @@
 import { errors, ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxApi, SystemStatus } from './api.ts';
-import type { CallerContext } from './caller.ts';
+import { type CallerContext, namespaceFor, namespacesFor } from './caller.ts';
 import { applyProjectOf, diffSandboxRecords } from './diff.ts';
 import type { EngineParts } from './engine-parts.ts';
 import { MERGED_LABEL } from './lineage.ts';
@@ -43,9 +43,11 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
 
     async listSandboxes(opts) {
       const filter = opts?.all ? {} : { states: ['creating', 'running', 'paused', 'killing'] as const };
+      const namespaces = namespacesFor(ctx, opts?.namespace);
       const recs = store.listSandboxes({
         ...filter,
         tenant: ctx.tenant,
+        ...(namespaces ? { namespaces } : {}),
         ...(opts?.labels ? { labels: opts.labels } : {}),
       });
       const kids = new Map<string, string[]>();
@@ -72,7 +74,8 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
     },
 
     async killSandbox(idOrName, opts) {
-      const rec = find(idOrName);
+      const qualified = opts?.namespace !== undefined && !idOrName.includes('/');
+      const rec = find(qualified ? `${namespaceFor(ctx, opts.namespace)}/${idOrName}` : idOrName);
       return p.withKids(
         await (opts?.cascade ? p.killTree(rec, 'killed on request') : p.kill(rec, 'killed on request')),
       );

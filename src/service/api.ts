@@ -50,6 +50,11 @@ export interface CreateSandboxRequest {
   project?: string;
   /** Loopback ports to publish on free host ports (see exposePort). */
   ports?: number[];
+  /**
+   * Its namespace (default: the caller's, `default` unless its token is limited to others): its name is
+   * unique there, and `namespace/name` finds it from anywhere.
+   */
+  namespace?: string;
 }
 
 /** A published port: `port` on the sandbox's loopback answers on the host at `address`. */
@@ -92,6 +97,8 @@ export interface DefineTemplateRequest {
 export interface SandboxInfo {
   id: string;
   name: string;
+  /** Its namespace (names are unique per namespace; `namespace/name` is a reference to it). */
+  namespace: string;
   state: SandboxRecord['state'];
   image: string;
   parentId: string | null;
@@ -326,10 +333,18 @@ export interface ForkboxApi {
   status(): Promise<SystemStatus>;
 
   createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo>;
-  listSandboxes(opts?: { all?: boolean; labels?: Record<string, string> }): Promise<SandboxInfo[]>;
+  /** `namespace`: one namespace, or `*` for all the caller may see (default: the caller's default namespace). */
+  listSandboxes(opts?: {
+    all?: boolean;
+    labels?: Record<string, string>;
+    namespace?: string;
+  }): Promise<SandboxInfo[]>;
   getSandbox(idOrName: string, opts?: { usage?: boolean }): Promise<SandboxInfo>;
-  /** Kill a sandbox; with `cascade`, its descendants too (else they keep running). */
-  killSandbox(idOrName: string, opts?: { cascade?: boolean }): Promise<SandboxInfo>;
+  /**
+   * Kill a sandbox; with `cascade`, its descendants too (else they keep running). `namespace`: the
+   * namespace a name is looked up in (default: the caller's; a `namespace/name` reference says it too).
+   */
+  killSandbox(idOrName: string, opts?: { cascade?: boolean; namespace?: string }): Promise<SandboxInfo>;
   pauseSandbox(idOrName: string): Promise<SandboxInfo>;
   resumeSandbox(idOrName: string): Promise<SandboxInfo>;
   extendSandbox(idOrName: string, ttlSeconds: number): Promise<SandboxInfo>;

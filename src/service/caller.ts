@@ -1,5 +1,6 @@
 /** Who is calling, and finding the sandboxes a caller may see. */
-import { errors } from '../domain/errors.ts';
+import { errors, ForkboxError } from '../domain/errors.ts';
+import { ALL_NAMESPACES, checkNamespace, DEFAULT_NAMESPACE, splitRef } from '../domain/namespace.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { Store } from './ports.ts';
 
@@ -11,10 +12,49 @@ export interface CallerContext {
   session?: string;
   /** Calling through the TCP listener (a token's tenant), not the host's own socket. */
   remote?: boolean;
+  /**
+   * The namespaces the caller may act in (a token limited to namespaces); the first is its default.
+   * Absent: every namespace, default `default`. A sandbox of another namespace is not found.
+   */
+  namespaces?: readonly string[];
+}
+
+/** The namespace a caller's unqualified names and new sandboxes are in. */
+export function defaultNamespace(ctx: CallerContext): string {
+  return ctx.namespaces?.[0] ?? DEFAULT_NAMESPACE;
+}
+
+const mayUse = (ctx: CallerContext, ns: string) =>
+  ctx.namespaces === undefined || ctx.namespaces.includes(ns);
+
+/** The namespace a create (or a kill by name) acts in: the one asked for, checked, or the caller's default. */
+export function namespaceFor(ctx: CallerContext, asked: string | undefined): string {
+  const ns = asked === undefined ? defaultNamespace(ctx) : checkNamespace(asked);
+  if (!mayUse(ctx, ns)) {
+    throw new ForkboxError(
+      'permission_denied',
+      `this token may act only in the namespaces ${ctx.namespaces?.join(', ')}: pick one of them.`,
+      { namespace: ns },
+    );
+  }
+  return ns;
+}
+
+/**
+ * The namespaces a list or metrics call covers: `*` = every one the caller may see (undefined: no
+ * filter), a name = that one (none when the caller may not see it), absent = the caller's default.
+ */
+export function namespacesFor(ctx: CallerContext, asked: string | undefined): readonly string[] | undefined {
+  if (asked === ALL_NAMESPACES) return ctx.namespaces;
+  const ns = asked === undefined ? defaultNamespace(ctx) : checkNamespace(asked);
+  return mayUse(ctx, ns) ? [ns] : [];
 }
 
 export interface SandboxFinder {
-  /** A sandbox of this tenant by id or name; another tenant's sandbox is reported as not found. */
+  /**
+   * A sandbox of this tenant by id, name (in the caller's default namespace) or `namespace/name`; another
+   * tenant's sandbox, or one in a namespace the caller may not use, is reported as not found.
+   */
   find(ctx: CallerContext, idOrName: string): SandboxRecord;
   /** Like find, and it must be running. */
   running(ctx: CallerContext, idOrName: string): SandboxRecord;
@@ -22,8 +62,17 @@ export interface SandboxFinder {
 
 export function createSandboxFinder(store: Store): SandboxFinder {
   function find(ctx: CallerContext, idOrName: string): SandboxRecord {
-    const byId = store.getSandbox(idOrName);
-    let rec = byId && byId.tenant === ctx.tenant ? byId : store.getSandboxByName(idOrName, ctx.tenant);
+    const { namespace, ref } = splitRef(idOrName);
+    const visible = (r: SandboxRecord | undefined) =>
+      r !== undefined &&
+      r.tenant === ctx.tenant &&
+      mayUse(ctx, r.namespace) &&
+      (namespace === undefined || r.namespace === namespace);
+    const byId = store.getSandbox(ref);
+    let rec: SandboxRecord | undefined = visible(byId)
+      ? byId
+      : store.getSandboxByName(ref, ctx.tenant, namespace ?? defaultNamespace(ctx));
+    if (rec && !visible(rec)) rec = undefined;
     // A merged winner's old id answers as the sandbox it was merged into.
     const alias = rec?.runtime.aliasOf;
     if (rec && typeof alias === 'string') rec = store.getSandbox(alias) ?? rec;

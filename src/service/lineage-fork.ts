@@ -42,12 +42,13 @@ export function createForker(deps: ForkDeps) {
     }
     const names = (req.names ?? []).map(checkName);
     for (const name of names) {
-      const same = store.getSandboxByName(name, ctx.tenant);
+      // Children live in the source's namespace (the record below copies it).
+      const same = store.getSandboxByName(name, ctx.tenant, source.namespace);
       if ((same && isLive(same.state)) || names.indexOf(name) !== names.lastIndexOf(name)) {
         throw new ForkboxError(
           'already_exists',
-          `a live sandbox is already named '${name}'. Pick other names.`,
-          { name },
+          `a live sandbox in namespace '${source.namespace}' is already named '${name}'. Pick other names.`,
+          { name, namespace: source.namespace },
         );
       }
     }

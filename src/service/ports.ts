@@ -66,6 +66,8 @@ export interface SandboxFilter {
   /** Only sandboxes carrying all these labels. */
   labels?: Record<string, string>;
   tenant?: string;
+  /** Only sandboxes in these namespaces (absent: every namespace). */
+  namespaces?: readonly string[];
   session?: string;
 }
 
@@ -114,8 +116,8 @@ export interface Store {
   // sandboxes
   insertSandbox(rec: SandboxRecord): void;
   getSandbox(id: string): SandboxRecord | undefined;
-  /** The tenant's live sandbox with this name, else its newest one. */
-  getSandboxByName(name: string, tenant?: string): SandboxRecord | undefined;
+  /** The live sandbox with this name in the tenant's namespace (default 'default'), else its newest one. */
+  getSandboxByName(name: string, tenant?: string, namespace?: string): SandboxRecord | undefined;
   listSandboxes(filter?: SandboxFilter): SandboxRecord[];
   /**
    * Sandboxes whose PID 1 still runs: live ones and tombstones (killed, their PID 1 kept for descendants;

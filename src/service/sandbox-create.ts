@@ -4,7 +4,7 @@ import { ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest } from './api.ts';
-import type { CallerContext } from './caller.ts';
+import { type CallerContext, namespaceFor } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import { DEFAULT_NETWORK_CAP, type NetworkCap, networkFor } from './network-cap.ts';
 import type { ImageStore, Runtime, Store } from './ports.ts';
@@ -52,12 +52,13 @@ export function createSandboxMaker(deps: {
     const env = checkEnv(req.env);
     const id = `sb-${randomBytes(5).toString('hex')}`;
     const name = req.name === undefined ? id : checkName(req.name);
-    const sameName = req.name === undefined ? undefined : store.getSandboxByName(name, ctx.tenant);
+    const namespace = namespaceFor(ctx, req.namespace);
+    const sameName = req.name === undefined ? undefined : store.getSandboxByName(name, ctx.tenant, namespace);
     if (sameName && isLive(sameName.state)) {
       throw new ForkboxError(
         'already_exists',
-        `a live sandbox is already named '${name}'. Pick another name or kill it first.`,
-        { name },
+        `a live sandbox in namespace '${namespace}' is already named '${name}'. Pick another name or kill it first.`,
+        { name, namespace },
       );
     }
     const t = now();
@@ -79,6 +80,7 @@ export function createSandboxMaker(deps: {
       runtime: {},
       endReason: null,
       tenant: ctx.tenant,
+      namespace,
       session: req.persistent === true ? null : (ctx.session ?? null),
       network,
     };

@@ -14,6 +14,7 @@ export function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {
   return {
     id: rec.id,
     name: rec.name,
+    namespace: rec.namespace,
     state: rec.state,
     image: rec.image,
     parentId: rec.parentId,

@@ -35,11 +35,13 @@ export function sandboxCalls(rq: Requester): SandboxApi {
         path: '/v1/sandboxes',
         query: {
           all: o.all,
+          namespace: o.namespace,
           label: o.labels ? Object.entries(o.labels).map(([k, v]) => `${k}=${v}`) : undefined,
         },
       }),
     getSandbox: (id, o = {}) => call({ method: 'GET', path: sb(id), query: { usage: o.usage } }),
-    killSandbox: (id, o = {}) => call({ method: 'DELETE', path: sb(id), query: { cascade: o.cascade } }),
+    killSandbox: (id, o = {}) =>
+      call({ method: 'DELETE', path: sb(id), query: { cascade: o.cascade, namespace: o.namespace } }),
     forkSandbox: (id, req) => call({ method: 'POST', path: sb(id, '/fork'), json: req }),
     mergeSandbox: (parent, winner) => call({ method: 'POST', path: sb(parent, '/merge'), json: { winner } }),
     createSnapshot: (id, o = {}) => call({ method: 'POST', path: sb(id, '/snapshots'), json: o }),

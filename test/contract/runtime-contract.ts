@@ -51,6 +51,7 @@ function recordOf(
     endReason: null,
     network: NETWORK_NONE,
     tenant: 'default',
+    namespace: 'default',
     session: null,
   };
 }

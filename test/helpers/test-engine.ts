@@ -109,7 +109,7 @@ function build(
   const calls: ApiCall[] = [];
   const scopes = new Map<string, RecordedApi>();
   const scoped = (ctx: CallerContext) => {
-    const key = `${ctx.tenant}\0${ctx.session ?? ''}`;
+    const key = `${ctx.tenant}\0${ctx.session ?? ''}\0${ctx.namespaces?.join(',') ?? '*'}`;
     let api = scopes.get(key);
     if (!api) {
       api = recordCalls(engine.scoped(ctx), calls);

@@ -22,7 +22,9 @@ describe('token file', () => {
   it('rejects malformed lines naming the line, never echoing the token', () => {
     const cases: [string, RegExp][] = [
       [`${A}\n`, /line 1: expected 'TOKEN TENANT'/],
-      [`# c\n${A} alice extra\n`, /line 2: expected/],
+      [`# c\n${A} alice ns extra\n`, /line 2: expected/],
+      [`${A} alice team,-bad\n`, /line 1: namespace '-bad' is not valid/],
+      [`${A} alice ${Array.from({ length: 65 }, (_, i) => `n${i}`).join(',')}\n`, /at most 64 namespaces/],
       ['short alice\n', /line 1: tokens must be at least 16/],
       [`${A} -bad\n`, /line 1: tenant '-bad'/],
       [`${A} alice\n${A} bob\n`, /line 2: this token is listed twice/],
@@ -50,6 +52,12 @@ describe('token file', () => {
     assert.equal(store.lookup(A.slice(0, -1)), undefined);
     assert.equal(store.lookup(`${A}x`), undefined);
     assert.deepEqual(store.tenants(), ['alice', 'bob']);
+  });
+
+  it('a third field limits a token to namespaces (the first is its default)', () => {
+    const store = createTokenStore(parseTokenFile(`${A} alice team,lab,team\n${B} alice\n`));
+    assert.deepEqual(store.lookup(A)?.namespaces, ['team', 'lab']);
+    assert.equal(store.lookup(B)?.namespaces, undefined, 'no third field: every namespace');
   });
 
   it('loads a file, reloads it, and keeps the old tokens when the new file is invalid', () => {

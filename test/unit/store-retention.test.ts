@@ -36,6 +36,7 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
     id,
     name: id,
     tenant: 'default',
+    namespace: 'default',
     session: null,
     state: 'creating',
     image: 'debian',
@@ -201,6 +202,10 @@ describe('retention: ended sandboxes', () => {
     raw.prepare('DELETE FROM schema_migrations WHERE version >= 8').run();
     raw.exec('ALTER TABLE sandboxes DROP COLUMN network');
     raw.exec('ALTER TABLE sandboxes DROP COLUMN ports');
+    raw.exec(`DROP INDEX sandboxes_live_ns_name; DROP INDEX sandboxes_tenant_ns_name;
+      ALTER TABLE sandboxes DROP COLUMN namespace;
+      CREATE UNIQUE INDEX sandboxes_live_tenant_name ON sandboxes(tenant, name) WHERE state = 'running';
+      CREATE INDEX sandboxes_tenant_name ON sandboxes(tenant, name, created_at);`);
     assert.equal(raw.pragma('auto_vacuum', { simple: true }), 0);
     raw.close();
     const s2 = openSqliteStore({ path });
@@ -267,14 +272,17 @@ describe('queries stay indexed with 100,000 ended sandboxes', () => {
       states: JSON.stringify(['creating', 'running', 'paused', 'killing']),
       labels: null,
       tenant: 'default',
+      namespaces: null,
     });
     assert.ok(
       list.some((l) => /USING INDEX sandboxes_state \(state=\?\)/.test(l)),
       list.join('\n'),
     );
-    const name = plan(SANDBOX_SQL.getByName, 'sb-end-5', 'default');
+    const name = plan(SANDBOX_SQL.getByName, 'sb-end-5', 'default', 'default');
     assert.ok(
-      name.some((l) => /USING INDEX sandboxes_tenant_name \(tenant=\? AND name=\?\)/.test(l)),
+      name.some((l) =>
+        /USING INDEX sandboxes_tenant_ns_name \(tenant=\? AND namespace=\? AND name=\?\)/.test(l),
+      ),
       name.join('\n'),
     );
     plan(SANDBOX_SQL.listHolders);

@@ -31,6 +31,7 @@ function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
     id,
     name: id,
     tenant: 'default',
+    namespace: 'default',
     session: null,
     state: 'creating',
     image: 'debian',
@@ -185,6 +186,53 @@ describe('sqlite store: sandboxes', () => {
       assert.equal(store.getSandbox('e')?.state, 'lost');
     } finally {
       store.close();
+    }
+  });
+
+  test('namespaces: one live name per namespace, lookups and lists by namespace', () => {
+    const { store } = fresh();
+    try {
+      store.insertSandbox(sb('a', { name: 'web', state: 'running' }));
+      store.insertSandbox(sb('b', { name: 'web', state: 'running', namespace: 'prod' }));
+      assert.throws(
+        () => store.insertSandbox(sb('c', { name: 'web', namespace: 'prod' })),
+        isCode('already_exists', /web/),
+      );
+      store.insertSandbox(sb('d', { name: 'web', state: 'running', tenant: 'alice', namespace: 'prod' }));
+      assert.equal(store.getSandboxByName('web')?.id, 'a', "unqualified: the 'default' namespace");
+      assert.equal(store.getSandboxByName('web', 'default', 'prod')?.id, 'b');
+      assert.equal(store.getSandboxByName('web', 'alice', 'prod')?.id, 'd');
+      assert.equal(store.getSandboxByName('web', 'default', 'dev'), undefined);
+      const ids = (f: Parameters<SqliteStore['listSandboxes']>[0]) => store.listSandboxes(f).map((r) => r.id);
+      assert.deepEqual(ids({ tenant: 'default', namespaces: ['prod'] }), ['b']);
+      assert.deepEqual(ids({ tenant: 'default', namespaces: ['default', 'prod'] }), ['a', 'b']);
+      assert.deepEqual(ids({ tenant: 'default' }), ['a', 'b'], 'no namespace filter: all of them');
+      assert.deepEqual(ids({ tenant: 'default', namespaces: [], states: ['running'] }), []);
+      assert.equal(store.getSandbox('b')?.namespace, 'prod');
+    } finally {
+      store.close();
+    }
+  });
+
+  test("a version-10 database's sandboxes move into the 'default' namespace", () => {
+    const { store, path } = fresh();
+    store.insertSandbox(sb('old', { name: 'web', state: 'running' }));
+    store.close();
+    const raw = new Database(path);
+    raw.exec(`DELETE FROM schema_migrations WHERE version >= 11;
+      DROP INDEX sandboxes_live_ns_name; DROP INDEX sandboxes_tenant_ns_name;
+      ALTER TABLE sandboxes DROP COLUMN namespace;
+      CREATE UNIQUE INDEX sandboxes_live_tenant_name ON sandboxes(tenant, name) WHERE state = 'running';
+      CREATE INDEX sandboxes_tenant_name ON sandboxes(tenant, name, created_at);`);
+    raw.close();
+    const again = openSqliteStore({ path });
+    try {
+      assert.equal(again.getSandbox('old')?.namespace, 'default');
+      assert.equal(again.getSandboxByName('web', 'default', 'default')?.id, 'old');
+      again.insertSandbox(sb('new', { name: 'web', state: 'running', namespace: 'other' }));
+      assert.throws(() => again.insertSandbox(sb('dup', { name: 'web' })), isCode('already_exists'));
+    } finally {
+      again.close();
     }
   });
 

@@ -180,6 +180,7 @@ describe('template configs over the SQLite store', () => {
       id,
       name: id,
       tenant,
+      namespace: 'default',
       session: null,
       state,
       image: 'debian',

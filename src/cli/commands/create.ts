@@ -17,7 +17,8 @@ const collectPort = (v: string, acc: number[]): number[] => [...acc, parsePort(v
 
 export function register(program: Command, ctx: CliContext): void {
   const cmd = defineCommand(program, 'create')
-    .option('--name <name>', 'a unique name (usable wherever an id is)')
+    .option('--name <name>', 'a name unique in its namespace (usable wherever an id is)')
+    .option('-n, --namespace <ns>', 'its namespace (default: default); refer to it as NS/NAME from others')
     .option('--ttl <duration>', 'kill it after this long, e.g. 30m, 2h, 3600 (seconds)', parseDurationSeconds)
     .option('--label <K=V>', 'a label (repeatable)', collectKeyValue('label'))
     .option(
@@ -48,12 +49,14 @@ export function register(program: Command, ctx: CliContext): void {
         network?: string;
         project?: string;
         port?: number[];
+        namespace?: string;
       },
     ) => {
       const req: CreateSandboxRequest = limitsToRequest(o);
       if (o.template !== undefined) req.template = o.template;
       if (o.network !== undefined) req.network = o.network;
       if (o.name !== undefined) req.name = o.name;
+      if (o.namespace !== undefined) req.namespace = o.namespace;
       if (o.ttl !== undefined) req.ttlSeconds = o.ttl;
       if (o.label !== undefined) req.labels = o.label;
       if (o.project !== undefined) req.project = projectArg(o.project);

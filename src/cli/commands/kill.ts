@@ -9,7 +9,11 @@ export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'kill')
     .argument('<ids...>', 'sandbox ids or names')
     .option('--cascade', 'also kill their descendants (forks); by default children keep running')
-    .action(async (ids: string[], opts: { cascade?: boolean }) => {
+    .option(
+      '-n, --namespace <ns>',
+      'the namespace names are looked up in (default: default; or write NS/NAME)',
+    )
+    .action(async (ids: string[], opts: { cascade?: boolean; namespace?: string }) => {
       const api = await ctx.api();
       const out = ctx.out();
       const killed: SandboxInfo[] = [];
@@ -17,7 +21,12 @@ export function register(program: Command, ctx: CliContext): void {
       // Kill every one we can; report each failure, exit with the first one's code.
       for (const id of ids) {
         try {
-          killed.push(await api.killSandbox(id, opts.cascade ? { cascade: true } : {}));
+          killed.push(
+            await api.killSandbox(id, {
+              ...(opts.cascade ? { cascade: true } : {}),
+              ...(opts.namespace === undefined ? {} : { namespace: opts.namespace }),
+            }),
+          );
         } catch (e) {
           firstError ??= e;
           if (ids.length > 1) out.note(`${id}: ${(e as Error).message}`);

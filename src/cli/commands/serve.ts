@@ -130,7 +130,10 @@ export function register(program: Command, ctx: CliContext): void {
       '--listen <host:port>',
       `TCP listener address, or 'off' (env FORKBOX_LISTEN; default ${DEFAULT_LISTEN} when --token-file or --oidc-issuer is given, else off). Non-loopback addresses need one of them`,
     )
-    .option('--token-file <file>', "bearer tokens, one 'TOKEN TENANT' per line (env FORKBOX_TOKEN_FILE)")
+    .option(
+      '--token-file <file>',
+      "bearer tokens, one 'TOKEN TENANT [NS1,NS2]' per line; NS: the namespaces a token is limited to (env FORKBOX_TOKEN_FILE)",
+    )
     .option('--max-concurrency <n>', `requests in flight per tenant (default ${DEFAULT_MAX_CONCURRENCY})`)
     .option('--allow-host <name>', 'extra Host name accepted on the listener, repeatable', collect)
     .option(

@@ -1,13 +1,15 @@
 /**
- * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras; /mcp/<toolset> for one toolset, e.g.
- * /mcp/forkd), /v1 (the REST API, tenant-scoped),
+ * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras, and plain JSON-RPC; /mcp/<toolset> for
+ * one toolset, e.g. /mcp/forkd), /sse + /messages (MCP's 2024-11-05 HTTP+SSE transport), /v1 (the REST
+ * API, tenant-scoped),
  * /openapi.json, /healthz and /metrics, behind the edge guards, in this order:
  *
  *   accounting (metrics, audit) → Host/Origin guard (403) → bearer auth (401; a token of the token
  *   file, or a JWT from the OIDC issuer: oidc.ts, 503 while its keys cannot be fetched) → per-tenant
  *   concurrency (429) → body limits (413) → routes
  *
- * Every caller acts through `engine.scoped({ tenant })`: a tenant sees only its own sandboxes, and
+ * Every caller acts through `engine.scoped({ tenant, namespaces })` (namespaces: the token's limit, if
+ * any): a tenant sees only its own sandboxes, and
  * another tenant's sandbox id is simply not found. Host administration routes (image build/import/
  * remove, gc, df) are not served here; see mountApiRoutes.
  */
@@ -21,6 +23,7 @@ import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
 import { createMcpHttp, type McpHttp, type McpHttpOptions } from '../mcp/http.ts';
+import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
 import { TOOLSETS } from '../mcp/toolsets.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
@@ -30,8 +33,8 @@ import { CLIENT_HEADER } from '../rest/wire.ts';
 import { type GuardConfig, hostOriginGuard } from './guards.ts';
 import { createConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, onResponseDone } from './limits.ts';
 import { createMetrics, type HttpMetrics, instrumentApi } from './metrics.ts';
-import { proxyToPort } from './port-proxy.ts';
 import { looksLikeJwt, type OidcVerifier } from './oidc.ts';
+import { proxyToPort } from './port-proxy.ts';
 import type { Caller, TokenStore } from './tokens.ts';
 
 /** MCP bodies carry file contents and stdin inline (base64 in JSON): the sync-exec bound. */
@@ -84,7 +87,7 @@ interface RequestScope {
 }
 
 /** The MCP endpoints: /mcp, and /mcp/<toolset> for each toolset (route patterns as metrics see them). */
-const MCP_ROUTES: ReadonlySet<string> = new Set(['/mcp', '/mcp/:toolset']);
+const MCP_ROUTES: ReadonlySet<string> = new Set(['/mcp', '/mcp/:toolset', SSE_MESSAGES_PATH]);
 const isMcpPath = (path: string) => path === '/mcp' || /^\/mcp\/[^/]+$/.test(path);
 
 const ANONYMOUS: Caller = { tenant: DEFAULT_TENANT, principal: 'anonymous' };
@@ -167,20 +170,31 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     const s = als.getStore();
     if (s && s.errorCode === undefined) s.errorCode = code;
   };
+  // One API per tenant and namespace limit (a token limited to namespaces sees only those).
   const tenantApis = new Map<string, ForkboxApi>();
-  const apiFor = (tenant: string): ForkboxApi => {
-    let api = tenantApis.get(tenant);
+  const apiFor = (caller: Caller): ForkboxApi => {
+    const key = `${caller.tenant}\0${caller.namespaces?.join(',') ?? '*'}`;
+    let api = tenantApis.get(key);
     if (!api) {
-      api = instrumentApi(opts.engine.scoped({ tenant, remote: true }), metrics, noteError);
-      tenantApis.set(tenant, api);
+      const ns = caller.namespaces ? { namespaces: caller.namespaces } : {};
+      api = instrumentApi(
+        opts.engine.scoped({ tenant: caller.tenant, remote: true, ...ns }),
+        metrics,
+        noteError,
+      );
+      tenantApis.set(key, api);
     }
     return api;
   };
   const callerOf = (): Caller => als.getStore()?.caller ?? ANONYMOUS;
 
   const mcpOptions: Omit<McpHttpOptions, 'toolsets'> = {
-    sessionApi: (tenant, session) =>
-      instrumentApi(opts.engine.scoped({ tenant, session, remote: true }), metrics, noteError),
+    sessionApi: (tenant, session, namespaces) =>
+      instrumentApi(
+        opts.engine.scoped({ tenant, session, remote: true, ...(namespaces ? { namespaces } : {}) }),
+        metrics,
+        noteError,
+      ),
     attachSession: (id, o) => opts.engine.attachSession(id, o),
     version: opts.version,
     maxBodyBytes: MCP_BODY_LIMIT,
@@ -307,10 +321,10 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     c.body(await metrics.registry.metrics(), 200, { 'Content-Type': metrics.registry.contentType }),
   );
 
-  // Per-tenant concurrency. A legacy MCP session's GET stream lives as long as the session, so it is
-  // bounded by the per-tenant session limit instead of holding a request slot.
+  // Per-tenant concurrency. A legacy MCP session's GET stream (/mcp, /sse) lives as long as the session,
+  // so it is bounded by the per-tenant session limit instead of holding a request slot.
   app.use('*', async (c, next) => {
-    if (c.req.method === 'GET' && isMcpPath(c.req.path)) return next();
+    if (c.req.method === 'GET' && (isMcpPath(c.req.path) || c.req.path === '/sse')) return next();
     const release = limiter.acquire(callerOf().tenant);
     try {
       await next();
@@ -323,26 +337,36 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 
   app.use(
     '*',
-    bodyLimits((method, path) => (isMcpPath(path) ? MCP_BODY_LIMIT : bodyLimitFor(method, path))),
+    bodyLimits((method, path) =>
+      isMcpPath(path) || path === SSE_MESSAGES_PATH ? MCP_BODY_LIMIT : bodyLimitFor(method, path),
+    ),
   );
 
   app.on(['GET', 'POST', 'DELETE'], '/mcp', async (c) => {
     const caller = callerOf();
     await peekMcp(c.req.raw, als.getStore() as RequestScope);
-    return mcp.fetch(c.req.raw, { ...caller, api: apiFor(caller.tenant) });
+    return mcp.fetch(c.req.raw, { ...caller, api: apiFor(caller) });
+  });
+  // The 2024-11-05 HTTP+SSE transport, behind the same guards, token and body bound as /mcp.
+  app.get('/sse', (c) => {
+    const caller = callerOf();
+    return mcp.sse(c.req.raw, { ...caller, api: apiFor(caller) });
+  });
+  app.post(SSE_MESSAGES_PATH, async (c) => {
+    const caller = callerOf();
+    await peekMcp(c.req.raw, als.getStore() as RequestScope);
+    return mcp.sse(c.req.raw, { ...caller, api: apiFor(caller) });
   });
   app.on(['GET', 'POST', 'DELETE'], '/mcp/:toolset', async (c) => {
     const caller = callerOf();
     const server = mcpFor(c.req.param('toolset'));
     await peekMcp(c.req.raw, als.getStore() as RequestScope);
-    return server.fetch(c.req.raw, { ...caller, api: apiFor(caller.tenant) });
+    return server.fetch(c.req.raw, { ...caller, api: apiFor(caller) });
   });
   // A sandbox's published port, proxied (plain HTTP): same token and tenant scope as the API.
-  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) =>
-    proxyToPort(c.req.raw, apiFor(callerOf().tenant)),
-  );
-  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}', (c) => proxyToPort(c.req.raw, apiFor(callerOf().tenant)));
-  mountApiRoutes(app, { admin: false, api: () => apiFor(callerOf().tenant) });
+  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) => proxyToPort(c.req.raw, apiFor(callerOf())));
+  app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}', (c) => proxyToPort(c.req.raw, apiFor(callerOf())));
+  mountApiRoutes(app, { admin: false, api: () => apiFor(callerOf()) });
 
   return {
     app: app as unknown as Hono,

@@ -1,6 +1,8 @@
 /**
- * Bearer tokens for the TCP listener: a file of `TOKEN TENANT` lines (`#` comments, blank lines ignored).
- * Each token maps to one tenant; a tenant sees and touches only its own sandboxes.
+ * Bearer tokens for the TCP listener: a file of `TOKEN TENANT [NAMESPACES]` lines (`#` comments, blank
+ * lines ignored). Each token maps to one tenant; a tenant sees and touches only its own sandboxes. A
+ * third field (comma-separated namespace names) limits the token to those namespaces of its tenant: it
+ * neither sees nor creates sandboxes elsewhere, and its first namespace is its default.
  *
  * Tokens are never kept or compared as plain strings: the store keeps their SHA-256 digests and compares
  * a presented token's digest against every entry with timingSafeEqual, without stopping at a match, so
@@ -9,6 +11,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { ForkboxError } from '../../domain/errors.ts';
+import { SIZES } from '../../domain/limits.ts';
+import { checkNamespace } from '../../domain/namespace.ts';
 
 /** Shorter tokens are refused: a guessable token on a network listener is no protection. */
 export const MIN_TOKEN_LENGTH = 16;
@@ -18,6 +22,8 @@ export const TENANT_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 
 export interface TokenEntry {
   tenant: string;
+  /** The namespaces it is limited to (absent: all of its tenant's). */
+  namespaces?: readonly string[];
   digest: Buffer;
   /** A short, non-reversible id of the token (for keying per-token state; never logged). */
   principal: string;
@@ -27,6 +33,8 @@ export interface Caller {
   tenant: string;
   /** Stable per token ('anonymous' without tokens): keys the stateless MCP default sandbox. */
   principal: string;
+  /** The namespaces the token is limited to (absent: every namespace of the tenant). */
+  namespaces?: readonly string[];
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest();
@@ -41,13 +49,13 @@ export function parseTokenFile(text: string, source = 'token file'): TokenEntry[
     if (line === '' || line.startsWith('#')) continue;
     const where = `${source} line ${i + 1}`;
     const fields = line.split(/\s+/);
-    if (fields.length !== 2) {
+    if (fields.length !== 2 && fields.length !== 3) {
       throw new ForkboxError(
         'invalid_argument',
-        `${where}: expected 'TOKEN TENANT' (two fields separated by spaces), found ${fields.length} field(s).`,
+        `${where}: expected 'TOKEN TENANT' or 'TOKEN TENANT NS1,NS2' (fields separated by spaces), found ${fields.length} field(s).`,
       );
     }
-    const [token, tenant] = fields as [string, string];
+    const [token, tenant, nsField] = fields as [string, string, string | undefined];
     if (!TOKEN_RE.test(token) || token.length < MIN_TOKEN_LENGTH) {
       throw new ForkboxError(
         'invalid_argument',
@@ -60,13 +68,29 @@ export function parseTokenFile(text: string, source = 'token file'): TokenEntry[
         `${where}: tenant '${tenant}' must be 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit.`,
       );
     }
+    const namespaces = nsField === undefined ? undefined : parseNamespaces(nsField, where);
     const digest = sha256(token);
     const hex = digest.toString('hex');
     if (seen.has(hex)) throw new ForkboxError('invalid_argument', `${where}: this token is listed twice.`);
     seen.add(hex);
-    out.push({ tenant, digest, principal: `t-${hex.slice(0, 16)}` });
+    out.push({ tenant, digest, principal: `t-${hex.slice(0, 16)}`, ...(namespaces ? { namespaces } : {}) });
   }
   return out;
+}
+
+function parseNamespaces(field: string, where: string): string[] {
+  const list = field.split(',');
+  if (list.length > SIZES.tokenNamespaces) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `${where}: a token may be limited to at most ${SIZES.tokenNamespaces} namespaces (found ${list.length}).`,
+    );
+  }
+  try {
+    return [...new Set(list.map(checkNamespace))];
+  } catch (e) {
+    throw new ForkboxError('invalid_argument', `${where}: ${(e as Error).message}`);
+  }
 }
 
 export interface TokenStore {
@@ -87,7 +111,12 @@ export function createTokenStore(initial: TokenEntry[], load?: () => TokenEntry[
       let found: TokenEntry | undefined;
       // Scan every entry, even after a match (see the module comment).
       for (const e of entries) if (timingSafeEqual(d, e.digest) && !found) found = e;
-      return found ? { tenant: found.tenant, principal: found.principal } : undefined;
+      if (!found) return undefined;
+      return {
+        tenant: found.tenant,
+        principal: found.principal,
+        ...(found.namespaces ? { namespaces: found.namespaces } : {}),
+      };
     },
     tenants: () => [...new Set(entries.map((e) => e.tenant))],
     get size() {

@@ -21,14 +21,18 @@ import type { ToolLog } from './tool-kit.ts';
 
 export interface LegacyCaller {
   tenant: string;
+  namespaces?: readonly string[];
   api: ForkboxApi;
 }
+
+/** A session answers only callers of its tenant with the same namespace limit (the token's). */
+const scopeOf = (c: LegacyCaller) => `${c.tenant}\0${c.namespaces?.join(',') ?? '*'}`;
 
 export interface LegacySessionOptions {
   limits: SessionLimits;
   graceMs: number;
   maxBodyBytes: number;
-  sessionApi(tenant: string, session: string): ForkboxApi;
+  sessionApi(tenant: string, session: string, namespaces?: readonly string[]): ForkboxApi;
   attachSession(session: string, opts: { graceMs: number }): (end?: { graceMs?: number }) => void;
   serverFor(api: ForkboxApi, defaults: DefaultSandbox, tenant: string): McpServer;
   authOf(caller: LegacyCaller): AuthInfo;
@@ -36,6 +40,8 @@ export interface LegacySessionOptions {
 }
 
 export interface LegacySession extends TableEntry {
+  /** The opener's tenant and namespace limit (scopeOf). */
+  scope: string;
   transport: WebStandardStreamableHTTPServerTransport;
 }
 
@@ -79,10 +85,11 @@ export function createLegacySessions(o: LegacySessionOptions) {
   async function make(sid: string, caller: LegacyCaller): Promise<LegacySession> {
     const detach = o.attachSession(sid, { graceMs: o.graceMs });
     const defaults = createDefaultSandbox(undefined, { owner: sessionOwner(sid) });
-    const server = o.serverFor(o.sessionApi(caller.tenant, sid), defaults, caller.tenant);
+    const server = o.serverFor(o.sessionApi(caller.tenant, sid, caller.namespaces), defaults, caller.tenant);
     let closed = false;
     const entry: LegacySession = {
       tenant: caller.tenant,
+      scope: scopeOf(caller),
       lastSeen: Date.now(),
       active: 0,
       transport: new WebStandardStreamableHTTPServerTransport({
@@ -173,10 +180,10 @@ export function createLegacySessions(o: LegacySessionOptions) {
     /** The caller's session `sid`, resumed if it was closed while its default sandbox lives; else a 404. */
     async find(sid: string, caller: LegacyCaller, req: Request): Promise<LegacySession | Response> {
       const s = table.get(sid);
-      if (s) return s.tenant === caller.tenant ? s : notFound();
+      if (s) return s.scope === scopeOf(caller) ? s : notFound();
       // DELETE of a session that is not open: nothing to resume.
       if (!UUID_RE.test(sid) || req.method === 'DELETE') return notFound();
-      const key = `${caller.tenant}/${sid}`;
+      const key = `${scopeOf(caller)}/${sid}`;
       let p = resuming.get(key);
       if (!p) {
         p = resume(sid, caller, req).finally(() => resuming.delete(key));

@@ -10,7 +10,11 @@
  *   idle expiry are in http-sessions.ts; what becomes of a session's sandboxes when it ends is the rule of
  *   session-policy.ts (DELETE ends them at once; idle expiry, daemon shutdown and restart leave them the
  *   grace, and the client's next request with its session id resumes the session). Legacy requests without
- *   a session id (clients that never initialize) are served statelessly by the SDK's fallback.
+ *   a session id (clients that never initialize) are served statelessly by the SDK's fallback — as one
+ *   plain JSON body when their `Accept` does not list `text/event-stream` (http-plain.ts: the rule that
+ *   tells `msb server`-style plain JSON-RPC from Streamable HTTP).
+ * - 2024-11-05 HTTP+SSE (`GET /sse` + `POST /messages`): http-sse.ts, its own session table with the
+ *   same limits.
  *
  * A session belongs to the tenant that opened it: another tenant presenting its id gets the same 404 as
  * for an unknown id, so session ids cannot be used to probe or hijack other tenants' sessions.
@@ -24,7 +28,9 @@ import { onResponseDone } from '../http/limits.ts';
 import { createConformanceFixtures } from './conformance-fixtures.ts';
 import { cancelOnDisconnect, requestIdsOf } from './http-disconnect.ts';
 import { createLegacySessions, type LegacySessionOptions } from './http-legacy.ts';
+import { createPlainJsonRpc, isPlainJsonRpc } from './http-plain.ts';
 import { DEFAULT_SESSION_LIMITS, type SessionLimits } from './http-sessions.ts';
+import { createSseSessions } from './http-sse.ts';
 import { createDefaultSandbox, createForkboxMcpServer, type DefaultSandbox } from './server.ts';
 import { DEFAULT_SESSION_GRACE_MS, defaultSandboxOwner } from './session-policy.ts';
 import type { ToolLog } from './tool-kit.ts';
@@ -34,13 +40,18 @@ export interface McpCaller {
   tenant: string;
   /** Stable per token: keys the stateless default sandbox. */
   principal: string;
+  /** The namespaces its token is limited to (absent: all of the tenant's). */
+  namespaces?: readonly string[];
   /** The caller's tenant-scoped API (stateless requests). */
   api: ForkboxApi;
 }
 
 export interface McpHttpOptions {
-  /** The API of a legacy session: the caller's tenant, with creates tied to engine session `session`. */
-  sessionApi(tenant: string, session: string): ForkboxApi;
+  /**
+   * The API of a legacy session: the caller's tenant (and namespace limit), with creates tied to engine
+   * session `session`.
+   */
+  sessionApi(tenant: string, session: string, namespaces?: readonly string[]): ForkboxApi;
   /**
    * Attach an engine client session with a grace; the returned function detaches it (`graceMs: 0`: its
    * sandboxes end at once).
@@ -66,8 +77,12 @@ export interface McpHttpOptions {
 
 export interface McpHttp {
   fetch(req: Request, caller: McpCaller): Promise<Response>;
+  /** The 2024-11-05 HTTP+SSE transport: `GET /sse` and `POST /messages?sessionId=…`. */
+  sse(req: Request, caller: McpCaller): Promise<Response>;
   /** Open legacy sessions (all tenants). */
   sessionCount(): number;
+  /** Open HTTP+SSE sessions (all tenants). */
+  sseSessionCount(): number;
   close(): Promise<void>;
 }
 
@@ -137,10 +152,20 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
     ...(opts.log ? { log: opts.log } : {}),
   };
   const legacySessions = createLegacySessions(legacyOpts);
+  const sseSessions = createSseSessions({
+    limits,
+    graceMs: legacyOpts.graceMs,
+    sessionApi: opts.sessionApi,
+    attachSession: opts.attachSession,
+    serverFor,
+    authOf: (caller) => authOf(caller as McpCaller),
+  });
+  const plain = createPlainJsonRpc(factory, { maxBodyBytes: opts.maxBodyBytes, onerror });
 
   async function legacy(req: Request, caller: McpCaller): Promise<Response> {
     const sid = req.headers.get(SESSION_HEADER);
     if (sid === null) {
+      if (isPlainJsonRpc(req)) return plain(req, authOf(caller));
       if (await legacySessions.isInitialize(req)) return legacySessions.open(req, caller);
       return stateless(req, { authInfo: authOf(caller) });
     }
@@ -162,7 +187,10 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
   }
 
   const sweep = setInterval(
-    () => legacySessions.sweep(),
+    () => {
+      legacySessions.sweep();
+      sseSessions.sweep();
+    },
     Math.min(60_000, Math.max(1000, limits.idleMs / 4)),
   );
   sweep.unref();
@@ -174,9 +202,12 @@ export function createMcpHttp(opts: McpHttpOptions): McpHttp {
       }
       return modern.fetch(req, { authInfo: authOf(caller) });
     },
+    sse: (req, caller) => sseSessions.fetch(req, caller),
     sessionCount: () => legacySessions.size(),
+    sseSessionCount: () => sseSessions.size(),
     async close() {
       clearInterval(sweep);
+      await sseSessions.close();
       await legacySessions.close();
       await modern.close();
     },

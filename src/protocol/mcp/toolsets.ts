@@ -5,10 +5,10 @@
  * each tool maps to.
  */
 import { ForkboxError } from '../../domain/errors.ts';
+import { CANONICAL_TOOLS } from './tools/index.ts';
 import { canonicalTool, type Toolset, type ToolsetTool } from './toolset.ts';
 import { forkdToolset } from './toolsets/forkd/index.ts';
 import { podflareToolset } from './toolsets/podflare/index.ts';
-import { CANONICAL_TOOLS } from './tools/index.ts';
 
 export const DEFAULT_TOOLSET = 'forkbox';
 

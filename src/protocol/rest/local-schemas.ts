@@ -13,6 +13,7 @@ import {
   envSchema,
   labelsSchema,
   nameSchema,
+  namespaceSchema,
   pathSchema,
   refSchema,
 } from '../bounds.ts';
@@ -62,6 +63,7 @@ export const createSandboxBody = z.strictObject({
     .optional()
     .describe('loopback ports to publish on free host ports (see POST /v1/sandboxes/{id}/ports)'),
   template: nameSchema().describe('a template name (see GET /v1/templates)').optional(),
+  namespace: namespaceSchema().optional(),
   network: z
     .string()
     .max(SIZES.networkChars)
@@ -109,7 +111,10 @@ export const diffBody = z.strictObject({
   project: z.boolean().optional(),
   patch: z.boolean().optional(),
 });
-export const killQuery = z.object({ cascade: z.enum(['1', '0', 'true', 'false']).optional() });
+export const killQuery = z.object({
+  cascade: z.enum(['1', '0', 'true', 'false']).optional(),
+  namespace: namespaceSchema().describe('the namespace a name is looked up in').optional(),
+});
 export const snapshotBody = z.strictObject({ name: createSandboxBody.shape.name });
 export const mergeBody = z.strictObject({ winner: refSchema() });
 
@@ -176,7 +181,12 @@ const uint = (max: number) =>
     .transform(Number)
     .refine((n) => n <= max, `at most ${max}`);
 
-export const listSandboxesQuery = z.object({ all: flag.optional() });
+export const listSandboxesQuery = z.object({
+  all: flag.optional(),
+  namespace: namespaceSchema({ all: true })
+    .describe("one namespace, or '*' for all (default: the caller's)")
+    .optional(),
+});
 export const usageQuery = z.object({ usage: flag.optional() });
 export const pollQuery = z.object({
   after_seq: boundedQueryNumber(LIMITS.afterSeq).optional(),

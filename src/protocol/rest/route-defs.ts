@@ -48,6 +48,7 @@ const limits = z.object({ memoryBytes: z.number(), pids: z.number(), cpus: z.num
 export const sandboxInfoSchema = z.object({
   id: z.string(),
   name: z.string(),
+  namespace: z.string().describe('names are unique per namespace; `namespace/name` refers to it'),
   state: z.string(),
   image: z.string(),
   parentId: z.string().nullable(),

@@ -30,8 +30,9 @@ export function sandboxHandlers(A: ApiFor) {
         const i = pair.indexOf('=');
         labels[pair.slice(0, i)] = pair.slice(i + 1);
       }
-      const filter: { all?: boolean; labels?: Record<string, string> } = {};
+      const filter: { all?: boolean; labels?: Record<string, string>; namespace?: string } = {};
       if (q.all !== undefined) filter.all = q.all;
+      if (q.namespace !== undefined) filter.namespace = q.namespace;
       if (Object.keys(labels).length > 0) filter.labels = labels;
       return c.json(await A(c).listSandboxes(filter));
     },
@@ -42,7 +43,12 @@ export function sandboxHandlers(A: ApiFor) {
     killSandbox: async (c) => {
       const q = parseOrThrow(killQuery, c.req.query(), 'query');
       const cascade = q.cascade === '1' || q.cascade === 'true';
-      return c.json(await A(c).killSandbox(idParam(c), cascade ? { cascade: true } : {}));
+      return c.json(
+        await A(c).killSandbox(idParam(c), {
+          ...(cascade ? { cascade: true } : {}),
+          ...(q.namespace === undefined ? {} : { namespace: q.namespace }),
+        }),
+      );
     },
     diffSandboxes: async (c) => {
       const { a, b, ...rest } = parseOrThrow(diffBody, await jsonBody(c), 'diff request');

@@ -225,6 +225,20 @@ INSERT OR IGNORE INTO output_drops (sandbox_id)
     // JSON [{port, hostPort}]: re-opened on the same host ports after a daemon restart.
     sql: "ALTER TABLE sandboxes ADD COLUMN ports TEXT NOT NULL DEFAULT '[]';",
   },
+  {
+    version: 11,
+    name: 'sandbox namespaces',
+    sql: `
+-- Every sandbox lives in a namespace of its tenant; those made before are in 'default'.
+ALTER TABLE sandboxes ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
+-- Names are unique among the live sandboxes of a tenant's namespace (was: of a tenant).
+DROP INDEX sandboxes_live_tenant_name;
+CREATE UNIQUE INDEX sandboxes_live_ns_name ON sandboxes(tenant, namespace, name) WHERE state IN (${liveList});
+-- A name resolves within a namespace among all its sandboxes (migration 7's index, with the namespace).
+DROP INDEX sandboxes_tenant_name;
+CREATE INDEX sandboxes_tenant_ns_name ON sandboxes(tenant, namespace, name, created_at);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

@@ -40,6 +40,7 @@ export interface SandboxRow {
   runtime: string;
   end_reason: string | null;
   tenant: string;
+  namespace: string;
   session: string | null;
 }
 
@@ -159,6 +160,7 @@ export function sandboxToRow(r: SandboxRecord): SandboxRow {
     runtime: JSON.stringify(r.runtime),
     end_reason: r.endReason,
     tenant: r.tenant,
+    namespace: r.namespace,
     session: r.session,
     network: formatNetwork(r.network),
     ports: JSON.stringify(r.ports ?? []),
@@ -208,6 +210,7 @@ export function rowToSandbox(row: SandboxRow): SandboxRecord {
     runtime: parseObject(row.runtime),
     endReason: row.end_reason,
     tenant: row.tenant,
+    namespace: row.namespace,
     session: row.session,
     network: parseStoredNetwork(row.network),
     ports: parseStoredPorts(row.ports),

@@ -1,6 +1,7 @@
 /** Sandbox and template statements, prepared once per store instance. */
 import type Database from 'better-sqlite3';
 import { errors, ForkboxError } from '../../domain/errors.ts';
+import { DEFAULT_NAMESPACE } from '../../domain/namespace.ts';
 import { assertTransition, LIVE_STATES } from '../../domain/sandbox-state.ts';
 import type { SandboxRecord, SandboxState, TemplateRecord } from '../../domain/types.ts';
 import type { SandboxFilter, Store } from '../../service/ports.ts';
@@ -39,9 +40,9 @@ type TemplateMethods = Pick<
 const LIVE_LIST = LIVE_STATES.map((st) => `'${st}'`).join(', ');
 
 const SANDBOX_COLS =
-  'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason, tenant, session, network, ports';
+  'id, name, state, image, template_id, parent_id, depth, limits, env, labels, expires_at, created_at, updated_at, host_pid, runtime, end_reason, tenant, namespace, session, network, ports';
 const SANDBOX_VALUES =
-  '@id, @name, @state, @image, @template_id, @parent_id, @depth, @limits, @env, @labels, @expires_at, @created_at, @updated_at, @host_pid, @runtime, @end_reason, @tenant, @session, @network, @ports';
+  '@id, @name, @state, @image, @template_id, @parent_id, @depth, @limits, @env, @labels, @expires_at, @created_at, @updated_at, @host_pid, @runtime, @end_reason, @tenant, @namespace, @session, @network, @ports';
 
 /**
  * Labels filter in SQL: no wanted (key, value) pair is missing from the row's labels. json_each on both
@@ -51,7 +52,8 @@ const LABELS_MATCH = `(@labels IS NULL OR NOT EXISTS (
   SELECT 1 FROM json_each(@labels) AS want
   WHERE NOT EXISTS (SELECT 1 FROM json_each(s.labels) AS have WHERE have.key = want.key AND have.value = want.value)))`;
 
-const TENANT_MATCH = '(@tenant IS NULL OR s.tenant = @tenant)';
+const TENANT_MATCH = `(@tenant IS NULL OR s.tenant = @tenant)
+  AND (@namespaces IS NULL OR s.namespace IN (SELECT value FROM json_each(@namespaces)))`;
 
 /** Statements whose query plans test/unit/store-retention.test.ts checks (no scan of the history). */
 export const SANDBOX_SQL = {
@@ -59,7 +61,7 @@ export const SANDBOX_SQL = {
   // statistics of a long history it would rather scan every ended sandbox than look the states up.
   listByStates: `SELECT * FROM sandboxes AS s INDEXED BY sandboxes_state WHERE state IN (SELECT value FROM json_each(@states))
      AND ${LABELS_MATCH} AND ${TENANT_MATCH} ORDER BY created_at, id`,
-  getByName: `SELECT * FROM sandboxes WHERE name = ? AND tenant = ?
+  getByName: `SELECT * FROM sandboxes WHERE name = ? AND tenant = ? AND namespace = ?
      ORDER BY state IN ('creating', 'running', 'paused', 'killing') DESC, created_at DESC LIMIT 1`,
   listHolders: `SELECT * FROM sandboxes WHERE state IN (${LIVE_LIST})
      UNION ALL SELECT * FROM sandboxes WHERE state = 'killed' AND host_pid IS NOT NULL
@@ -70,12 +72,13 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
   const insert = db.prepare<SandboxRow>(`INSERT INTO sandboxes (${SANDBOX_COLS}) VALUES (${SANDBOX_VALUES})`);
   const getById = db.prepare<[string], SandboxRow>('SELECT * FROM sandboxes WHERE id = ?');
   // A name can be reused once its sandbox has ended: prefer the live one, then the newest.
-  const getByName = db.prepare<[string, string], SandboxRow>(SANDBOX_SQL.getByName);
-  const listAll = db.prepare<{ labels: string | null; tenant: string | null }, SandboxRow>(
-    `SELECT * FROM sandboxes AS s WHERE ${LABELS_MATCH} AND ${TENANT_MATCH} ORDER BY created_at, id`,
-  );
+  const getByName = db.prepare<[string, string, string], SandboxRow>(SANDBOX_SQL.getByName);
+  const listAll = db.prepare<
+    { labels: string | null; tenant: string | null; namespaces: string | null },
+    SandboxRow
+  >(`SELECT * FROM sandboxes AS s WHERE ${LABELS_MATCH} AND ${TENANT_MATCH} ORDER BY created_at, id`);
   const listByStates = db.prepare<
-    { states: string; labels: string | null; tenant: string | null },
+    { states: string; labels: string | null; tenant: string | null; namespaces: string | null },
     SandboxRow
   >(SANDBOX_SQL.listByStates);
   // Live (the state index), or killed with a host pid (a tombstone: the partial index of migration 5);
@@ -85,7 +88,8 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
     `UPDATE sandboxes SET name = @name, state = @state, image = @image, template_id = @template_id,
        parent_id = @parent_id, depth = @depth, limits = @limits, env = @env, labels = @labels,
        expires_at = @expires_at, created_at = @created_at, updated_at = @updated_at, host_pid = @host_pid,
-       runtime = @runtime, end_reason = @end_reason, tenant = @tenant, session = @session, ports = @ports
+       runtime = @runtime, end_reason = @end_reason, tenant = @tenant, namespace = @namespace,
+       session = @session, ports = @ports
      WHERE id = @id`,
   );
   const del = db.prepare<[string]>('DELETE FROM sandboxes WHERE id = ?');
@@ -144,8 +148,8 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
       const row = getById.get(id);
       return row === undefined ? undefined : rowToSandbox(row);
     },
-    getSandboxByName(name, tenant = 'default') {
-      const row = getByName.get(name, tenant);
+    getSandboxByName(name, tenant = 'default', namespace = DEFAULT_NAMESPACE) {
+      const row = getByName.get(name, tenant, namespace);
       return row === undefined ? undefined : rowToSandbox(row);
     },
     listSandboxes(filter?: SandboxFilter) {
@@ -154,10 +158,11 @@ export function createSandboxQueries(db: Database.Database, now: () => number): 
           ? JSON.stringify(filter.labels)
           : null;
       const tenant = filter?.tenant ?? null;
+      const namespaces = filter?.namespaces === undefined ? null : JSON.stringify(filter.namespaces);
       const rows =
         filter?.states === undefined
-          ? listAll.all({ labels, tenant })
-          : listByStates.all({ states: JSON.stringify(filter.states), labels, tenant });
+          ? listAll.all({ labels, tenant, namespaces })
+          : listByStates.all({ states: JSON.stringify(filter.states), labels, tenant, namespaces });
       return rows
         .map(rowToSandbox)
         .filter((r) => filter?.session === undefined || r.session === filter.session);

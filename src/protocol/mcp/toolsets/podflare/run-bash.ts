@@ -3,8 +3,8 @@ import { SIZES } from '../../../../domain/limits.ts';
 import { compatTool } from '../../compat-tool.ts';
 import { HINTS } from '../../tool-kit.ts';
 import { podflareErrorText } from './errors.ts';
-import { sandboxIdArg } from './shapes.ts';
 import { PODFLARE_TIMEOUT_S } from './run-python.ts';
+import { sandboxIdArg } from './shapes.ts';
 
 /**
  * A fresh bash process per call (nothing but files carries to the next one), given the snippet as

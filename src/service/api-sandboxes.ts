@@ -29,9 +29,9 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       };
     },
 
-    async createSandbox(req) {
+    async createSandbox(req, opts) {
       const ports = checkPorts(req.ports);
-      const rec = await p.create(ctx, req);
+      const rec = await p.create(ctx, req, undefined, opts);
       if (ports.length === 0) return p.withKids(rec);
       try {
         return p.withKids(await p.ports.publishAll(rec, ports));

@@ -21,6 +21,11 @@ import type {
   StreamSummary,
 } from './ports.ts';
 
+export interface CreateOptions {
+  /** The pull of an image not yet in the store (a registry reference on first use): its phases and bytes. */
+  onProgress?: (e: ProgressEvent) => void;
+}
+
 export interface CreateSandboxRequest {
   image?: string;
   name?: string;
@@ -323,7 +328,11 @@ export interface DiffResult extends LayerDiff {
 export interface ForkboxApi {
   status(): Promise<SystemStatus>;
 
-  createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo>;
+  /**
+   * Create a sandbox. An image named by a registry reference is pulled on first use; `onProgress` is told
+   * of that pull's phases and bytes (nothing else reports progress).
+   */
+  createSandbox(req: CreateSandboxRequest, opts?: CreateOptions): Promise<SandboxInfo>;
   listSandboxes(opts?: { all?: boolean; labels?: Record<string, string> }): Promise<SandboxInfo[]>;
   getSandbox(idOrName: string, opts?: { usage?: boolean }): Promise<SandboxInfo>;
   /** Kill a sandbox; with `cascade`, its descendants too (else they keep running). */

@@ -114,4 +114,16 @@ describe('mcp sandbox_create pulls an image on first use, with progress', { skip
       [],
     );
   });
+
+  it('a reference the registry lacks fails the call with its error, after the progress so far', async () => {
+    const missing = `${reg.host}/test/mcp:nope`;
+    const seen: string[] = [];
+    const r = (await client.callTool(
+      { name: 'sandbox_create', arguments: { image: missing } },
+      { onprogress: (p) => seen.push(p.message ?? '') },
+    )) as CallToolResult;
+    assert.equal(r.isError, true, text(r));
+    assert.match(text(r), /manifest unknown/);
+    assert.match(seen[0] ?? '', new RegExp(`pulling ${missing}: resolving `));
+  });
 });

@@ -3,7 +3,8 @@
  * (`python3 -m http.server`, a background exec) answers on its published host port; through the TCP
  * listener's /v1/sandboxes/{id}/ports/{port}/ only with the right token (another tenant: not found);
  * two forked children answer on host ports of their own with their own content; port_expose and
- * port_list over MCP; the host port closes when the sandbox is killed; connections are audited
+ * port_list over MCP; a snapshot's restore publishes its source's ports on host ports of its own; the
+ * host port closes when the sandbox is killed; connections are audited
  * (door `port`) and counted; after a daemon restart the ports are re-opened on the same host ports.
  */
 import assert from 'node:assert/strict';
@@ -180,6 +181,24 @@ describe('published ports', { skip: skip ?? false }, () => {
       await client.close();
       await server.close();
     }
+  });
+
+  it("a snapshot's restores publish the ports its source had, on host ports of their own", async () => {
+    const snap = await alice.createSnapshot(sb, { name: 'web-snap' });
+    const r = await alice.restoreSnapshot(snap.id, { n: 1 });
+    const kid = r.children[0]?.sandbox;
+    assert.ok(kid, JSON.stringify(r));
+    const p = kid.ports?.find((x) => x.port === 8000);
+    assert.ok(p, 'the restored sandbox has port 8000 published');
+    assert.notEqual(p.hostPort, hostPort);
+    assert.deepEqual(await alice.listPorts(kid.id), [p]);
+    // Processes are not carried by a restore: it starts its own server, on the files of the snapshot.
+    await alice.startExec(kid.id, {
+      argv: ['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1', '--directory', '/srv'],
+    });
+    assert.equal(await getWhenUp(`http://${p.address}/hello.txt`), 'hello from web\n');
+    await alice.killSandbox(kid.id);
+    await alice.deleteSnapshot(snap.id);
   });
 
   it('the host port closes when the sandbox is killed', async () => {

@@ -201,6 +201,7 @@ describe('retention: ended sandboxes', () => {
     raw.prepare('DELETE FROM schema_migrations WHERE version >= 8').run();
     raw.exec('ALTER TABLE sandboxes DROP COLUMN network');
     raw.exec('ALTER TABLE sandboxes DROP COLUMN ports');
+    raw.exec('ALTER TABLE snapshots DROP COLUMN ports');
     assert.equal(raw.pragma('auto_vacuum', { simple: true }), 0);
     raw.close();
     const s2 = openSqliteStore({ path });

@@ -225,6 +225,12 @@ INSERT OR IGNORE INTO output_drops (sandbox_id)
     // JSON [{port, hostPort}]: re-opened on the same host ports after a daemon restart.
     sql: "ALTER TABLE sandboxes ADD COLUMN ports TEXT NOT NULL DEFAULT '[]';",
   },
+  {
+    version: 11,
+    name: 'snapshot published ports',
+    // JSON [port, …]: the source's published ports, which a restored sandbox publishes on host ports of its own.
+    sql: "ALTER TABLE snapshots ADD COLUMN ports TEXT NOT NULL DEFAULT '[]';",
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

@@ -99,7 +99,16 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
         (source.ports ?? []).map((x) => x.port),
       );
     },
-    mergeSandbox: async (parentId, winnerId) => p.merge(ctx, find(parentId), find(winnerId)),
+    async mergeSandbox(parentId, winnerId) {
+      const parent = find(parentId);
+      const out = await p.merge(ctx, parent, find(winnerId));
+      // The merged parent serves on the winner's host ports; a port only the parent had gets a new one.
+      const kept = new Set((out.sandbox.ports ?? []).map((x) => x.port));
+      const lost = (parent.ports ?? []).map((x) => x.port).filter((x) => !kept.has(x));
+      if (lost.length === 0) return out;
+      await p.ports.inherit(lost, [parent.id]);
+      return { ...out, sandbox: p.withKids(store.getSandbox(parent.id) ?? parent) };
+    },
 
     createSnapshot: async (idOrName, opts) => snapshots.create(ctx, running(idOrName), opts?.name),
     listSnapshots: async () => snapshots.list(ctx.tenant),

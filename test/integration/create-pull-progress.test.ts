@@ -1,10 +1,12 @@
 /**
- * MCP `sandbox_create` with an image named by a registry reference that is not yet in the store: the
+ * A create whose image is a registry reference not yet in the store shows the pull's progress. MCP
+ * `sandbox_create`: the
  * image is pulled on first use, and a client that gave a progressToken gets the pull's phases as
  * `notifications/progress` while it runs (through `forkbox mcp` over stdio, a client of a real daemon:
  * the daemon streams the pull's progress to it as NDJSON). The sandbox is then made from the pulled image;
- * a second create of the same reference pulls nothing. The registry is Debian's docker-registry, filled
- * by the test (test/helpers/registry.ts).
+ * a second create of the same reference pulls nothing, and a reference the registry lacks fails the call.
+ * CLI `forkbox create --image REF`: the pull's phases on stderr, the sandbox on stdout. The registry is
+ * Debian's docker-registry, filled by the test (test/helpers/registry.ts).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,17 +28,19 @@ import {
   type TestRegistry,
   tarLayerDir,
 } from '../helpers/registry.ts';
+import { registryCli } from '../helpers/registry-suite.ts';
 
 const skip = nativeUnavailable();
 const text = (r: CallToolResult): string => (r.content[0]?.type === 'text' ? r.content[0].text : '');
 
-describe('mcp sandbox_create pulls an image on first use, with progress', { skip: skip ?? false }, () => {
+describe('a create pulls its image on first use, showing progress', { skip: skip ?? false }, () => {
   let reg: TestRegistry;
   let work: string;
   let stateDir: string;
   let daemon: Awaited<ReturnType<typeof startServe>> | undefined;
   let client: Client;
   let ref: string;
+  const cli = registryCli(() => stateDir);
 
   before(async () => {
     work = mkdtempSync('/var/tmp/fbx-registry-');
@@ -50,6 +54,8 @@ describe('mcp sandbox_create pulls an image on first use, with progress', { skip
       LAYER_GZ,
     );
     await pushImage(reg, 'test/mcp', 'v1', [base, app], { Env: ['PATH=/usr/local/bin:/usr/bin:/bin'] });
+    // The same layers under another config: another image, whose pull downloads nothing new.
+    await pushImage(reg, 'test/mcp', 'cli', [base, app], { Env: ['PATH=/usr/bin:/bin', 'VIA=cli'] });
     ref = `${reg.host}/test/mcp:v1`;
     stateDir = makeStateDir();
     daemon = await startServe(stateDir);
@@ -125,5 +131,17 @@ describe('mcp sandbox_create pulls an image on first use, with progress', { skip
     assert.equal(r.isError, true, text(r));
     assert.match(text(r), /manifest unknown/);
     assert.match(seen[0] ?? '', new RegExp(`pulling ${missing}: resolving `));
+  });
+
+  it('forkbox create --image REF shows the pull on stderr and prints the sandbox', async () => {
+    const cliRef = `${reg.host}/test/mcp:cli`;
+    const r = await cli.run('--json', 'create', '--image', cliRef);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`==> resolving: resolving ${cliRef}`));
+    assert.match(r.stderr, /==> done: .* pulled as 'mcp-cli-[0-9a-f]{8}'/);
+    const sb = JSON.parse(r.stdout) as { id: string; image: string };
+    assert.match(sb.image, /^mcp-cli-[0-9a-f]{8}$/);
+    const env = await cli.ok('exec', sb.id, '--', 'printenv', 'VIA');
+    assert.equal(env, 'cli\n');
   });
 });

@@ -148,6 +148,8 @@ export interface SnapshotRecord {
   holderId: string | null;
   limits: Limits;
   env: Record<string, string>;
+  /** The source's published ports (sandbox-side numbers) when it was taken: restores publish them anew. */
+  ports: number[];
   createdAt: number;
 }
 

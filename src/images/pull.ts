@@ -50,6 +50,9 @@ const LAYER_TYPES = new Set([
   'application/vnd.docker.image.rootfs.diff.tar.gzip',
 ]);
 
+/** Shortest gap between two byte-count progress events of one download. */
+const BYTES_EVERY_MS = 250;
+
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
 export function createPuller(deps: PullDeps) {
@@ -102,9 +105,14 @@ export function createPuller(deps: PullDeps) {
         const file = join(work, `${i}.blob`);
         const label = `layer ${i + 1}/${m.layers.length} ${l.digest.slice(7, 19)}`;
         emit({ phase: `download ${label}`, message: `downloading ${label}`, current: 0, total: l.size });
-        await downloadBlob(client, ref, l, file, (n) =>
-          emit({ phase: `download ${label}`, message: label, current: n, total: l.size }),
-        );
+        // Byte counts at most every BYTES_EVERY_MS (and the last): a chunk each would flood the streams.
+        let last = 0;
+        await downloadBlob(client, ref, l, file, (n) => {
+          const now = Date.now();
+          if (n < l.size && now - last < BYTES_EVERY_MS) return;
+          last = now;
+          emit({ phase: `download ${label}`, message: label, current: n, total: l.size });
+        });
         blobs.set(l.digest, file);
       }
       // 2. Extract each into its content-addressed layer directory (shared layers are already there).

@@ -1,7 +1,7 @@
 /** The sandbox part of the API for one caller: lifecycle, lineage, snapshots, diff. */
 import { errors, ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
-import type { SandboxApi, SystemStatus } from './api.ts';
+import type { ForkResult, SandboxApi, SystemStatus } from './api.ts';
 import { type CallerContext, namespaceFor, namespacesFor } from './caller.ts';
 import { applyProjectOf, diffSandboxRecords } from './diff.ts';
 import type { EngineParts } from './engine-parts.ts';
@@ -15,6 +15,19 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
   const { store, runtime, snapshots } = p;
   const find = (idOrName: string) => p.find(ctx, idOrName);
   const running = (idOrName: string) => p.running(ctx, idOrName);
+  /** A fork's or restore's new sandboxes publish `ports` (each on a host port of its own). */
+  async function withPorts(out: ForkResult, ports: number[]): Promise<ForkResult> {
+    const kids = out.children.flatMap((c) => (c.ok && c.sandbox ? [c.sandbox.id] : []));
+    if (ports.length === 0 || kids.length === 0) return out;
+    await p.ports.inherit(ports, kids);
+    return {
+      ...out,
+      children: out.children.map((c) => {
+        const rec = c.sandbox && store.getSandbox(c.sandbox.id);
+        return rec ? { ...c, sandbox: p.withKids(rec) } : c;
+      }),
+    };
+  }
   return {
     async status(): Promise<SystemStatus> {
       // One GROUP BY over the (tenant, state) index: the ended history is not read row by row.
@@ -29,9 +42,9 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       };
     },
 
-    async createSandbox(req) {
+    async createSandbox(req, opts) {
       const ports = checkPorts(req.ports);
-      const rec = await p.create(ctx, req);
+      const rec = await p.create(ctx, req, undefined, opts);
       if (ports.length === 0) return p.withKids(rec);
       try {
         return p.withKids(await p.ports.publishAll(rec, ports));
@@ -84,24 +97,30 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
     async forkSandbox(idOrName, req) {
       const source = running(idOrName);
       const out = await p.fork(ctx, source, req);
-      const kids = out.children.flatMap((c) => (c.ok && c.sandbox ? [c.sandbox.id] : []));
-      if ((source.ports ?? []).length === 0 || kids.length === 0) return out;
-      await p.ports.inherit(source, kids);
-      return {
-        ...out,
-        children: out.children.map((c) => {
-          const rec = c.sandbox && store.getSandbox(c.sandbox.id);
-          return rec ? { ...c, sandbox: p.withKids(rec) } : c;
-        }),
-      };
+      return withPorts(
+        out,
+        (source.ports ?? []).map((x) => x.port),
+      );
     },
-    mergeSandbox: async (parentId, winnerId) => p.merge(ctx, find(parentId), find(winnerId)),
+    async mergeSandbox(parentId, winnerId) {
+      const parent = find(parentId);
+      const out = await p.merge(ctx, parent, find(winnerId));
+      // The merged parent serves on the winner's host ports; a port only the parent had gets a new one.
+      const kept = new Set((out.sandbox.ports ?? []).map((x) => x.port));
+      const lost = (parent.ports ?? []).map((x) => x.port).filter((x) => !kept.has(x));
+      if (lost.length === 0) return out;
+      await p.ports.inherit(lost, [parent.id]);
+      return { ...out, sandbox: p.withKids(store.getSandbox(parent.id) ?? parent) };
+    },
 
     createSnapshot: async (idOrName, opts) => snapshots.create(ctx, running(idOrName), opts?.name),
     listSnapshots: async () => snapshots.list(ctx.tenant),
     getSnapshot: async (idOrName) => snapshots.get(ctx.tenant, idOrName),
     deleteSnapshot: async (idOrName, opts) => snapshots.remove(ctx.tenant, idOrName, opts?.cascade === true),
-    restoreSnapshot: async (idOrName, req) => snapshots.restore(ctx, idOrName, req ?? {}),
+    async restoreSnapshot(idOrName, req) {
+      const ports = snapshots.portsOf(ctx.tenant, idOrName);
+      return withPorts(await snapshots.restore(ctx, idOrName, req ?? {}), ports);
+    },
     diffSandboxes: (a, b, opts) =>
       diffSandboxRecords({ runtime, store, tenant: ctx.tenant, find }, a, b, opts),
     applyProject: (idOrName) => applyProjectOf({ runtime, store, tenant: ctx.tenant, find }, idOrName),

@@ -21,6 +21,11 @@ import type {
   StreamSummary,
 } from './ports.ts';
 
+export interface CreateOptions {
+  /** The pull of an image not yet in the store (a registry reference on first use): its phases and bytes. */
+  onProgress?: (e: ProgressEvent) => void;
+}
+
 export interface CreateSandboxRequest {
   image?: string;
   name?: string;
@@ -332,7 +337,11 @@ export interface DiffResult extends LayerDiff {
 export interface ForkboxApi {
   status(): Promise<SystemStatus>;
 
-  createSandbox(req: CreateSandboxRequest): Promise<SandboxInfo>;
+  /**
+   * Create a sandbox. An image named by a registry reference is pulled on first use; `onProgress` is told
+   * of that pull's phases and bytes (nothing else reports progress).
+   */
+  createSandbox(req: CreateSandboxRequest, opts?: CreateOptions): Promise<SandboxInfo>;
   /** `namespace`: one namespace, or `*` for all the caller may see (default: the caller's default namespace). */
   listSandboxes(opts?: {
     all?: boolean;

@@ -57,6 +57,8 @@ export function createMerger(deps: MergeDeps) {
           state: 'running',
           labels: { ...parent.labels, [MERGED_LABEL]: parent.id },
           session: null,
+          // Its host ports close with it (the runtime's listeners are its processes'): none to re-open.
+          ports: [],
           expiresAt: null,
           runtime: { ...parent.runtime, rid: runtimeId(parent) },
           createdAt: t,
@@ -89,6 +91,10 @@ export function createMerger(deps: MergeDeps) {
           depth: winnerNow.depth,
           limits: winnerNow.limits,
           env: winnerNow.env,
+          // The runtime's listeners are the processes': the winner's host ports go on serving (now as the
+          // parent's), the parent's own close with its old processes (mergeSandbox re-publishes the ports
+          // the winner lacked).
+          ports: winnerNow.ports ?? [],
         });
         if (parentPaused) store.transitionSandbox(parent.id, 'running');
         store.transitionSandbox(winner.id, 'killing');

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxRecord } from '../domain/types.ts';
-import type { CreateSandboxRequest } from './api.ts';
+import type { CreateOptions, CreateSandboxRequest } from './api.ts';
 import { type CallerContext, namespaceFor } from './caller.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import { DEFAULT_NETWORK_CAP, type NetworkCap, networkFor } from './network-cap.ts';
@@ -16,6 +16,7 @@ export type CreateSandbox = (
   ctx: CallerContext,
   req: CreateSandboxRequest,
   lowers?: string[],
+  opts?: CreateOptions,
 ) => Promise<SandboxRecord>;
 
 export function createSandboxMaker(deps: {
@@ -87,12 +88,15 @@ export function createSandboxMaker(deps: {
     return { rec, prewarm: tpl.prewarm };
   }
 
-  return async (ctx, asked, lowers) => {
+  return async (ctx, asked, lowers, opts) => {
     let req = asked;
     // A registry reference (local image names have no '/') is pulled on first use, under the daemon's
     // --image-allow list; the sandbox then records the local name it is stored under.
     if (req.image?.includes('/') && deps.images) {
-      const img = await deps.images.ensure(req.image, { remote: ctx.remote === true });
+      const img = await deps.images.ensure(req.image, {
+        remote: ctx.remote === true,
+        ...(opts?.onProgress ? { onProgress: opts.onProgress } : {}),
+      });
       req = { ...req, image: img.name };
     }
     const { rec, prewarm } = newRecord(ctx, req);

@@ -54,9 +54,11 @@ export function createSandboxPorts(deps: { store: Store; runtime: Runtime; log: 
       return cur;
     },
 
-    /** A fork's children: the source's ports, each on a host port of the child's own. */
-    async inherit(source: SandboxRecord, children: string[]): Promise<void> {
-      const ports = (source.ports ?? []).map((p) => p.port);
+    /**
+     * New sandboxes get `ports` (a fork's children: its source's; a snapshot's restores: the ports its
+     * source had), each on a host port of the child's own.
+     */
+    async inherit(ports: readonly number[], children: string[]): Promise<void> {
       if (ports.length === 0) return;
       for (const id of children) {
         const child = store.getSandbox(id);

@@ -88,6 +88,7 @@ export function createSnapshots(deps: SnapshotDeps) {
         holderId: hid,
         limits: source.limits,
         env: source.env,
+        ports: (source.ports ?? []).map((p) => p.port),
         createdAt: now(),
       };
       store.insertSnapshot(rec);
@@ -132,6 +133,8 @@ export function createSnapshots(deps: SnapshotDeps) {
     },
 
     restore: createSnapshotRestore(deps, lookup),
+    /** The ports a snapshot's source had published when it was taken (restores publish them again). */
+    portsOf: (tenant: string, idOrName: string): number[] => find(tenant, idOrName).ports,
   };
 }
 

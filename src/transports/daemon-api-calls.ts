@@ -14,7 +14,14 @@ import {
   quoteEtag,
   unquoteEtag,
 } from '../protocol/rest/wire.ts';
-import type { ExecOutcome, ForkboxApi, PortInfo, ProgressEvent, SandboxApi } from '../service/api.ts';
+import type {
+  ExecOutcome,
+  ForkboxApi,
+  PortInfo,
+  ProgressEvent,
+  SandboxApi,
+  SandboxInfo,
+} from '../service/api.ts';
 import type { ExecOutputChunk, FileRead, ReplResult } from '../service/ports.ts';
 import type { Requester } from './daemon-request.ts';
 
@@ -25,10 +32,16 @@ type Calls<K extends keyof ForkboxApi> = Pick<ForkboxApi, K>;
 
 /** Lifecycle, forks, snapshots, diff. */
 export function sandboxCalls(rq: Requester): SandboxApi {
-  const { call } = rq;
+  const { call, streamCall } = rq;
   return {
     status: () => call({ method: 'GET', path: '/v1/system' }),
-    createSandbox: (req) => call({ method: 'POST', path: '/v1/sandboxes', json: req }),
+    createSandbox: (req, opts) => {
+      const onProgress = opts?.onProgress;
+      if (!onProgress) return call({ method: 'POST', path: '/v1/sandboxes', json: req });
+      return streamCall<SandboxInfo>({ method: 'POST', path: '/v1/sandboxes', json: req }, (line) => {
+        if (line.type === 'progress') onProgress(line.event as ProgressEvent);
+      });
+    },
     listSandboxes: (o = {}) =>
       call({
         method: 'GET',

@@ -3,13 +3,11 @@
  * the daemon's egress proxy; `none` reaches nothing; a fork keeps its source's policy; every decision is
  * counted. The test hosts live in a network namespace this test makes, on documentation addresses
  * (test/helpers/test-hosts.ts); the proxy knows their names from FORKBOX_EGRESS_HOSTS, so nothing is
- * resolved by DNS and nothing but loopback and those hosts is ever connected to.
+ * resolved by DNS and nothing but loopback and those hosts is ever connected to. pip and git through the
+ * proxy: network-allow-tools.test.ts.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { egressSandboxSuite } from '../helpers/egress-suite.ts';
@@ -76,33 +74,6 @@ describe('network allow: egress through the filtering proxy', { skip: skip ?? fa
     // The server saw the proxy's connections only: from the host side of the veth.
     assert.ok(egress.hosts.clients().length >= 3);
     assert.deepEqual([...new Set(egress.hosts.clients())], [HOST_SIDE]);
-  });
-
-  it('clones a git repository over HTTP from an allowed name', async () => {
-    // A "dumb HTTP" repository: plain files the test server serves (git's smart protocol needs a CGI).
-    const work = join(egress.hosts.dir, 'work');
-    const git = (...args: string[]) =>
-      execFileSync('git', args, {
-        stdio: 'ignore',
-        env: {
-          ...process.env,
-          GIT_AUTHOR_NAME: 't',
-          GIT_AUTHOR_EMAIL: 't@t',
-          GIT_COMMITTER_NAME: 't',
-          GIT_COMMITTER_EMAIL: 't@t',
-        },
-      });
-    git('init', '-q', work);
-    writeFileSync(join(work, 'README'), 'cloned through the proxy\n');
-    git('-C', work, 'add', 'README');
-    git('-C', work, 'commit', '-q', '-m', 'one');
-    git('clone', '-q', '--bare', work, join(egress.hosts.dir, 'repo.git'));
-    git('-C', join(egress.hosts.dir, 'repo.git'), 'update-server-info');
-    const r = await api.exec(sb, {
-      cmd: `git clone -q http://files.test:${PORT}/repo.git /tmp/repo && cat /tmp/repo/README`,
-      timeoutSeconds: 60,
-    });
-    assert.equal(r.stdout, 'cloned through the proxy\n', r.stderr);
   });
 
   it('refuses names off the list, refused addresses by name or literal, and the host itself', async () => {

@@ -3,7 +3,9 @@
  * (`python3 -m http.server`, a background exec) answers on its published host port; through the TCP
  * listener's /v1/sandboxes/{id}/ports/{port}/ only with the right token (another tenant: not found);
  * two forked children answer on host ports of their own with their own content; port_expose and
- * port_list over MCP; the host port closes when the sandbox is killed; connections are audited
+ * port_list over MCP; a snapshot's restore publishes its source's ports on host ports of its own; a
+ * merged parent serves on its winner's host ports (a port only it had: on a new one); the host port
+ * closes when the sandbox is killed; connections are audited
  * (door `port`) and counted; after a daemon restart the ports are re-opened on the same host ports.
  */
 import assert from 'node:assert/strict';
@@ -180,6 +182,54 @@ describe('published ports', { skip: skip ?? false }, () => {
       await client.close();
       await server.close();
     }
+  });
+
+  it("a snapshot's restores publish the ports its source had, on host ports of their own", async () => {
+    const snap = await alice.createSnapshot(sb, { name: 'web-snap' });
+    const r = await alice.restoreSnapshot(snap.id, { n: 1 });
+    const kid = r.children[0]?.sandbox;
+    assert.ok(kid, JSON.stringify(r));
+    const p = kid.ports?.find((x) => x.port === 8000);
+    assert.ok(p, 'the restored sandbox has port 8000 published');
+    assert.notEqual(p.hostPort, hostPort);
+    assert.deepEqual(await alice.listPorts(kid.id), [p]);
+    // Processes are not carried by a restore: it starts its own server, on the files of the snapshot.
+    await alice.startExec(kid.id, {
+      argv: ['python3', '-m', 'http.server', '8000', '--bind', '127.0.0.1', '--directory', '/srv'],
+    });
+    assert.equal(await getWhenUp(`http://${p.address}/hello.txt`), 'hello from web\n');
+    await alice.killSandbox(kid.id);
+    await alice.deleteSnapshot(snap.id);
+  });
+
+  it("a merge: the parent serves on the winner's host ports, and a port only it had on a new one", async () => {
+    const parent = await alice.createSandbox({ ports: [8100] });
+    const old = parent.ports?.[0];
+    assert.ok(old);
+    const fork = await alice.forkSandbox(parent.id, { n: 1 });
+    const winner = fork.children[0]?.sandbox;
+    assert.ok(winner, JSON.stringify(fork));
+    const won = winner.ports?.[0];
+    assert.ok(won && won.hostPort !== old.hostPort, JSON.stringify(winner.ports));
+    await serve(alice, winner.id, 8100, 'hello from the winner\n');
+    // A port the parent publishes after the fork: the winner does not have it.
+    const late = await alice.exposePort(parent.id, 8200);
+    const merged = await alice.mergeSandbox(parent.id, winner.id);
+    const ports = merged.sandbox.ports ?? [];
+    assert.deepEqual(
+      ports.find((x) => x.port === 8100),
+      won,
+    );
+    const again = ports.find((x) => x.port === 8200);
+    assert.ok(again && again.hostPort !== late.hostPort, JSON.stringify(ports));
+    assert.deepEqual(await alice.listPorts(parent.id), ports);
+    assert.equal(await getWhenUp(`http://${won.address}/hello.txt`), 'hello from the winner\n');
+    await serve(alice, parent.id, 8200, 'late port\n');
+    assert.equal(await getWhenUp(`http://${again.address}/hello.txt`), 'late port\n');
+    // The parent's old host ports closed with its old processes.
+    assert.equal(await listening(old.hostPort), false);
+    assert.equal(await listening(late.hostPort), false);
+    await alice.killSandbox(parent.id);
   });
 
   it('the host port closes when the sandbox is killed', async () => {

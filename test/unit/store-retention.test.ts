@@ -206,6 +206,7 @@ describe('retention: ended sandboxes', () => {
       ALTER TABLE sandboxes DROP COLUMN namespace;
       CREATE UNIQUE INDEX sandboxes_live_tenant_name ON sandboxes(tenant, name) WHERE state = 'running';
       CREATE INDEX sandboxes_tenant_name ON sandboxes(tenant, name, created_at);`);
+    raw.exec('ALTER TABLE snapshots DROP COLUMN ports');
     assert.equal(raw.pragma('auto_vacuum', { simple: true }), 0);
     raw.close();
     const s2 = openSqliteStore({ path });

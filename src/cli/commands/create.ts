@@ -5,7 +5,7 @@ import type { CreateSandboxRequest } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { collectKeyValue, parseDurationSeconds, parsePort } from '../parse.ts';
-import { addLimitOptions, type LimitOptions, limitsToRequest } from './limit-options.ts';
+import { addLimitOptions, createShowingPull, type LimitOptions, limitsToRequest } from './limit-options.ts';
 
 /** DIR[:/path] with DIR made absolute here (the daemon has another working directory). */
 export function projectArg(spec: string): string {
@@ -61,7 +61,7 @@ export function register(program: Command, ctx: CliContext): void {
       if (o.label !== undefined) req.labels = o.label;
       if (o.project !== undefined) req.project = projectArg(o.project);
       if (o.port !== undefined && o.port.length > 0) req.ports = o.port;
-      const sb = await (await ctx.api()).createSandbox(req);
+      const sb = await createShowingPull(await ctx.api(), req);
       ctx.out().result(sb, () => sb.id);
     },
   );

@@ -1,8 +1,8 @@
-/** Options shared by `create` and `run`: image, limits, environment. */
+/** Options shared by `create` and `run`: image, limits, environment; their create, showing a pull's progress. */
 import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
 import { parseDiskSpec } from '../../domain/sizes.ts';
-import type { CreateSandboxRequest } from '../../service/api.ts';
+import type { CreateSandboxRequest, ForkboxApi, SandboxInfo } from '../../service/api.ts';
 import { collectKeyValue, parseSizeMb } from '../parse.ts';
 
 export interface LimitOptions {
@@ -61,4 +61,22 @@ export function limitsToRequest(o: LimitOptions): CreateSandboxRequest {
   Object.assign(req, diskRequest(o.disk));
   if (o.env !== undefined) req.env = o.env;
   return req;
+}
+
+/**
+ * Create; an image named by a registry reference (pulled on first use) shows the pull's progress on
+ * stderr (the display is loaded only then: a plain create stays lean).
+ */
+export async function createShowingPull(
+  api: Pick<ForkboxApi, 'createSandbox'>,
+  req: CreateSandboxRequest,
+): Promise<SandboxInfo> {
+  if (!req.image?.includes('/')) return api.createSandbox(req);
+  const { createProgressDisplay } = await import('../progress.ts');
+  const progress = createProgressDisplay();
+  try {
+    return await api.createSandbox(req, { onProgress: (e) => progress.update(e) });
+  } finally {
+    progress.stop();
+  }
 }

@@ -10,7 +10,7 @@ import type { CliContext } from '../context.ts';
 import { buildExecRequest, type ExecCliOptions, streamExec } from '../exec-stream.ts';
 import { trapInterrupts } from '../interrupt.ts';
 import { parseDuration, parseDurationSeconds } from '../parse.ts';
-import { addLimitOptions, type LimitOptions, limitsToRequest } from './limit-options.ts';
+import { addLimitOptions, createShowingPull, type LimitOptions, limitsToRequest } from './limit-options.ts';
 
 /** Without --timeout, a sandbox left behind by a crashed CLI (kill -9) is still reaped after this long. */
 const DEFAULT_SAFETY_TTL_S = 24 * 3600;
@@ -77,7 +77,7 @@ async function runOnce(ctx: CliContext, words: string[], o: RunOptions): Promise
       o.ttl ?? (o.timeout !== undefined ? Math.ceil(o.timeout) + 60 : DEFAULT_SAFETY_TTL_S);
     createReq.labels = { 'forkbox.run': 'true' };
     // Not through the trap's signal: a create cut short could leave a sandbox whose id we never learn.
-    const creating = api.createSandbox(createReq);
+    const creating = createShowingPull(api, createReq);
     created = creating.then(
       (sb) => {
         id = sb.id;

@@ -156,8 +156,8 @@ export function instrumentApi(api: ForkboxApi, m: HttpMetrics, onError?: (code: 
   };
   const wrapped: ForkboxApi = {
     ...api,
-    createSandbox: async (req) => {
-      const sb = await api.createSandbox(req);
+    createSandbox: async (req, opts) => {
+      const sb = await api.createSandbox(req, opts);
       m.sandboxCreates.inc();
       return sb;
     },

@@ -2,10 +2,12 @@
  * Progress notifications for one tool call, when its request carries a progressToken: a heartbeat every
  * `intervalMs` while the call runs (silent work included), so clients that reset their request timeout
  * on progress do not time out, plus the latest state the tool reports (e.g. the tail of its output),
- * sent at most once a second. Notifications are ordered, numbered upwards, bounded in size, and all sent
- * before the result; none is sent after the request was cancelled.
+ * sent at most once a second (the last state held back by that bound is sent when the call ends).
+ * Notifications are ordered, numbered upwards, bounded in size, and all sent before the result; none is
+ * sent after the request was cancelled.
  */
 import type { ServerContext } from '@modelcontextprotocol/server';
+import type { ProgressEvent } from '../../service/api.ts';
 import type { ToolLog } from './tool-kit.ts';
 
 /** Default heartbeat period: well under the 10 s the docs promise, whatever the scheduling jitter. */
@@ -74,10 +76,20 @@ export function startProgress(
       }
     },
     async stop() {
-      stopped = true;
       clearInterval(beat);
       if (trailing) clearTimeout(trailing);
+      // A state held back by the rate bound is sent now, before the result: the caller sees the last one.
+      if (pending) send();
+      stopped = true;
       await chain;
     },
   };
+}
+
+const mib = (n: number) => `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+
+/** An engine progress event (an image pull's phase, with its bytes when known) as one line of text. */
+export function progressEventText(e: ProgressEvent): string {
+  if (e.total === undefined || e.total <= 0) return e.message;
+  return `${e.message} (${mib(e.current ?? 0)} of ${mib(e.total)})`;
 }

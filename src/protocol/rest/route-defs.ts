@@ -175,9 +175,9 @@ export const ROUTES = {
   createSandbox: def(
     'post',
     '/v1/sandboxes',
-    'Create a sandbox',
+    'Create a sandbox (Accept: application/x-ndjson streams the progress of an image pulled on first use)',
     { body: jsonBody(createSandboxBody) },
-    { status: 201, schema: sandboxInfoSchema },
+    { status: 201, schema: sandboxInfoSchema, ndjson: true },
     S,
   ),
   listSandboxes: def(

@@ -1,5 +1,14 @@
 /** The /v1 handlers of sandboxes and snapshots: create, list, inspect, kill, fork, merge, diff, apply, ports, pause/resume, TTL. */
-import { type ApiFor, type Handlers, idParam, jsonBody, stripUndefined } from './handler-support.ts';
+import type { ProgressEvent } from '../../service/api.ts';
+import {
+  type ApiFor,
+  type Handlers,
+  idParam,
+  jsonBody,
+  ndjson,
+  stripUndefined,
+  wantsNdjson,
+} from './handler-support.ts';
 import {
   createSandboxBody,
   diffBody,
@@ -19,8 +28,12 @@ export function sandboxHandlers(A: ApiFor) {
   return {
     system: async (c) => c.json(await A(c).status()),
     createSandbox: async (c) => {
-      const body = parseOrThrow(createSandboxBody, await jsonBody(c), 'sandbox request');
-      return c.json(await A(c).createSandbox(stripUndefined(body)), 201);
+      const body = stripUndefined(parseOrThrow(createSandboxBody, await jsonBody(c), 'sandbox request'));
+      if (!wantsNdjson(c)) return c.json(await A(c).createSandbox(body), 201);
+      // Streamed: the pull of an image not yet in the store reports its progress before the result.
+      return ndjson(c, (emit) =>
+        A(c).createSandbox(body, { onProgress: (event: ProgressEvent) => emit({ type: 'progress', event }) }),
+      );
     },
     listSandboxes: async (c) => {
       const q = parseOrThrow(listSandboxesQuery, c.req.query(), 'query');

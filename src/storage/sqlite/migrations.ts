@@ -239,6 +239,12 @@ DROP INDEX sandboxes_tenant_name;
 CREATE INDEX sandboxes_tenant_ns_name ON sandboxes(tenant, namespace, name, created_at);
 `,
   },
+  {
+    version: 12,
+    name: 'snapshot published ports',
+    // JSON [port, …]: the source's published ports, which a restored sandbox publishes on host ports of its own.
+    sql: "ALTER TABLE snapshots ADD COLUMN ports TEXT NOT NULL DEFAULT '[]';",
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

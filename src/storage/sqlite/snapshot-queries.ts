@@ -17,6 +17,7 @@ interface SnapshotRow {
   holder_id: string | null;
   limits: string;
   env: string;
+  ports: string;
   created_at: number;
 }
 
@@ -32,6 +33,7 @@ function toRow(r: SnapshotRecord): SnapshotRow {
     holder_id: r.holderId,
     limits: JSON.stringify(r.limits),
     env: JSON.stringify(r.env),
+    ports: JSON.stringify(r.ports),
     created_at: Math.round(r.createdAt),
   };
 }
@@ -40,6 +42,15 @@ function parseLayers(text: string): string[] {
   try {
     const v: unknown = JSON.parse(text);
     return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+function parsePorts(text: string): number[] {
+  try {
+    const v: unknown = JSON.parse(text);
+    return Array.isArray(v) ? v.filter((x): x is number => Number.isInteger(x)) : [];
   } catch {
     return [];
   }
@@ -57,6 +68,7 @@ function fromRow(r: SnapshotRow): SnapshotRecord {
     holderId: r.holder_id,
     limits: parseLimits(r.limits),
     env: parseStringMap(r.env),
+    ports: parsePorts(r.ports),
     createdAt: r.created_at,
   };
 }
@@ -72,9 +84,10 @@ type SnapshotMethods = Pick<
 >;
 
 export function createSnapshotQueries(db: Database.Database): SnapshotMethods {
-  const cols = 'id, name, tenant, source_id, image, template_id, layers, holder_id, limits, env, created_at';
+  const cols =
+    'id, name, tenant, source_id, image, template_id, layers, holder_id, limits, env, ports, created_at';
   const insert = db.prepare<SnapshotRow>(
-    `INSERT INTO snapshots (${cols}) VALUES (@id, @name, @tenant, @source_id, @image, @template_id, @layers, @holder_id, @limits, @env, @created_at)`,
+    `INSERT INTO snapshots (${cols}) VALUES (@id, @name, @tenant, @source_id, @image, @template_id, @layers, @holder_id, @limits, @env, @ports, @created_at)`,
   );
   const byId = db.prepare<[string], SnapshotRow>('SELECT * FROM snapshots WHERE id = ?');
   const byName = db.prepare<[string, string], SnapshotRow>(
@@ -86,7 +99,7 @@ export function createSnapshotQueries(db: Database.Database): SnapshotMethods {
   );
   const update = db.prepare<SnapshotRow>(
     `UPDATE snapshots SET name = @name, tenant = @tenant, source_id = @source_id, image = @image, template_id = @template_id,
-       layers = @layers, holder_id = @holder_id, limits = @limits, env = @env, created_at = @created_at WHERE id = @id`,
+       layers = @layers, holder_id = @holder_id, limits = @limits, env = @env, ports = @ports, created_at = @created_at WHERE id = @id`,
   );
   const del = db.prepare<[string]>('DELETE FROM snapshots WHERE id = ?');
   return {

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { LIMITS, PORTS, SIZES } from '../../../domain/limits.ts';
-import type { CreateSandboxRequest } from '../../../service/api.ts';
+import type { CreateSandboxRequest, ProgressEvent } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg, labelsArg } from '../kv-list.ts';
+import { progressEventText } from '../progress.ts';
 import { sandboxOut, sandboxShape } from '../shapes.ts';
 import { defineTool, diskInodesArg, diskMbArg, HINTS } from '../tool-kit.ts';
 
@@ -34,7 +35,7 @@ export const sandboxCreate = defineTool({
     ports: z.array(boundedNumber(LIMITS.port)).max(PORTS.perSandbox).optional().describe('Ports to publish'),
   }),
   output: sandboxShape,
-  async run(a, { api }) {
+  async run(a, { api, progress }) {
     const req: CreateSandboxRequest = {};
     if (a.image !== undefined) req.image = a.image;
     if (a.name !== undefined) req.name = a.name;
@@ -52,6 +53,8 @@ export const sandboxCreate = defineTool({
     if (a.ports !== undefined) req.ports = a.ports;
     // The engine ties a non-persistent sandbox to the caller's client session (when there is one).
     if (a.persistent === true) req.persistent = true;
-    return { structured: sandboxOut(await api.createSandbox(req)) };
+    // An image pulled on first use reports its phases and bytes as progress notifications.
+    const onProgress = (e: ProgressEvent) => progress(`pulling ${a.image}: ${progressEventText(e)}`);
+    return { structured: sandboxOut(await api.createSandbox(req, { onProgress })) };
   },
 });

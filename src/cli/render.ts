@@ -2,20 +2,25 @@
 import type { SandboxInfo } from '../service/api.ts';
 import { formatBytes, formatRelative, table } from './output.ts';
 
+/** The NAMESPACE column only when a listed sandbox is outside `default` (as kubectl shows it for -A). */
 export function sandboxTable(list: SandboxInfo[]): string {
   if (list.length === 0) return 'no sandboxes';
+  const withNs = list.some((s) => s.namespace !== 'default');
+  const head = ['ID', 'NAME', 'STATE', 'IMAGE', 'DEPTH', 'CREATED', 'EXPIRES'];
   return table(
-    ['ID', 'NAMESPACE', 'NAME', 'STATE', 'IMAGE', 'DEPTH', 'CREATED', 'EXPIRES'],
-    list.map((s) => [
-      s.id,
-      s.namespace,
-      s.name,
-      s.state,
-      s.image,
-      String(s.depth),
-      formatRelative(s.createdAt),
-      formatRelative(s.expiresAt),
-    ]),
+    withNs ? ['ID', 'NAMESPACE', ...head.slice(1)] : head,
+    list.map((s) => {
+      const row = [
+        s.id,
+        s.name,
+        s.state,
+        s.image,
+        String(s.depth),
+        formatRelative(s.createdAt),
+        formatRelative(s.expiresAt),
+      ];
+      return withNs ? [s.id, s.namespace, ...row.slice(1)] : row;
+    }),
   );
 }
 

@@ -220,6 +220,7 @@ describe('sqlite store: sandboxes', () => {
     store.close();
     const raw = new Database(path);
     raw.exec(`DELETE FROM schema_migrations WHERE version >= 11;
+      ALTER TABLE snapshots DROP COLUMN ports;
       DROP INDEX sandboxes_live_ns_name; DROP INDEX sandboxes_tenant_ns_name;
       ALTER TABLE sandboxes DROP COLUMN namespace;
       CREATE UNIQUE INDEX sandboxes_live_tenant_name ON sandboxes(tenant, name) WHERE state = 'running';

@@ -103,6 +103,7 @@ const AGENT_ERRORS: Record<string, ErrorCode> = {
   unknown_op: 'unavailable',
   stale: 'unavailable',
   internal: 'internal',
+  requirement_missing: 'requirement_missing',
 };
 
 function protocolError(what: string, message: string): ForkboxError {

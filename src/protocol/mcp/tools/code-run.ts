@@ -13,7 +13,7 @@ const DEFAULT_TIMEOUT_S = 300;
 export const codeRun = defineTool({
   name: 'code_run',
   title: 'Run code',
-  description: `Run code in the sandbox's persistent Python or Node REPL (state kept; code_reset clears both). Returns the last expression's value, stdout, stderr (cut like exec_run's), figures as images; exception: ok=false, state kept. bash: one-off script. Interrupted at timeout_s (default ${DEFAULT_TIMEOUT_S}) or cancel; restarted=true: state lost (a fork's Node REPL starts fresh).`,
+  description: `Run code in the sandbox's persistent Python or Node REPL (code_reset clears state). Returns last value, stdout, stderr (cut as exec_run), figures; exception: ok=false, state kept. bash: one-off run. Interrupted at timeout_s (default ${DEFAULT_TIMEOUT_S})/cancel; restarted=true: state lost (forks restart Node).`,
   annotations: HINTS.run,
   bulk: ['stdout', 'stderr'],
   input: z.object({

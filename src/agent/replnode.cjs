@@ -24,6 +24,10 @@ const DEFAULT_CAP = 1 << 20;
 const INTERNAL_FRAME = /^\s+at (.*\(node:|node:|.*replnode\.cjs)/;
 
 const ctl = new net.Socket({ fd: 3, readable: true, writable: true });
+// Writes to a pipe are only tried at once on Linux: what the pipe cannot take waits in Node's memory,
+// without bound for a print loop. Blocking writes make a full pipe (the agent reading at the host's pace)
+// hold the writer instead, as it holds a Python print.
+for (const s of [process.stdout, process.stderr]) s._handle?.setBlocking?.(true);
 // Errors thrown later by a cell's callbacks (timers, events) are printed by the REPL: to stderr.
 const errOut = new Writable({
   write(chunk, _enc, cb) {
@@ -97,7 +101,10 @@ const waiting = [];
 function runCell(header) {
   const id = header.id;
   const code = typeof header.code === 'string' ? header.code : '';
-  const cap = Number.isInteger(header.max_output_bytes) && header.max_output_bytes >= 0 ? header.max_output_bytes : DEFAULT_CAP;
+  const cap =
+    Number.isInteger(header.max_output_bytes) && header.max_output_bytes >= 0
+      ? header.max_output_bytes
+      : DEFAULT_CAP;
   const t0 = performance.now();
   cells += 1;
   running = true;

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
+import { rejectsWith } from '../helpers/assert-error.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const why = nativeUnavailable();
@@ -51,7 +52,9 @@ describe('node REPL', { skip: why ?? false }, () => {
   });
 
   it('awaits at top level and keeps what the awaiting cell declared', async () => {
-    const r = await node('const later = await new Promise((r) => setTimeout(() => r(count * 2), 20)); later + 1');
+    const r = await node(
+      'const later = await new Promise((r) => setTimeout(() => r(count * 2), 20)); later + 1',
+    );
     assert.equal(r.ok, true, r.error?.traceback);
     assert.equal(r.value, '85');
     assert.equal((await node('later')).value, '84');
@@ -107,5 +110,16 @@ describe('node REPL', { skip: why ?? false }, () => {
     const p = await node('fromParent');
     assert.equal(p.value, "'kept'");
     assert.equal(p.restarted, false);
+  });
+
+  it('says so when the sandbox has no Node.js', async () => {
+    // No `node` on the sandbox's PATH stands for an image without Node.js.
+    const bare = (await api.createSandbox({ name: 'no-node', env: { PATH: '/nonexistent' } })).id;
+    await rejectsWith(
+      api.runCode(bare, { language: 'node', code: '1' }),
+      'requirement_missing',
+      /no Node\.js/,
+    );
+    assert.equal((await api.runCode(bare, { code: '6 * 7' })).value, '42');
   });
 });

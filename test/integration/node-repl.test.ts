@@ -6,8 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
+import type { SandboxInfo } from '../../src/service/api.ts';
 import { rejectsWith } from '../helpers/assert-error.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { type Cli, cliFor } from '../helpers/cli.ts';
+import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
+import { makeStateDir, type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const why = nativeUnavailable();
 
@@ -121,5 +124,33 @@ describe('node REPL', { skip: why ?? false }, () => {
       /no Node\.js/,
     );
     assert.equal((await api.runCode(bare, { code: '6 * 7' })).value, '42');
+  });
+});
+
+describe('node REPL through the CLI and the daemon (REST)', { skip: why ?? false }, () => {
+  let stateDir: string;
+  let daemon: ServedDaemon | undefined;
+  let cli: Cli;
+
+  before(async () => {
+    stateDir = makeStateDir();
+    daemon = await startServe(stateDir);
+    cli = cliFor(stateDir);
+  });
+  after(async () => {
+    await stopServeAndClean(daemon?.child, stateDir);
+  });
+
+  it('forkbox eval --language node keeps state; nodejs is the same REPL; a bad language is refused', () => {
+    const { id } = cli.json<SandboxInfo>('create');
+    assert.equal(cli.ok('eval', '--language', 'node', id, 'let n = 20; console.log("set")'), 'set\n');
+    assert.equal(cli.ok('eval', '--language', 'nodejs', id, 'n + 1'), '21\n');
+    const r = cli.run(['eval', '--language', 'node', id, 'null.x']);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /TypeError: Cannot read properties of null/);
+    assert.match(
+      cli.fails(2, 'eval', '--language', 'ruby', id, '1'),
+      /not a REPL language: give python or node/,
+    );
   });
 });

@@ -45,15 +45,22 @@ const server = repl.start({
 // The REPL's context prints console output to its `output`; cells print to the process's stdout/stderr.
 server.context.console = console;
 // A cell's thrown error reaches the REPL's domain, not the eval's callback: it ends the cell in flight.
-// With no cell in flight it came from a callback a cell left behind: printed to stderr.
+// An error whose stack names only earlier cells came from a callback one of them left behind (a timer):
+// printed to stderr, as is any error while no cell is in flight.
 let finishCell = null;
 const domain = server._domain;
 if (domain) {
   domain.removeAllListeners('error');
   domain.on('error', (e) => {
-    if (finishCell !== null) finishCell(e, undefined);
+    if (finishCell !== null && !fromEarlierCell(e)) finishCell(e, undefined);
     else process.stderr.write(`Uncaught ${errorOf(e).traceback}\n`);
   });
+}
+
+function fromEarlierCell(e) {
+  const stack = e !== null && typeof e === 'object' && typeof e.stack === 'string' ? e.stack : '';
+  const named = [...stack.matchAll(/\bcell-(\d+):/g)].map((m) => Number(m[1]));
+  return named.length > 0 && !named.includes(cells);
 }
 // No SIGINT listener of our own: the REPL's watchdog handles SIGINT while a cell runs, and a listener
 // would disarm it (vm resets SIGINT to its default when it takes the listeners off during a cell).

@@ -63,6 +63,15 @@ describe('node REPL', { skip: why ?? false }, () => {
     assert.equal((await node('later')).value, '84');
   });
 
+  it('prints an error thrown later by an earlier cell’s timer without ending the cell that awaits', async () => {
+    assert.equal((await node('setTimeout(() => { throw new Error("from a timer") }, 20); "armed"')).ok, true);
+    const r = await node('await new Promise((r) => setTimeout(r, 200)); "waited"');
+    assert.equal(r.ok, true, r.error?.traceback);
+    assert.equal(r.value, "'waited'");
+    assert.match(r.stderr, /Uncaught Error: from a timer\n\s+at Timeout\._onTimeout \(cell-\d+:1:\d+\)/);
+    assert.equal((await node('count')).value, '42');
+  });
+
   it('interrupts a runaway cell at its timeout and answers again with its state', async () => {
     const r = await node('while (true) {}', 1);
     assert.equal(r.ok, false);

@@ -98,6 +98,18 @@ describe('node REPL', { skip: why ?? false }, () => {
     assert.equal((await node('let count = 42; count')).value, '42');
   });
 
+  it('a cell that ends the process gets a restarted answer, and the next call a fresh REPL', async () => {
+    const r = await node('console.log("bye"); process.exit(3)');
+    assert.equal(r.ok, false);
+    assert.equal(r.restarted, true);
+    assert.equal(r.stdout, 'bye\n');
+    assert.equal(r.error?.type, 'WorkerRestarted');
+    const next = await node('typeof count');
+    assert.equal(next.value, "'undefined'");
+    assert.equal(next.restarted, false);
+    await node('let count = 42');
+  });
+
   it('code_reset clears the Node REPL', async () => {
     await node('globalThis.marker = "set"');
     await api.resetCode(id);

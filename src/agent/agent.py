@@ -27,6 +27,7 @@ from spawner import Spawner  # noqa: E402
 from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header, recv_frame, send_frame  # noqa: E402
 from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, MAX_SPOOL_BYTES, Repl, WorkerHandle  # noqa: E402
 from netrelay import NetRelay, proxy_env  # noqa: E402
+from noderepl import NodeRepl  # noqa: E402
 from portrelay import PortRelay  # noqa: E402
 from worker import Worker  # noqa: E402
 
@@ -90,6 +91,11 @@ class Agent:
         self.doomed = set()  # killed workers not reaped yet: shutdown waits for them
         self.paused = set()  # Execs waiting for the host connection to drain
         self.repl = Repl(self)
+        self.node = NodeRepl(self)  # the Node.js REPL (noderepl.py): started on first use
+        if adopt is not None and getattr(adopt, "node_state", False):
+            # Forked from a sandbox whose Node REPL had state: it is not carried over (not forkable); the
+            # first Node answer here says restarted.
+            self.node.untold_restart = True
         self.adopt = adopt  # a Worker (user state) to fork off once the host has welcomed us
         self.host_sock = host_sock  # a host connection already welcomed (greet_host), or None
         self.shutting_down = False
@@ -156,11 +162,12 @@ class Agent:
             elif pid == self.spawner.pid:
                 self.spawner.reaped(pid)
             elif self.repl.worker is not None and pid == self.repl.worker.pid:
-                how = ("killed by signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status)
-                       else "it exited with code %d" % os.WEXITSTATUS(status))
-                self.repl.lost(how, pid)
+                self.repl.lost(_exit_how(status), pid)
+            elif self.node.worker is not None and pid == self.node.worker.pid:
+                self.node.lost(_exit_how(status), pid)
             self.doomed.discard(pid)  # after lost(), which marks the pid it kills
-        if self.shutting_down and not self.exec_by_pid and self.repl.worker is None and not self.doomed:
+        if (self.shutting_down and not self.exec_by_pid and self.repl.worker is None and self.node.worker is None
+                and not self.doomed):
             self._exit()
 
     def shutdown(self, why):
@@ -171,8 +178,9 @@ class Agent:
         self.shutting_down = True
         for ex in list(self.exec_by_pid.values()):
             ex.kill_group(signal.SIGTERM)
-        if self.repl.worker is not None:
-            self.repl.lost("the agent is shutting down")
+        for r in (self.repl, self.node):
+            if r.worker is not None:
+                r.lost("the agent is shutting down")
         self.add_timer(SHUTDOWN_GRACE_S, self._exit)
 
     def _exit(self):
@@ -217,6 +225,7 @@ class Agent:
         w = self.repl.worker
         if w is not None:
             w.channel.close_in_child()
+        self.node.close_in_child()
         for ex in self.exec_by_pid.values():
             ex.close_fds_in_child()
         for ex in self.starting():
@@ -294,6 +303,7 @@ class Agent:
             ex.resume()
         self.paused.clear()
         self.repl.drop_conn(conn)
+        self.node.drop_conn(conn)
         if self.conn is conn:
             self.conn = None
             self.add_timer(self.backoff, self._connect)
@@ -334,8 +344,8 @@ class Agent:
             ex = conn.execs.get(cid)
             if ex is not None:
                 ex.cancel()
-            else:
-                self.repl.cancel(conn, cid)
+            elif not self.repl.cancel(conn, cid):
+                self.node.cancel(conn, cid)
         # Other kinds (a repeated welcome, future additions) are ignored.
 
     # ---- sending ----
@@ -448,9 +458,13 @@ class Agent:
             self._find_exec(conn, a).kill_group(sig)
             self.send_res(conn, rid, {})
         elif op == "repl.eval":
-            if sysc.ON_RUNTIME:
+            language = a.get("language", "python")
+            if language not in ("python", "node"):
+                raise OpError("bad_request", "language must be python or node")
+            if sysc.ON_RUNTIME and language == "python":
                 # The image has no python3: the worker runs on forkbox's own runtime, which is for the
-                # agent alone, so it never runs user code.
+                # agent alone, so it never runs user code. (Node, exec'd from the image with the
+                # commands' restrictions, is the image's own.)
                 raise OpError("no_python", "this sandbox's image has no python3, so it has no Python REPL: "
                               "run commands with exec, or use an image with python3")
             code = a.get("code")
@@ -463,11 +477,14 @@ class Agent:
                     "max_output_bytes": _int_arg(a, "max_output_bytes", DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT),
                     "output_id": output_id,
                     "spool_bytes": _int_arg(a, "spool_bytes", 0, MAX_SPOOL_BYTES) if output_id else 0}
-            self.repl.submit(conn, rid, "eval", args, _int_arg(a, "timeout_ms", 0))
+            (self.node if language == "node" else self.repl).submit(conn, rid, "eval", args,
+                                                                     _int_arg(a, "timeout_ms", 0))
         elif op == "repl.interrupt":
             self.repl.interrupt()
+            self.node.interrupt()
             self.send_res(conn, rid, {})
         elif op == "repl.restart":
+            self.node.restart("restart requested")  # ends the Node process; the next use starts a fresh one
             self.repl.restart("restart requested")
             w = self.repl.worker
             self.send_res(conn, rid, {"worker_pid": w.pid if w is not None else None})
@@ -506,6 +523,12 @@ class Agent:
             "worker_pid": w.pid if w is not None else None,
             "repl_busy": self.repl.busy(),
         }
+
+
+def _exit_how(status):
+    if os.WIFSIGNALED(status):
+        return "killed by signal %d" % os.WTERMSIG(status)
+    return "it exited with code %d" % os.WEXITSTATUS(status)
 
 
 def hello_header(role, sandbox_id, nonce, worker_pid, reconnect):

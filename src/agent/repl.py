@@ -51,7 +51,7 @@ def _signal_group(pid, sig):
             pass
 
 
-def _lost_result(item, reason):
+def _lost_result(item, reason, what="Python worker"):
     return {
         "ok": False,
         "value": None,
@@ -59,7 +59,7 @@ def _lost_result(item, reason):
         "stderr": "",
         "error": {
             "type": "WorkerRestarted",
-            "message": "the Python worker was killed and restarted (%s); all REPL state was lost" % reason,
+            "message": "the %s was killed and restarted (%s); all REPL state was lost" % (what, reason),
             "traceback": "",
         },
         "timed_out": item.timed_out,
@@ -75,6 +75,8 @@ def _lost_result(item, reason):
 class Repl:
     """Owns the worker process handle and the request queue. `agent` provides loop, send_res, send_error,
     spawn_worker() -> WorkerHandle, shutting_down."""
+
+    WHAT = "Python worker"  # in the message of a result whose worker was lost
 
     def __init__(self, agent):
         self.agent = agent
@@ -201,13 +203,17 @@ class Repl:
             for t in item.timers:
                 t.cancel()
             if item.kind == "eval":
-                self._answer(item, _lost_result(item, reason))
+                self._answer(item, _lost_result(item, reason, self.WHAT))
             else:
                 self.agent.send_error(item.conn, item.id, "internal", "the REPL worker died during the fork: %s" % reason)
         if item is None or item.cancelled:
             self.untold_restart = True
+        self._after_loss(w)
         if not self.agent.shutting_down:
             self.start()
+
+    def _after_loss(self, handle):
+        """Hook: the lost worker's handle, once its request is answered."""
 
     def on_channel_close(self, ch, reason):
         if self.worker is not None and self.worker.channel is ch:
@@ -238,7 +244,9 @@ class Repl:
                 item.timers.append(self.agent.loop.add_timer(item.timeout_ms / 1000.0, lambda: self._timeout(item)))
         else:
             w.current = item
-            w.channel.send({"t": "fork", "id": item.wid, "children": item.args["children"]})
+            node = getattr(self.agent, "node", None)
+            w.channel.send({"t": "fork", "id": item.wid, "children": item.args["children"],
+                            "node_state": node is not None and node.had_state()})
 
     def _answer(self, item, result):
         """Answer an eval once its output is read to the end: the tails, then the result with the output's

@@ -20,13 +20,18 @@ READ_CHUNK = 64 * 1024
 EOF_GRACE_S = 0.1
 MAX_LINGERING = 8  # pipes of finished evals still drained because a background process holds them
 STREAMS = ("stdout", "stderr")
+SHARED_DRAIN_MAX = 1 << 20
 
 
 class EvalOutput:
     """Pipes and captures of one eval. `agent` provides sel, add_timer, send_event, congested, paused."""
 
-    def __init__(self, agent, conn, rid, max_output_bytes, output_id, spool_bytes):
+    def __init__(self, agent, conn, rid, max_output_bytes, output_id, spool_bytes, shared=None):
+        """`shared`: {read fd: stream} of pipes that outlive the eval (the Node REPL's stdout and stderr,
+        noderepl.py) instead of two new pipes: read while the eval runs, drained (bounded) when it answers,
+        never closed here."""
         self.agent, self.conn, self.rid = agent, conn, rid
+        self.shared = shared is not None
         spool = valid_output_id(output_id) and spool_bytes > 0
         self.caps = {
             s: StreamCapture(s, max_output_bytes, ("%s.%s" % (output_id, s)) if spool else None, spool_bytes,
@@ -40,6 +45,10 @@ class EvalOutput:
         self.finished = False
         self._done = None
         self._timer = None
+        if self.shared:
+            self.fds = dict(shared)
+            self._register()
+            return
         try:
             for s in STREAMS:
                 r, w = os.pipe2(os.O_CLOEXEC)
@@ -96,6 +105,14 @@ class EvalOutput:
             return
         if self.finished:
             return  # a background process still writes after the eval: drained and dropped
+        self._take(fd, data)
+        conn = self.conn
+        if conn is not None and not conn.closed and self.agent.congested(conn):
+            # Stop reading until the host catches up: the code then blocks in write().
+            self._unregister()
+            self.agent.paused.add(self)
+
+    def _take(self, fd, data):
         stream = self.fds[fd]
         cap = self.caps[stream]
         head = cap.feed(data)
@@ -105,11 +122,24 @@ class EvalOutput:
             peek = cap.peek()
             if peek is not None:
                 self._event("peek", peek, {"stream": stream, "total": cap.total})
-        conn = self.conn
-        if conn is not None and not conn.closed and self.agent.congested(conn):
-            # Stop reading until the host catches up: the code then blocks in write().
-            self._unregister()
-            self.agent.paused.add(self)
+
+    def _drain_shared(self):
+        """What the process wrote before it answered is in the pipes: read it now, at most one pipe's worth
+        past that per stream (a background writer must not keep the answer waiting)."""
+        for fd in list(self.fds):
+            left = SHARED_DRAIN_MAX
+            while left > 0 and fd in self.fds:
+                try:
+                    data = os.read(fd, min(READ_CHUNK, left))
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    data = b""
+                if not data:
+                    self._close_fd(fd)
+                    break
+                left -= len(data)
+                self._take(fd, data)
 
     def _event(self, kind, body, extra=None):
         self.agent.send_event(self.conn, self.rid, kind, body, extra, self.seq)
@@ -123,6 +153,8 @@ class EvalOutput:
                 except (KeyError, ValueError):
                     pass
             del self.fds[fd]
+            if self.shared:
+                return  # the pipe's owner closes it
             try:
                 os.close(fd)
             except OSError:
@@ -134,7 +166,10 @@ class EvalOutput:
         """The worker answered (or died): once both pipes reach EOF, or EOF_GRACE_S later, send the tails and
         call done(fields) with the result fields (`<stream>_total`, `_file`, `_spooled`, `truncated`)."""
         self._done = done
-        if not self.fds:
+        if self.shared:
+            self._drain_shared()
+            self._complete()
+        elif not self.fds:
             self._complete()
         else:
             self._timer = self.agent.add_timer(EOF_GRACE_S, self._on_grace)
@@ -168,7 +203,10 @@ class EvalOutput:
         fields["truncated"] = truncated
         self.caps = {}
         self.agent.paused.discard(self)
-        if self.fds:
+        if self.shared:
+            self._unregister()
+            self.fds = {}  # the pipes stay open: their owner reads them between evals
+        elif self.fds:
             self._register()  # drain and drop until EOF; lingering is bounded by Lingering
             self.agent.repl.lingering.add(self)
         done, self._done = self._done, None

@@ -95,6 +95,7 @@ class Worker:
         self._become_child = become_child
         self._greet = greet
         self.fork_source_id = None  # the sandbox a forked child came from (FORKBOX_PARENT_ID)
+        self.node_state = False  # see serve(): "fork"
         self.notes = []  # start-up diagnostics for the agent's log (bounded: one per prewarm module)
 
     # ---- process set-up ----
@@ -161,6 +162,9 @@ class Worker:
                     result = {"error": "eval without its two output pipes"}
                 elif t == "fork":
                     close_fds(fds)
+                    # The source's Node REPL had state, which a fork cannot carry (noderepl.py): the
+                    # children's agents say so on their first Node answer.
+                    self.node_state = header.get("node_state") is True
                     result = self.fork(header.get("children"))
                 else:
                     close_fds(fds)

@@ -120,7 +120,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'eval',
     description:
-      "run Python code in the sandbox's REPL (state persists between calls); prints output and the value",
+      "run Python (or --language node) code in the sandbox's REPL (state persists between calls); prints output and the value",
     term: '[options] <id> <code>',
     load: () => import('./commands/eval.ts'),
   },

@@ -29,6 +29,16 @@ export function parsePort(text: string): number {
   return Number(text);
 }
 
+/** A REPL language for `forkbox eval`: python, node (or microsandbox's nodejs). */
+export function parseReplLanguage(text: string): 'python' | 'node' {
+  if (text === 'python') return 'python';
+  if (text === 'node' || text === 'nodejs') return 'node';
+  throw new ForkboxError(
+    'invalid_argument',
+    `'${text.slice(0, 20)}' is not a REPL language: give python or node.`,
+  );
+}
+
 export function parseKeyValue(text: string, what = 'value'): [string, string] {
   const i = text.indexOf('=');
   if (i <= 0) {

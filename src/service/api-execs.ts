@@ -12,7 +12,7 @@ type ExecApi = Pick<
   'exec' | 'startExec' | 'pollExec' | 'writeExecStdin' | 'cancelExec' | 'listExecs' | 'runCode' | 'resetCode'
 >;
 
-/** A bash or node snippet runs as a fresh process; its outcome in the shape of a REPL result. */
+/** A bash snippet runs as a fresh process; its outcome in the shape of a REPL result. */
 function asReplResult(argv0: string, o: ExecOutcome): ReplResult {
   const failed = o.exitCode !== 0;
   return {
@@ -70,16 +70,17 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
       const rec = running(idOrName);
       const language = req.language ?? 'python';
       const timeoutMs = Math.round((req.timeoutSeconds ?? 0) * 1000);
-      if (language === 'python') {
-        noPythonCheck(p, rec);
+      if (language !== 'bash') {
+        if (language === 'python') noPythonCheck(p, rec);
         const o: ReplEvalOptions = { timeoutMs };
+        if (language === 'node' || language === 'nodejs') o.language = 'node';
         if (req.maxOutputBytes !== undefined) o.maxOutputBytes = req.maxOutputBytes;
         if (opts?.onOutput) o.onOutput = opts.onOutput;
         if (opts?.onPeek) o.onPeek = opts.onPeek;
         if (opts?.signal) o.signal = opts.signal;
         return runtime.replEval(rec, req.code, o);
       }
-      const argv = language === 'bash' ? ['bash', '-c', req.code] : ['node', '-e', req.code];
+      const argv = ['bash', '-c', req.code];
       const o = await execs.run(
         rec,
         {
@@ -89,7 +90,7 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
         },
         opts,
       );
-      return asReplResult(argv[0] ?? language, o);
+      return asReplResult('bash', o);
     },
 
     async resetCode(idOrName) {

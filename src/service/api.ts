@@ -273,7 +273,8 @@ export interface ExecPollResult {
   missed: MissedOutput[];
 }
 
-export type CodeLanguage = 'python' | 'bash' | 'node';
+/** `nodejs` is microsandbox's name for `node`. */
+export type CodeLanguage = 'python' | 'bash' | 'node' | 'nodejs';
 
 export interface CodeRunRequest {
   language?: CodeLanguage;

@@ -311,6 +311,8 @@ export interface ExecHandle {
 }
 
 export interface ReplEvalOptions {
+  /** Which persistent REPL: Python (default) or Node.js. */
+  language?: 'python' | 'node';
   timeoutMs?: number;
   /** Inline budget per stream (head + tail). */
   maxOutputBytes?: number;

@@ -11,6 +11,7 @@ import {
   parseDuration,
   parseDurationSeconds,
   parseKeyValue,
+  parseReplLanguage,
   parseSize,
   parseSizeMb,
 } from '../../src/cli/parse.ts';
@@ -20,6 +21,17 @@ import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
 const MiB = 1024 * 1024;
 
 describe('cli value parsing', () => {
+  it('parses a REPL language, nodejs being node', () => {
+    assert.equal(parseReplLanguage('python'), 'python');
+    assert.equal(parseReplLanguage('node'), 'node');
+    assert.equal(parseReplLanguage('nodejs'), 'node');
+    assert.throws(
+      () => parseReplLanguage('bash'),
+      (e: unknown) =>
+        e instanceof ForkboxError && e.code === 'invalid_argument' && /give python or node/.test(e.message),
+    );
+  });
+
   it('parses sizes', () => {
     assert.equal(parseSize('512m'), 512 * MiB);
     assert.equal(parseSize('2g'), 2048 * MiB);

@@ -1,4 +1,4 @@
-/** `forkbox eval ID CODE`: run Python in the sandbox's persistent REPL. */
+/** `forkbox eval ID CODE`: run Python (or, with --language node, JavaScript) in the sandbox's persistent REPL. */
 import type { Command } from 'commander';
 import type { CodeRunRequest } from '../../service/api.ts';
 import type { ReplResult } from '../../service/ports.ts';
@@ -7,7 +7,7 @@ import type { CliContext } from '../context.ts';
 import { readPipedStdin } from '../exec-stream.ts';
 import { trapInterrupts } from '../interrupt.ts';
 import type { Output } from '../output.ts';
-import { parseDuration } from '../parse.ts';
+import { parseDuration, parseReplLanguage } from '../parse.ts';
 
 function render(r: ReplResult, out: Output): void {
   if (out.json) {
@@ -28,15 +28,20 @@ function render(r: ReplResult, out: Output): void {
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'eval')
     .argument('<id>', 'sandbox id or name')
-    .argument('<code>', "Python code, or '-' to read it from stdin")
+    .argument('<code>', "the code, or '-' to read it from stdin")
     .option('--timeout <duration>', 'interrupt the code after this long, e.g. 30s', parseDuration)
-    .action(async (id: string, code: string, o: { timeout?: number }) => {
+    .option(
+      '--language <language>',
+      'python (default) or node: the persistent Node.js REPL',
+      parseReplLanguage,
+    )
+    .action(async (id: string, code: string, o: { timeout?: number; language?: 'python' | 'node' }) => {
       // Ctrl-C aborts the request: the daemon interrupts the code (the REPL keeps its state when it can).
       const trap = trapInterrupts();
       try {
         const api = await trap.settle(ctx.api({ signal: trap.signal }));
         const text = code === '-' ? ((await trap.settle(readPipedStdin()))?.toString('utf8') ?? '') : code;
-        const req: CodeRunRequest = { language: 'python', code: text };
+        const req: CodeRunRequest = { language: o.language ?? 'python', code: text };
         if (o.timeout !== undefined) req.timeoutSeconds = o.timeout;
         const r = await trap.settle(api.runCode(id, req));
         render(r, ctx.out());

@@ -147,7 +147,7 @@ export const startExecBody = z
   .refine(oneCommand, oneCommandMsg);
 
 export const codeBody = z.strictObject({
-  language: z.enum(['python', 'bash', 'node']).optional(),
+  language: z.enum(['python', 'bash', 'node', 'nodejs']).optional(),
   code: z.string().max(SIZES.codeChars),
   timeoutSeconds: boundedNumber(LIMITS.timeoutSeconds).optional(),
   maxOutputBytes: boundedNumber(LIMITS.maxOutputBytes).optional(),

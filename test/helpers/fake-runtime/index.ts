@@ -328,6 +328,12 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
 
     replEval(rec, code, evalOpts) {
       note('replEval', rec);
+      if (evalOpts.language === 'node') {
+        // The fake's images have no Node.js: the native agent's answer for such an image.
+        return Promise.reject(
+          new ForkboxError('requirement_missing', "this sandbox's image has no Node.js (no `node` on PATH)"),
+        );
+      }
       return repls.run(runtimeId(rec), async () => {
         const sb = live(rec);
         const t0 = performance.now();

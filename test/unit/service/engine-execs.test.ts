@@ -111,15 +111,20 @@ describe('engine: execs', () => {
     assert.ok(kept.startsWith('1\n2\n3\n'));
   });
 
-  it('runCode runs Python in the REPL and bash/node snippets as processes', async () => {
+  it('runCode runs Python in the REPL, node in its REPL and bash snippets as processes', async () => {
     assert.equal((await t.api.runCode(id, { code: 'a = 6 * 7' })).ok, true);
     assert.equal((await t.api.runCode(id, { code: 'a' })).value, '42');
     const b = await t.api.runCode(id, { language: 'bash', code: 'echo hi; exit 2' });
     assert.equal(b.ok, false);
     assert.equal(b.stdout, 'hi\n');
     assert.match(b.error?.message ?? '', /exited with 2/);
-    // A language whose interpreter the image lacks: the runtime's not_found, naming it.
-    await rejectsWith(t.api.runCode(id, { language: 'node', code: '1' }), 'not_found', /node/);
+    // Node goes to the runtime's Node REPL (nodejs too); the fake's images have none: it says so.
+    await rejectsWith(t.api.runCode(id, { language: 'node', code: '1' }), 'requirement_missing', /Node\.js/);
+    await rejectsWith(
+      t.api.runCode(id, { language: 'nodejs', code: '1' }),
+      'requirement_missing',
+      /Node\.js/,
+    );
     await t.api.resetCode(id);
     assert.equal((await t.api.runCode(id, { code: 'a' })).error?.type, 'NameError');
   });

@@ -13,16 +13,16 @@ const DEFAULT_TIMEOUT_S = 300;
 export const codeRun = defineTool({
   name: 'code_run',
   title: 'Run code',
-  description: `Run Python in the sandbox's persistent REPL (state kept; code_reset clears it). Returns the last expression's value, stdout, stderr (cut like exec_run's), figures as images; exception: ok=false, state kept. language node/bash: one-off script. Interrupted at timeout_s (default ${DEFAULT_TIMEOUT_S}) or cancel; restarted=true: state lost.`,
+  description: `Run code in the sandbox's persistent Python or Node REPL (code_reset clears state). Returns last value, stdout, stderr (cut as exec_run), figures; exception: ok=false, state kept. bash: one-off run. Interrupted at timeout_s (default ${DEFAULT_TIMEOUT_S})/cancel; restarted=true: state lost (forks restart Node).`,
   annotations: HINTS.run,
   bulk: ['stdout', 'stderr'],
   input: z.object({
     sandbox: sandboxArg,
     code: z.string().min(1).max(SIZES.codeChars).describe('Source code'),
-    language: z.enum(['python', 'node', 'bash']).optional().describe('Default python'),
+    language: z.enum(['python', 'node', 'nodejs', 'bash']).optional().describe('Default python'),
     timeout_s: boundedNumber(LIMITS.timeoutSeconds)
       .optional()
-      .describe(`Seconds before a KeyboardInterrupt (default ${DEFAULT_TIMEOUT_S})`),
+      .describe(`Seconds before an interrupt (default ${DEFAULT_TIMEOUT_S})`),
     max_output_bytes: maxOutputArg,
   }),
   output: z.object({

@@ -104,6 +104,7 @@ const AGENT_ERRORS: Record<string, ErrorCode> = {
   stale: 'unavailable',
   internal: 'internal',
   no_python: 'requirement_missing',
+  requirement_missing: 'requirement_missing',
 };
 
 function protocolError(what: string, message: string): ForkboxError {

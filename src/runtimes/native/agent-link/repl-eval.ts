@@ -77,6 +77,7 @@ export async function replEvalOver(
       max_output_bytes: cap,
       output_id: `code-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`,
       spool_bytes: opts.spoolBytes ?? REPL_DEFAULT_SPOOL_BYTES,
+      ...(opts.language === 'node' ? { language: 'node' } : {}),
     },
     { onEvent: eventHandler(streams, opts) },
   );

@@ -29,7 +29,7 @@ function agentSourceDir(): string {
 export function installAgent(paths: NativePaths): { dir: string; hash: string } {
   const src = agentSourceDir();
   const files = readdirSync(src)
-    .filter((f) => f.endsWith('.py'))
+    .filter((f) => f.endsWith('.py') || f.endsWith('.cjs'))
     .sort();
   const h = createHash('sha256');
   for (const f of files)

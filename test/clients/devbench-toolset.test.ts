@@ -113,7 +113,7 @@ describe('devbench toolset over stdio (v1 SDK, real daemon)', { skip: skip ?? fa
     const end = messages[messages.length - 1];
     assert.equal(end?.complete, true);
     assert.equal(end?.exit_code, 0);
-    assert.equal(typeof (end?.usage as Json).wall_ms, 'number');
+    assert.equal(typeof (end?.usage as Json | undefined)?.wall_ms, 'number');
 
     const runs = await ok('fs_read', { container_id: cid, path: '/workspace/runs' });
     assert.equal(runs.content, 'run\n', 'one exec ran, not two');
@@ -185,7 +185,7 @@ describe('devbench toolset over stdio (v1 SDK, real daemon)', { skip: skip ?? fa
     );
     const exec = events.find((e) => e.event_type === 'exec_start');
     assert.equal(exec?.container_id, cid);
-    assert.equal((exec?.details as Json).exec_id, first.exec_id);
+    assert.equal((exec?.details as Json | undefined)?.exec_id, first.exec_id);
     assert.equal(typeof exec?.timestamp, 'string');
     assert.ok(!log.includes('echo run'), 'commands never reach the log');
     const attach = events.find((e) => e.event_type === 'container_attach');

@@ -14,9 +14,29 @@ import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol
 import { DEFAULT_TOOLSET, TOOLSETS } from '../../src/protocol/mcp/toolsets.ts';
 import { createTestEngine } from '../helpers/test-engine.ts';
 
+interface GoldenArgs {
+  required: string[];
+  /** `fields`: an object argument's own fields (DevBench's one `input_data`), checked the same way. */
+  args: Record<string, { default?: unknown; fields?: GoldenArgs }>;
+}
 interface Golden {
   toolset: string;
-  tools: { name: string; required: string[]; args: Record<string, { default?: unknown }> }[];
+  tools: ({ name: string } & GoldenArgs)[];
+}
+type Schema = { properties?: Record<string, Schema & { default?: unknown }>; required?: string[] };
+
+function checkArgs(where: string, schema: Schema, g: GoldenArgs): void {
+  const props = schema.properties ?? {};
+  assert.deepEqual(Object.keys(props).sort(), Object.keys(g.args).sort(), `${where}: argument names`);
+  assert.deepEqual(
+    [...(schema.required ?? [])].sort(),
+    [...g.required].sort(),
+    `${where}: required arguments`,
+  );
+  for (const [arg, spec] of Object.entries(g.args)) {
+    assert.deepEqual(props[arg]?.default, spec.default, `${where}.${arg}: default`);
+    if (spec.fields) checkArgs(`${where}.${arg}`, props[arg] ?? {}, spec.fields);
+  }
 }
 
 const GOLDEN_DIR = join(import.meta.dirname, '../golden/toolsets');
@@ -46,7 +66,7 @@ const compat = Object.keys(TOOLSETS).filter((n) => n !== DEFAULT_TOOLSET);
 
 describe('compatibility toolsets match their golden files', () => {
   it('every compatibility toolset has one', () => {
-    assert.ok(compat.includes('forkd') && compat.includes('podflare'));
+    assert.ok(compat.includes('forkd') && compat.includes('podflare') && compat.includes('devbench'));
     for (const name of compat) assert.ok(existsSync(join(GOLDEN_DIR, `${name}.json`)), name);
   });
 
@@ -63,16 +83,7 @@ describe('compatibility toolsets match their golden files', () => {
       for (const g of golden.tools) {
         const t = tools.find((x) => x.name === g.name);
         assert.ok(t, g.name);
-        const props = (t.inputSchema.properties ?? {}) as Record<string, { default?: unknown }>;
-        assert.deepEqual(Object.keys(props).sort(), Object.keys(g.args).sort(), `${g.name}: argument names`);
-        assert.deepEqual(
-          [...(t.inputSchema.required ?? [])].sort(),
-          [...g.required].sort(),
-          `${g.name}: required arguments`,
-        );
-        for (const [arg, spec] of Object.entries(g.args)) {
-          assert.deepEqual(props[arg]?.default, spec.default, `${g.name}.${arg}: default`);
-        }
+        checkArgs(g.name, t.inputSchema as Schema, g);
       }
     });
   }

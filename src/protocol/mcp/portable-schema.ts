@@ -147,3 +147,18 @@ export function kvProperties(input: z.ZodObject): Set<string> {
   const props = (rawInputJsonSchema(input).properties ?? {}) as Record<string, JsonSchema>;
   return new Set(Object.entries(props).flatMap(([k, s]) => (s[KV_MARKER] === true ? [k] : [])));
 }
+
+/**
+ * NAME=value list properties one level down, by the top-level object property holding them (toolsets
+ * whose system wrapped every tool's arguments in one object, as DevBench's `input_data`).
+ */
+export function nestedKvProperties(input: z.ZodObject): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  const props = (rawInputJsonSchema(input).properties ?? {}) as Record<string, JsonSchema>;
+  for (const [k, s] of Object.entries(props)) {
+    const inner = (s.properties ?? {}) as Record<string, JsonSchema>;
+    const kv = Object.entries(inner).flatMap(([n, x]) => (x[KV_MARKER] === true ? [n] : []));
+    if (kv.length > 0) out.set(k, new Set(kv));
+  }
+  return out;
+}

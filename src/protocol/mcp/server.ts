@@ -47,7 +47,7 @@ async function explicitSandbox(arg: string | undefined): Promise<string> {
   return arg;
 }
 
-const SILENT: ToolLog = { debug: () => undefined, warn: () => undefined };
+const SILENT: ToolLog = { debug: () => undefined, info: () => undefined, warn: () => undefined };
 
 export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer {
   const sets = selectToolsets(opts.toolsets);

@@ -6,7 +6,8 @@
  * - an argument the tool does not have is an error naming it, the closest valid name and the valid
  *   ones, so the model can correct itself in one turn (a misspelling silently ignored would let it
  *   believe it had set something);
- * - NAME=value list arguments also take the old map form and `{name, value}` items;
+ * - NAME=value list arguments (top-level, or one level down in an object argument) also take the old
+ *   map form and `{name, value}` items;
  * - a validation failure names each bad argument and what it needs.
  *
  * Failures are ForkboxErrors (`invalid_argument`), which become `isError` tool results.
@@ -14,7 +15,7 @@
 import type { z } from 'zod';
 import { ForkboxError } from '../../domain/errors.ts';
 import { normalizeKv } from './kv-list.ts';
-import { kvProperties } from './portable-schema.ts';
+import { kvProperties, nestedKvProperties } from './portable-schema.ts';
 
 export interface ArgParser {
   parse(raw: unknown): unknown;
@@ -67,6 +68,7 @@ function describeIssues(tool: string, issues: readonly z.core.$ZodIssue[]): stri
 export function createArgParser(tool: string, input: z.ZodObject): ArgParser {
   const valid = Object.keys(input.shape);
   const kv = kvProperties(input);
+  const nestedKv = nestedKvProperties(input);
   return {
     parse(raw) {
       const args = raw === undefined || raw === null ? {} : raw;
@@ -87,6 +89,12 @@ export function createArgParser(tool: string, input: z.ZodObject): ArgParser {
         );
       }
       for (const k of kv) if (k in cleaned) cleaned[k] = normalizeKv(cleaned[k]);
+      for (const [k, inner] of nestedKv) {
+        const obj = cleaned[k];
+        if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) continue;
+        const rec = obj as Record<string, unknown>;
+        for (const p of inner) if (p in rec) rec[p] = normalizeKv(rec[p]);
+      }
       const r = input.safeParse(cleaned);
       if (!r.success) throw new ForkboxError('invalid_argument', describeIssues(tool, r.error.issues));
       return r.data;

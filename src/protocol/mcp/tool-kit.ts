@@ -27,7 +27,7 @@ export interface ToolOutput<O> {
   isError?: boolean;
 }
 
-export type ToolLog = Pick<Logger, 'debug' | 'warn'>;
+export type ToolLog = Pick<Logger, 'debug' | 'info' | 'warn'>;
 
 export interface ToolContext {
   api: ForkboxApi;

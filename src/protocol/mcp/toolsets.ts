@@ -7,6 +7,7 @@
 import { ForkboxError } from '../../domain/errors.ts';
 import { CANONICAL_TOOLS } from './tools/index.ts';
 import { canonicalTool, type Toolset, type ToolsetTool } from './toolset.ts';
+import { devbenchToolset } from './toolsets/devbench/index.ts';
 import { forkdToolset } from './toolsets/forkd/index.ts';
 import { podflareToolset } from './toolsets/podflare/index.ts';
 
@@ -27,6 +28,7 @@ export const TOOLSETS: Readonly<Record<string, Toolset>> = {
   forkbox: canonicalToolset,
   forkd: forkdToolset,
   podflare: podflareToolset,
+  devbench: devbenchToolset,
 };
 
 /** The named toolsets, in order (none: the default one). */

@@ -6,8 +6,8 @@
  *   FileStat = {path, size, is_dir, permissions ("644"), mtime (ISO 8601), etag, mime_type}
  */
 import { z } from 'zod';
-import { refSchema } from '../../../bounds.ts';
 import type { FileEntry, FileStat } from '../../../../service/ports.ts';
+import { refSchema } from '../../../bounds.ts';
 import { mimeOf } from './workspace.ts';
 
 /** `{input_data: {…fields}}`, as FastMCP advertised a tool taking one pydantic model. */

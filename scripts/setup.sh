@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 # docker-registry: the image pull tests start their own registry (never its systemd service);
 # apache2-utils: its htpasswd writes the bcrypt password file of their private (auth) registry.
 PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++ git iproute2 docker-registry)
-PKGS+=(slirp4netns uidmap apache2-utils)
+PKGS+=(slirp4netns uidmap apache2-utils nftables)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do

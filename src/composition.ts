@@ -14,6 +14,7 @@ import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
 import { createEgressProxies } from './network/egress-proxies.ts';
 import { createResolver, parseHostsMap } from './network/egress-resolve.ts';
+import { DEFAULT_OPEN_UID, installOpenFilter, removeOpenFilter } from './network/open-filter.ts';
 import type { AuditLog } from './protocol/audit.ts';
 import { agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
@@ -70,6 +71,8 @@ export interface OpenEngineOptions {
   execOutput?: { outputBytes?: number; spoolBytes?: number };
   /** The cap on sandboxes' network policies (`--network-max`, `--network-allow`); default: any allow list. */
   networkCap?: NetworkCap;
+  /** Host uid of the user-mode NAT of `open` sandboxes (`--open-uid`); default DEFAULT_OPEN_UID. */
+  openUid?: number;
   /** Where each egress proxy decision is written (the daemon's audit log); default: nowhere. */
   audit?: AuditLog;
 }
@@ -248,6 +251,31 @@ function startHousekeeping(
   };
 }
 
+/**
+ * The cap with what `open` lacks on this daemon. Only a daemon capped at `open` touches the host filter:
+ * it installs (replaces) the forkbox nftables table and verifies it (network/open-filter.ts).
+ */
+async function openNetworkCap(
+  opts: OpenEngineOptions,
+  reserved: { hostStart: number; size: number },
+  log: Logger,
+): Promise<NetworkCap | undefined> {
+  const cap = opts.networkCap;
+  if (cap?.max !== 'open') return cap;
+  const state = await installOpenFilter({ uid: opts.openUid ?? DEFAULT_OPEN_UID, reserved });
+  if (!state.ok) {
+    log.warn({ missing: state.missing }, 'open network refused: the host filter is not in place');
+    return { ...cap, openMissing: state.missing };
+  }
+  log.info({ uid: opts.openUid ?? DEFAULT_OPEN_UID }, 'open network host filter installed');
+  // The filter is in place; the per-sandbox NAT is not wired into the runtime yet (docs/ARCHITECTURE.md).
+  return { ...cap, openMissing: OPEN_NAT_MISSING };
+}
+
+/** Why `open` is refused even with the host filter in place (see docs/ARCHITECTURE.md, "Network egress"). */
+export const OPEN_NAT_MISSING =
+  "the per-sandbox user-mode NAT is not built yet (slirp4netns's own sandbox cannot keep a dedicated host uid on this host)";
+
 export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) {
     throw new ForkboxError(
@@ -375,9 +403,10 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
       max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
     });
+    const networkCap = await openNetworkCap(opts, uidRange, log);
     const engine = createEngine({
       disk,
-      ...(opts.networkCap ? { networkCap: opts.networkCap } : {}),
+      ...(networkCap ? { networkCap } : {}),
       ...(opts.projectRoots ? { projectRoots: opts.projectRoots } : {}),
       store,
       runtime,
@@ -422,6 +451,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         // Templates' inboxes are in it too: it goes only when the templates went with the sandboxes.
         inboxFs?.close({ inUse: closeOpts?.killSandboxes !== true });
         store.close();
+        // Only a daemon capped at open installed the table (openNetworkCap); a clean stop takes it away.
+        if (networkCap?.max === 'open') await removeOpenFilter();
         closeSync(lockFd);
       },
     };

@@ -55,6 +55,7 @@ interface ServeFlags {
   auditMaxSize?: string;
   networkMax?: string;
   networkAllow?: string;
+  openUid?: string;
 }
 
 /** The /mcp options the flags ask for (protocol/mcp/session-policy.ts and http-sessions.ts). */
@@ -72,12 +73,12 @@ function mcpOptions(o: ServeFlags) {
   return out;
 }
 
-function positiveInt(v: string, flag: string): number {
+function positiveInt(v: string, flag: string, max = 1_000_000): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 1_000_000) {
+  if (!Number.isInteger(n) || n < 1 || n > max) {
     throw new ForkboxError(
       'invalid_argument',
-      `${flag} must be a whole number from 1 to 1000000, not '${v}'.`,
+      `${flag} must be a whole number from 1 to ${max}, not '${v}'.`,
     );
   }
   return n;
@@ -109,7 +110,18 @@ function serveSettings(o: ServeFlags) {
   }
   const auditMax = auditMaxBytes(o.auditMaxSize);
   const networkCap = parseNetworkCap(o.networkMax, o.networkAllow);
-  return { explicitListen, tokenFile, listenSpec, listen, maxConcurrency, toolsets, auditMax, networkCap };
+  const openUid = o.openUid === undefined ? undefined : positiveInt(o.openUid, '--open-uid', 4294967294);
+  return {
+    openUid,
+    explicitListen,
+    tokenFile,
+    listenSpec,
+    listen,
+    maxConcurrency,
+    toolsets,
+    auditMax,
+    networkCap,
+  };
 }
 
 export function register(program: Command, ctx: CliContext): void {
@@ -165,7 +177,11 @@ export function register(program: Command, ctx: CliContext): void {
     )
     .option(
       '--network-max <mode>',
-      "the widest network policy a sandbox may ask for: none, or allow (an allow list through the daemon's egress proxy; default)",
+      "the widest network policy a sandbox may ask for: none, allow (an allow list through the daemon's egress proxy; default), or open (full egress through user-mode NAT behind the host filter)",
+    )
+    .option(
+      '--open-uid <uid>',
+      "host uid of the user-mode NAT processes of open sandboxes, matched by the nftables host filter; must be no host user and outside the sandboxes' range (default 99999)",
     )
     .option(
       '--network-allow <entries>',
@@ -191,6 +207,7 @@ export function register(program: Command, ctx: CliContext): void {
         toolsets,
         auditMax,
         networkCap,
+        openUid,
       } = serveSettings(o);
       // Refuse an unauthenticated network listener before taking the state dir.
       if (listen) checkListenSecurity(listen.host, tokenFile);
@@ -207,6 +224,7 @@ export function register(program: Command, ctx: CliContext): void {
         stateDir,
         log,
         networkCap,
+        ...(openUid === undefined ? {} : { openUid }),
         audit,
         ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
         ...(o.diskMax ? { diskMax: o.diskMax } : {}),

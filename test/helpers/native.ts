@@ -65,6 +65,7 @@ export async function openNative(
     | 'networkCap'
     | 'audit'
     | 'projectRoots'
+    | 'openUid'
   > = {},
 ): Promise<NativeFixture> {
   const stateDir = opts.stateDir ?? makeStateDir();

@@ -14,7 +14,8 @@ import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
 import { createEgressProxies } from './network/egress-proxies.ts';
 import { createResolver, parseHostsMap } from './network/egress-resolve.ts';
-import { DEFAULT_OPEN_UID, installOpenFilter, removeOpenFilter } from './network/open-filter.ts';
+import { installOpenFilter, removeOpenFilter } from './network/open-filter.ts';
+import { createOpenNats, type OpenNats } from './network/open-nat.ts';
 import type { AuditLog } from './protocol/audit.ts';
 import { agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
@@ -71,8 +72,6 @@ export interface OpenEngineOptions {
   execOutput?: { outputBytes?: number; spoolBytes?: number };
   /** The cap on sandboxes' network policies (`--network-max`, `--network-allow`); default: any allow list. */
   networkCap?: NetworkCap;
-  /** Host uid of the user-mode NAT of `open` sandboxes (`--open-uid`); default DEFAULT_OPEN_UID. */
-  openUid?: number;
   /** Where each egress proxy decision is written (the daemon's audit log); default: nowhere. */
   audit?: AuditLog;
 }
@@ -253,28 +252,26 @@ function startHousekeeping(
 
 /**
  * The cap with what `open` lacks on this daemon. Only a daemon capped at `open` touches the host filter:
- * it installs (replaces) the forkbox nftables table and verifies it (network/open-filter.ts).
+ * it installs (replaces) the forkbox nftables table for the sandboxes' uid range and verifies it
+ * (network/open-filter.ts); only then may the runtime start user-mode NATs (network/open-nat.ts).
  */
 async function openNetworkCap(
-  opts: OpenEngineOptions,
-  reserved: { hostStart: number; size: number },
+  cap: NetworkCap | undefined,
+  range: { hostStart: number; size: number },
+  nat: OpenNats | undefined,
   log: Logger,
 ): Promise<NetworkCap | undefined> {
-  const cap = opts.networkCap;
-  if (cap?.max !== 'open') return cap;
-  const state = await installOpenFilter({ uid: opts.openUid ?? DEFAULT_OPEN_UID, reserved });
+  if (cap?.max !== 'open' || !nat) return cap;
+  const state = await installOpenFilter({ range });
   if (!state.ok) {
     log.warn({ missing: state.missing }, 'open network refused: the host filter is not in place');
+    nat.setMissing(state.missing);
     return { ...cap, openMissing: state.missing };
   }
-  log.info({ uid: opts.openUid ?? DEFAULT_OPEN_UID }, 'open network host filter installed');
-  // The filter is in place; the per-sandbox NAT is not wired into the runtime yet (docs/ARCHITECTURE.md).
-  return { ...cap, openMissing: OPEN_NAT_MISSING };
+  log.info({ range: `${range.hostStart}+${range.size}` }, 'open network host filter installed');
+  nat.setMissing(undefined);
+  return cap;
 }
-
-/** Why `open` is refused even with the host filter in place (see docs/ARCHITECTURE.md, "Network egress"). */
-export const OPEN_NAT_MISSING =
-  "the per-sandbox user-mode NAT is not built yet (slirp4netns's own sandbox cannot keep a dedicated host uid on this host)";
 
 export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) {
@@ -360,9 +357,13 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         });
       },
     });
+    // `open` sandboxes' NATs run as the sandboxes' root host uid, which the host filter judges.
+    const nat =
+      opts.networkCap?.max === 'open' ? createOpenNats({ uid: uidRange.hostStart, log }) : undefined;
     const runtime = createNativeRuntime({
       sys,
       egress,
+      ...(nat ? { nat } : {}),
       onPortConnection(ev) {
         host.metrics.portConnection?.(ev.decision);
         opts.audit?.write({
@@ -403,7 +404,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
       max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
     });
-    const networkCap = await openNetworkCap(opts, uidRange, log);
+    const networkCap = await openNetworkCap(opts.networkCap, uidRange, nat, log);
     const engine = createEngine({
       disk,
       ...(networkCap ? { networkCap } : {}),

@@ -1,14 +1,16 @@
 /**
  * The host filter of the `open` network policy: one nftables table (`inet forkbox`) whose `output` chain
- * judges every packet sent by a socket of the user-mode NAT's dedicated host uid (`meta skuid`; this host
- * has cgroups v1, so no cgroupv2 socket match). That uid's packets may leave for the public internet only:
+ * judges every packet sent by a socket owned by a host uid of the sandboxes' range (`meta skuid`; this host
+ * has cgroups v1, so no cgroupv2 socket match). In the host's network namespace only the user-mode NATs
+ * (network/open-nat.ts, running as the sandboxes' root uid) own such sockets: every sandbox process lives
+ * in its own network namespace. Those packets may leave for the public internet only:
  * loopback, the host's own addresses, link-local, private, shared, multicast and reserved ranges are
  * dropped, IPv6 is dropped (the NAT runs IPv4 only), and DNS goes only to the resolvers of
  * /etc/resolv.conf (which may themselves be private). Sandbox root controls only its own namespace, which
- * the NAT turns into host sockets of that uid: it cannot change these rules.
+ * the NAT turns into host sockets of that range: it cannot change these rules.
  *
  * Installed at daemon start (an atomic replace of the one table: a restart never stacks two), verified
- * (listed back, then a probe run as the uid must fail to reach a host loopback listener), removed on a
+ * (listed back, then a probe run as the range's first uid must fail to reach a host loopback listener), removed on a
  * clean stop. When any of that fails, `open` creates are refused naming what is missing.
  */
 import { readFileSync } from 'node:fs';
@@ -16,14 +18,7 @@ import { createServer, isIP } from 'node:net';
 import { run, which } from '../util/subprocess.ts';
 
 export const OPEN_FILTER_TABLE = 'forkbox';
-/**
- * Default host uid of the NAT processes: below the sandboxes' mapped range (100000 + 65536, and the
- * ranges /etc/subuid hands out from 100000 on) and above the ids Debian gives to people and services
- * (< 60000, 65534 nobody). `forkbox serve --open-uid` changes it; it is checked against /etc/passwd.
- */
-export const DEFAULT_OPEN_UID = 99999;
-
-/** Refused for the NAT's uid (IPv4): every range that is not the public internet. */
+/** Refused for the sandboxes' uid range (IPv4): every range that is not the public internet. */
 export const REFUSED_V4 = [
   '0.0.0.0/8',
   '10.0.0.0/8',
@@ -51,7 +46,7 @@ export function resolversOf(text: string): string[] {
 }
 
 /** The nft script that replaces the forkbox table in one transaction (declare, delete, define). */
-export function openFilterScript(uid: number, resolvers: readonly string[]): string {
+export function openFilterScript(range: UidRange, resolvers: readonly string[]): string {
   const v4 = resolvers.filter((a) => isIP(a) === 4);
   const v6 = resolvers.filter((a) => isIP(a) === 6);
   const dns = (fam: 'ip' | 'ip6', list: string[]) =>
@@ -64,7 +59,7 @@ export function openFilterScript(uid: number, resolvers: readonly string[]): str
     `table inet ${OPEN_FILTER_TABLE} {`,
     '  chain nat-egress {',
     '    type filter hook output priority 0; policy accept;',
-    `    meta skuid != ${uid} accept`,
+    `    meta skuid != ${skuidRange(range)} accept`,
     ...dns('ip', v4),
     ...dns('ip6', v6),
     '    oifname "lo" drop',
@@ -79,18 +74,15 @@ export function openFilterScript(uid: number, resolvers: readonly string[]): str
 
 export type OpenFilterState = { ok: true } | { ok: false; missing: string };
 
-/** Why `uid` cannot be the NAT's uid, or null. `reserved`: the sandboxes' host range. */
-export function openUidProblem(
-  uid: number,
-  reserved: { hostStart: number; size: number },
-  passwd: string,
-): string | null {
-  if (!Number.isInteger(uid) || uid < 1 || uid > 4294967294) return `uid ${uid} is not a valid host uid`;
-  if (uid >= reserved.hostStart && uid < reserved.hostStart + reserved.size)
-    return `uid ${uid} is inside the sandboxes' host uid range ${reserved.hostStart}-${reserved.hostStart + reserved.size - 1}`;
-  const user = passwd.split('\n').find((l) => l.split(':')[2] === String(uid));
-  if (user) return `uid ${uid} belongs to the host user '${user.split(':')[0]}'`;
-  return null;
+/** The host uid range of the sandboxes (container 0.. maps onto hostStart..). */
+export interface UidRange {
+  hostStart: number;
+  size: number;
+}
+
+/** The range as nft writes it: `first-last`. */
+export function skuidRange(r: UidRange): string {
+  return `${r.hostStart}-${r.hostStart + r.size - 1}`;
 }
 
 /** Whether a process of host uid `uid` can connect to a listener on the host's 127.0.0.1. */
@@ -122,12 +114,10 @@ async function loopbackReachableAs(uid: number): Promise<boolean> {
   }
 }
 
-/** Install (or replace) the forkbox table for `uid` and verify it. Never throws: says what is missing. */
+/** Install (or replace) the forkbox table for `range` and verify it. Never throws: says what is missing. */
 export async function installOpenFilter(opts: {
-  uid: number;
-  reserved: { hostStart: number; size: number };
+  range: UidRange;
   resolvConf?: string;
-  passwd?: string;
 }): Promise<OpenFilterState> {
   const read = (p: string) => {
     try {
@@ -136,8 +126,13 @@ export async function installOpenFilter(opts: {
       return '';
     }
   };
-  const uidProblem = openUidProblem(opts.uid, opts.reserved, opts.passwd ?? read('/etc/passwd'));
-  if (uidProblem) return { ok: false, missing: `the NAT's host uid is unusable: ${uidProblem} (--open-uid)` };
+  const { hostStart, size } = opts.range;
+  // Every uid of the range is judged: one that host people or services hold would lose its network.
+  if (!Number.isInteger(hostStart) || !Number.isInteger(size) || hostStart < 65536 || size < 1)
+    return {
+      ok: false,
+      missing: `the sandboxes' host uid range ${hostStart}+${size} is not a subordinate range above 65535`,
+    };
   for (const [tool, pkg] of [
     ['nft', 'nftables'],
     ['setpriv', 'util-linux'],
@@ -145,20 +140,23 @@ export async function installOpenFilter(opts: {
   ] as const)
     if (!which(tool)) return { ok: false, missing: `'${tool}' is not installed (apt-get install ${pkg})` };
   const resolvers = resolversOf(opts.resolvConf ?? read('/etc/resolv.conf'));
-  const r = await run('nft', ['-f', '-'], { input: openFilterScript(opts.uid, resolvers) });
+  const r = await run('nft', ['-f', '-'], { input: openFilterScript(opts.range, resolvers) });
   if (r.code !== 0)
     return {
       ok: false,
       missing: `the nftables host filter could not be installed: ${r.stderr.trim().slice(0, 300)}`,
     };
   const listed = await run('nft', ['list', 'table', 'inet', OPEN_FILTER_TABLE]);
-  if (listed.code !== 0 || !listed.stdout.toString().includes(`meta skuid != ${opts.uid} accept`))
+  if (
+    listed.code !== 0 ||
+    !listed.stdout.toString().includes(`meta skuid != ${skuidRange(opts.range)} accept`)
+  )
     return { ok: false, missing: 'the nftables host filter did not read back as installed' };
   try {
-    if (await loopbackReachableAs(opts.uid))
+    if (await loopbackReachableAs(opts.range.hostStart))
       return {
         ok: false,
-        missing: `the host filter is installed but uid ${opts.uid} still reaches host loopback`,
+        missing: `the host filter is installed but uid ${opts.range.hostStart} still reaches host loopback`,
       };
   } catch (e) {
     return { ok: false, missing: `the host filter could not be probed: ${String(e).slice(0, 200)}` };

@@ -65,7 +65,6 @@ export async function openNative(
     | 'networkCap'
     | 'audit'
     | 'projectRoots'
-    | 'openUid'
   > = {},
 ): Promise<NativeFixture> {
   const stateDir = opts.stateDir ?? makeStateDir();

@@ -55,7 +55,6 @@ interface ServeFlags {
   auditMaxSize?: string;
   networkMax?: string;
   networkAllow?: string;
-  openUid?: string;
 }
 
 /** The /mcp options the flags ask for (protocol/mcp/session-policy.ts and http-sessions.ts). */
@@ -73,12 +72,12 @@ function mcpOptions(o: ServeFlags) {
   return out;
 }
 
-function positiveInt(v: string, flag: string, max = 1_000_000): number {
+function positiveInt(v: string, flag: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > max) {
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000) {
     throw new ForkboxError(
       'invalid_argument',
-      `${flag} must be a whole number from 1 to ${max}, not '${v}'.`,
+      `${flag} must be a whole number from 1 to 1000000, not '${v}'.`,
     );
   }
   return n;
@@ -110,18 +109,7 @@ function serveSettings(o: ServeFlags) {
   }
   const auditMax = auditMaxBytes(o.auditMaxSize);
   const networkCap = parseNetworkCap(o.networkMax, o.networkAllow);
-  const openUid = o.openUid === undefined ? undefined : positiveInt(o.openUid, '--open-uid', 4294967294);
-  return {
-    openUid,
-    explicitListen,
-    tokenFile,
-    listenSpec,
-    listen,
-    maxConcurrency,
-    toolsets,
-    auditMax,
-    networkCap,
-  };
+  return { explicitListen, tokenFile, listenSpec, listen, maxConcurrency, toolsets, auditMax, networkCap };
 }
 
 export function register(program: Command, ctx: CliContext): void {
@@ -180,10 +168,6 @@ export function register(program: Command, ctx: CliContext): void {
       "the widest network policy a sandbox may ask for: none, allow (an allow list through the daemon's egress proxy; default), or open (full egress through user-mode NAT behind the host filter)",
     )
     .option(
-      '--open-uid <uid>',
-      "host uid of the user-mode NAT processes of open sandboxes, matched by the nftables host filter; must be no host user and outside the sandboxes' range (default 99999)",
-    )
-    .option(
       '--network-allow <entries>',
       'names, *.suffix wildcards and CIDRs (comma-separated) that every allow list must stay within (default: any)',
     )
@@ -207,7 +191,6 @@ export function register(program: Command, ctx: CliContext): void {
         toolsets,
         auditMax,
         networkCap,
-        openUid,
       } = serveSettings(o);
       // Refuse an unauthenticated network listener before taking the state dir.
       if (listen) checkListenSecurity(listen.host, tokenFile);
@@ -224,7 +207,6 @@ export function register(program: Command, ctx: CliContext): void {
         stateDir,
         log,
         networkCap,
-        ...(openUid === undefined ? {} : { openUid }),
         audit,
         ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
         ...(o.diskMax ? { diskMax: o.diskMax } : {}),

@@ -2,17 +2,24 @@
  * Network policy `open` (real runtime, daemon capped at `open`): a sandbox gets its own user-mode NAT
  * (slirp4netns) and fetches from the test hosts by IP with curl, with no proxy; a fork child gets its own
  * NAT and can too; the policy shows on the sandbox; a kill leaves no NAT process; a daemon capped at `allow`
- * refuses `open`. The test hosts live in a network namespace this test makes, on documentation addresses
+ * refuses `open`; after a daemon restart a recovered `open` sandbox gets a new NAT. The test hosts live in a network namespace this test makes, on documentation addresses
  * (test/helpers/test-hosts.ts); nothing else is connected to.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { openEngine } from '../../src/composition.ts';
 import { isForkboxError } from '../../src/domain/errors.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { parseNetworkCap } from '../../src/service/network-cap.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import {
+  makeStateDir,
+  type NativeFixture,
+  nativeUnavailable,
+  openNative,
+  quietLog,
+} from '../helpers/native.ts';
 import { natProcesses } from '../helpers/slirp.ts';
 import {
   HOST_SIDE,
@@ -114,5 +121,33 @@ describe('network open: full egress through a per-sandbox user-mode NAT', { skip
     } finally {
       await capped.close();
     }
+  });
+});
+
+describe('network open: a daemon restart', { skip: skip ?? false }, () => {
+  it('starts a new NAT for a recovered open sandbox, which fetches again', async () => {
+    const hosts = await startTestHosts();
+    writeFileSync(join(hosts.dir, 'hello.txt'), BODY);
+    const stateDir = makeStateDir();
+    const cap = parseNetworkCap('open', undefined);
+    let opened = await openEngine({ stateDir, log: quietLog(), reapIntervalMs: 0, networkCap: cap });
+    try {
+      const { id } = await opened.api.createSandbox({ network: 'open', persistent: true });
+      const before = natProcesses().map((p) => p.pid);
+      assert.equal(before.length, 1);
+      await opened.close({ killSandboxes: false }); // the daemon goes; the sandbox stays, its NAT goes
+      assert.deepEqual(natProcesses(), [], 'the NAT does not outlive the daemon');
+      opened = await openEngine({ stateDir, log: quietLog(), reapIntervalMs: 0, networkCap: cap });
+      const after = natProcesses();
+      assert.equal(after.length, 1);
+      assert.notEqual(after[0]?.pid, before[0]);
+      const r = await opened.api.exec(id, { argv: fetchArgv(SERVER_A) });
+      assert.equal(r.stdout, BODY, r.stderr);
+    } finally {
+      await opened.close({ killSandboxes: true });
+      rmSync(stateDir, { recursive: true, force: true });
+      hosts.close();
+    }
+    assert.deepEqual(natProcesses(), []);
   });
 });

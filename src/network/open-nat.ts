@@ -147,7 +147,7 @@ export function createOpenNats(opts: { uid: number; log: Pick<Logger, 'info' | '
       await stop(id);
       throw new ForkboxError(
         'unavailable',
-        `the user-mode NAT of sandbox ${id} did not start: ${stderr.trim().split('\n').slice(-3).join('; ').slice(0, 300) || 'no output'}. Kill the sandbox and create it again; if this persists, check slirp4netns on the host (forkbox doctor).`,
+        `the user-mode NAT of sandbox ${id} did not start: ${stderr.trim().split('\n').slice(-3).join('; ').slice(0, 300) || 'no output'}. Kill the sandbox and create it again; if this persists, check that slirp4netns runs on this host.`,
       );
     }
     void nat.exited.then(() => {

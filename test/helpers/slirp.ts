@@ -32,8 +32,7 @@ export function natProcesses(): NatProcess[] {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const st = status(pid);
-    if (!st || st.Name !== 'slirp4netns' || st.PPid !== String(process.pid) || st.State?.startsWith('Z'))
-      continue;
+    if (st?.Name !== 'slirp4netns' || st.PPid !== String(process.pid) || st.State?.startsWith('Z')) continue;
     let userNs = '';
     try {
       userNs = readlinkSync(`/proc/${pid}/ns/user`);

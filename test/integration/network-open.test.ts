@@ -1,7 +1,7 @@
 /**
  * Network policy `open` (real runtime, daemon capped at `open`): a sandbox gets its own user-mode NAT
  * (slirp4netns) and fetches from the test hosts by IP with curl, with no proxy; a fork child gets its own
- * NAT and can too; the policy shows on the sandbox; a kill leaves no NAT process; a daemon capped at `allow`
+ * NAT and can too, and so does a snapshot restore (the snapshot's paused holder has none); the policy shows on the sandbox; a kill leaves no NAT process; a daemon capped at `allow`
  * refuses `open`; after a daemon restart a recovered `open` sandbox gets a new NAT. The test hosts live in a network namespace this test makes, on documentation addresses
  * (test/helpers/test-hosts.ts); nothing else is connected to.
  */
@@ -100,6 +100,20 @@ describe('network open: full egress through a per-sandbox user-mode NAT', { skip
     assert.equal(natProcesses().length, 1, 'the source keeps its NAT');
     const again = await api.exec(sb, { argv: fetchArgv(SERVER_A) });
     assert.equal(again.stdout, BODY, again.stderr);
+  });
+
+  it('a snapshot keeps no NAT of its own; a restore gets its own and fetches', async () => {
+    const snap = await api.createSnapshot(sb, { name: 'open-snap' });
+    assert.equal(natProcesses().length, 1, "the snapshot's paused holder has no NAT");
+    const restored = await api.restoreSnapshot(snap.id, { n: 1 });
+    const child = restored.children[0]?.sandbox?.id;
+    assert.ok(child, JSON.stringify(restored.children));
+    assert.equal((await api.getSandbox(child)).network, 'open');
+    assert.equal(natProcesses().length, 2);
+    const r = await api.exec(child, { argv: fetchArgv(SERVER_A) });
+    assert.equal(r.stdout, BODY, r.stderr);
+    await api.killSandbox(child);
+    assert.equal(natProcesses().length, 1);
   });
 
   it('a kill leaves no NAT process', async () => {

@@ -10,6 +10,7 @@ import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord, TemplateRecord } from '../../domain/types.ts';
 import type { EgressProxies } from '../../network/egress-proxies.ts';
 import type { OpenNats } from '../../network/open-nat.ts';
+import { SNAPSHOT_LABEL } from '../../service/snapshot-restore.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
 import { deadline } from './host/deadline.ts';
@@ -133,6 +134,7 @@ export function createRecover(deps: RecoverDeps) {
     for (const rec of liveRecs) {
       const sb = live.get(rid(rec));
       if (lost.includes(rec.id) || rec.network.mode !== 'open' || !deps.nat || !sb || sb.tombstone) continue;
+      if (rec.labels[SNAPSHOT_LABEL] !== undefined) continue; // a snapshot's holder has none (ForkChildSpec.held)
       await deps.nat.start(rid(rec), sb.hostPid).catch((e: unknown) => {
         deps.log.warn({ sandbox: rec.id, err: String(e) }, 'could not restart its user-mode NAT');
       });

@@ -201,7 +201,7 @@ export function createForkWaves(deps: ForkWaveDeps) {
             },
           );
           // `open`: its own NAT, attached to the network namespace its PID 1 has made by now.
-          if (c.network?.mode === 'open') await startNat(c.id, sb.hostPid);
+          if (c.network?.mode === 'open' && c.held !== true) await startNat(c.id, sb.hostPid);
           out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
         } catch (e) {
           out.set(c.id, failed(c.id, e));

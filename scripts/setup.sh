@@ -8,11 +8,12 @@ cd "$(dirname "$0")/.."
 # (losetup), python3, and make/g++ (native npm modules). attr (getfattr/setfattr): forkbox itself calls
 # the xattr syscalls directly; the image tests use these tools to check its work independently. git and
 # iproute2: the tests (exported project patches are checked with `git apply`; network tests make their
-# test hosts with `ip netns`). slirp4netns and uidmap: for the `open` network policy, not built yet.
-# docker-registry: the image pull tests start their own registry (never its systemd service);
-# apache2-utils: its htpasswd writes the bcrypt password file of their private (auth) registry.
+# test hosts with `ip netns`). slirp4netns and nftables: the `open` network policy (user-mode NAT per
+# sandbox, and the host filter on its packets); uidmap: setpriv/newuidmap. docker-registry: the image pull
+# tests start their own registry (never its systemd service); apache2-utils: its htpasswd writes the bcrypt
+# password file of their private (auth) registry; busybox-static: their image without python3 or glibc.
 PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++ git iproute2 docker-registry)
-PKGS+=(slirp4netns uidmap apache2-utils busybox-static)
+PKGS+=(slirp4netns uidmap apache2-utils busybox-static nftables)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do

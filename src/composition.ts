@@ -14,6 +14,8 @@ import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
 import { createEgressProxies } from './network/egress-proxies.ts';
 import { createResolver, parseHostsMap } from './network/egress-resolve.ts';
+import { installOpenFilter, removeOpenFilter } from './network/open-filter.ts';
+import { createOpenNats, type OpenNats } from './network/open-nat.ts';
 import type { AuditLog } from './protocol/audit.ts';
 import { agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
 import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
@@ -249,6 +251,29 @@ function startHousekeeping(
   };
 }
 
+/**
+ * The cap with what `open` lacks on this daemon. Only a daemon capped at `open` touches the host filter:
+ * it installs (replaces) the forkbox nftables table for the sandboxes' uid range and verifies it
+ * (network/open-filter.ts); only then may the runtime start user-mode NATs (network/open-nat.ts).
+ */
+async function openNetworkCap(
+  cap: NetworkCap | undefined,
+  range: { hostStart: number; size: number },
+  nat: OpenNats | undefined,
+  log: Logger,
+): Promise<NetworkCap | undefined> {
+  if (cap?.max !== 'open' || !nat) return cap;
+  const state = await installOpenFilter({ range });
+  if (!state.ok) {
+    log.warn({ missing: state.missing }, 'open network refused: the host filter is not in place');
+    nat.setMissing(state.missing);
+    return { ...cap, openMissing: state.missing };
+  }
+  log.info({ range: `${range.hostStart}+${range.size}` }, 'open network host filter installed');
+  nat.setMissing(undefined);
+  return cap;
+}
+
 export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) {
     throw new ForkboxError(
@@ -334,9 +359,13 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         });
       },
     });
+    // `open` sandboxes' NATs run as the sandboxes' root host uid, which the host filter judges.
+    const nat =
+      opts.networkCap?.max === 'open' ? createOpenNats({ uid: uidRange.hostStart, log }) : undefined;
     const runtime = createNativeRuntime({
       sys,
       egress,
+      ...(nat ? { nat } : {}),
       onPortConnection(ev) {
         host.metrics.portConnection?.(ev.decision);
         opts.audit?.write({
@@ -377,10 +406,11 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
       max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
     });
+    const networkCap = await openNetworkCap(opts.networkCap, uidRange, nat, log);
     const engine = createEngine({
       disk,
       agentRuntimeImage: RUNTIME_IMAGE,
-      ...(opts.networkCap ? { networkCap: opts.networkCap } : {}),
+      ...(networkCap ? { networkCap } : {}),
       ...(opts.projectRoots ? { projectRoots: opts.projectRoots } : {}),
       store,
       runtime,
@@ -425,6 +455,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         // Templates' inboxes are in it too: it goes only when the templates went with the sandboxes.
         inboxFs?.close({ inUse: closeOpts?.killSandboxes !== true });
         store.close();
+        // Only a daemon capped at open installed the table (openNetworkCap); a clean stop takes it away.
+        if (networkCap?.max === 'open') await removeOpenFilter();
         closeSync(lockFd);
       },
     };

@@ -2,6 +2,8 @@
  * A sandbox's network policy, and its one wire form (a string, both ways):
  *   `none`                          loopback only (the default)
  *   `allow:<entry>,<entry>,…`       egress only through the daemon's filtering proxy, to names on the list
+ *   `open`                          full egress through user-mode NAT, minus the host filter's refusals
+ *                                   (network/open-filter.ts; docs/ARCHITECTURE.md "Network egress")
  * An entry is a host name (`files.example.org`), a wildcard (`*.example.org`: any name below it, not the
  * name itself) or a CIDR (`198.51.100.0/24`, `2001:db8::/32`; a bare address is a /32 or /128). A CIDR
  * lets the sandbox reach those addresses by IP literal, and is the only way to reach a private range.
@@ -10,7 +12,10 @@ import { isIP } from 'node:net';
 import { ForkboxError } from './errors.ts';
 import { SIZES } from './limits.ts';
 
-export type NetworkMode = 'none' | 'allow';
+export type NetworkMode = 'none' | 'allow' | 'open';
+
+/** Modes from the narrowest to the widest: a cap of one allows those before it. */
+export const NETWORK_MODES: readonly NetworkMode[] = ['none', 'allow', 'open'];
 
 export interface NetworkPolicy {
   mode: NetworkMode;
@@ -26,12 +31,18 @@ export const NETWORK_NONE: NetworkPolicy = Object.freeze({
   cidrs: [],
 }) as NetworkPolicy;
 
+export const NETWORK_OPEN: NetworkPolicy = Object.freeze({
+  mode: 'open',
+  hosts: [],
+  cidrs: [],
+}) as NetworkPolicy;
+
 const LABEL_RE = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
 function badNetwork(why: string, value: string): ForkboxError {
   return new ForkboxError(
     'invalid_argument',
-    `network '${value.slice(0, 80)}': ${why}. Use 'none' or 'allow:' followed by names, '*.suffix' wildcards and CIDRs, comma-separated (e.g. allow:files.example.org,198.51.100.0/24).`,
+    `network '${value.slice(0, 80)}': ${why}. Use 'none', 'open' or 'allow:' followed by names, '*.suffix' wildcards and CIDRs, comma-separated (e.g. allow:files.example.org,198.51.100.0/24).`,
     { field: 'network' },
   );
 }
@@ -62,7 +73,8 @@ export function parseNetwork(value: string): NetworkPolicy {
     throw badNetwork(`longer than ${SIZES.networkChars} characters`, value);
   const v = value.trim();
   if (v === 'none') return NETWORK_NONE;
-  if (!v.startsWith('allow:')) throw badNetwork("not 'none' or 'allow:…'", value);
+  if (v === 'open') return NETWORK_OPEN;
+  if (!v.startsWith('allow:')) throw badNetwork("not 'none', 'open' or 'allow:…'", value);
   const entries = v
     .slice('allow:'.length)
     .split(',')
@@ -85,7 +97,7 @@ export function parseNetwork(value: string): NetworkPolicy {
 
 /** The wire form of a policy (what `parseNetwork` reads back to the same policy). */
 export function formatNetwork(p: NetworkPolicy): string {
-  return p.mode === 'none' ? 'none' : `allow:${[...p.hosts, ...p.cidrs].join(',')}`;
+  return p.mode === 'allow' ? `allow:${[...p.hosts, ...p.cidrs].join(',')}` : p.mode;
 }
 
 /** Whether host name `h` (lower case) is on the list: an exact name, or below a `*.suffix` wildcard. */

@@ -10,6 +10,7 @@ import type { ForkChildResult, ForkRequest, ForkResult } from './api.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import type { Runtime, Store } from './ports.ts';
 import { info } from './sandbox-info.ts';
+import { SNAPSHOT_LABEL } from './snapshot-restore.ts';
 import { checkEnv, checkForkCount, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
 
 export interface CallerRef {
@@ -114,6 +115,7 @@ export function createForker(deps: ForkDeps) {
           forkIndex: i,
           // Inherited: a fork never widens (or narrows) its source's network policy.
           network: source.network,
+          ...(req.labels?.[SNAPSHOT_LABEL] !== undefined ? { held: true } : {}),
         })),
         { wait: req.wait !== false },
       );

@@ -6,6 +6,7 @@ import { ForkboxError } from '../domain/errors.ts';
 import {
   formatNetwork,
   hostAllowed,
+  NETWORK_MODES,
   NETWORK_NONE,
   type NetworkMode,
   type NetworkPolicy,
@@ -18,6 +19,11 @@ export interface NetworkCap {
   max: NetworkMode;
   /** When set, every entry of an allow list must be covered by one of these (else any list is allowed). */
   allow: NetworkPolicy | null;
+  /**
+   * Why this daemon cannot give a sandbox `open` egress (the host filter or the NAT missing, named), or
+   * undefined when it can. Set by the composition root once it has tried to install the host filter.
+   */
+  openMissing?: string;
 }
 
 export const DEFAULT_NETWORK_CAP: NetworkCap = { max: 'allow', allow: null };
@@ -45,6 +51,21 @@ export function networkFor(cap: NetworkCap, value: string | undefined): NetworkP
       "this daemon allows no network for sandboxes (forkbox serve --network-max none): create it with network 'none', or ask the daemon's operator to start it with --network-max allow.",
       { field: 'network' },
     );
+  if (NETWORK_MODES.indexOf(p.mode) > NETWORK_MODES.indexOf(cap.max))
+    throw new ForkboxError(
+      'permission_denied',
+      `this daemon allows network policies up to '${cap.max}' (forkbox serve --network-max ${cap.max}): ask for an allow list instead, or ask the daemon's operator to start it with --network-max open.`,
+      { field: 'network' },
+    );
+  if (p.mode === 'open') {
+    if (cap.openMissing !== undefined)
+      throw new ForkboxError(
+        'permission_denied',
+        `this daemon cannot give sandboxes open egress: ${cap.openMissing}. Ask for an allow list instead, or ask the daemon's operator to fix that and restart it.`,
+        { field: 'network' },
+      );
+    return p;
+  }
   const outside = cap.allow ? covered(cap.allow, p) : null;
   if (outside !== null && cap.allow)
     throw new ForkboxError(
@@ -55,12 +76,12 @@ export function networkFor(cap: NetworkCap, value: string | undefined): NetworkP
   return p;
 }
 
-/** The cap from `forkbox serve --network-max none|allow` and `--network-allow <entries>`. */
+/** The cap from `forkbox serve --network-max none|allow|open` and `--network-allow <entries>`. */
 export function parseNetworkCap(max: string | undefined, allow: string | undefined): NetworkCap {
-  if (max !== undefined && max !== 'none' && max !== 'allow')
+  if (max !== undefined && !(NETWORK_MODES as readonly string[]).includes(max))
     throw new ForkboxError(
       'invalid_argument',
-      `--network-max must be 'none' or 'allow' (got '${max.slice(0, 40)}').`,
+      `--network-max must be 'none', 'allow' or 'open' (got '${max.slice(0, 40)}').`,
     );
   const list = allow === undefined ? null : parseNetwork(`allow:${allow}`);
   return { max: (max as NetworkMode | undefined) ?? DEFAULT_NETWORK_CAP.max, allow: list };

@@ -228,6 +228,11 @@ export interface ForkChildSpec {
   forkIndex: number;
   /** Its network policy, the source's (default none: loopback only). */
   network?: NetworkPolicy;
+  /**
+   * A snapshot's holder: kept paused and only ever forked, never used, so the runtime starts none of what
+   * serves a running sandbox's network (an `open` NAT; each restore gets its own).
+   */
+  held?: boolean;
 }
 
 export type ForkChildOutcome =

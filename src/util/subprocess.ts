@@ -16,6 +16,8 @@ const PACKAGE_OF: Record<string, string> = {
   'mkfs.btrfs': 'btrfs-progs',
   btrfs: 'btrfs-progs',
   'mkfs.ext4': 'e2fsprogs',
+  nft: 'nftables',
+  setpriv: 'util-linux',
 };
 
 export function missingTool(cmd: string): ForkboxError {

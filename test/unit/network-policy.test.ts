@@ -15,9 +15,10 @@ describe('network policy', () => {
     assert.deepEqual(p.cidrs, ['198.51.100.0/24', '2001:db8::1/128']);
     assert.equal(formatNetwork(parseNetwork(formatNetwork(p))), formatNetwork(p));
     assert.equal(formatNetwork(parseNetwork('none')), 'none');
+    assert.equal(formatNetwork(parseNetwork(' open ')), 'open');
     for (const bad of [
       '',
-      'open',
+      'open:x',
       'allow:',
       'allow:a b',
       'allow:*.org',
@@ -51,7 +52,18 @@ describe('network policy', () => {
     assert.throws(() => networkFor(cap, 'allow:example.org'), denied);
     assert.throws(() => networkFor(cap, 'allow:other.test'), denied);
     assert.throws(() => networkFor(cap, 'allow:198.51.0.0/16'), denied);
-    assert.throws(() => parseNetworkCap('open', undefined), /none' or 'allow/);
+    assert.throws(() => parseNetworkCap('wide', undefined), /'none', 'allow' or 'open'/);
+  });
+
+  it('open needs --network-max open and a host filter in place, else permission_denied naming what is missing', () => {
+    const denied = (re: RegExp) => (e: unknown) =>
+      isForkboxError(e) && e.code === 'permission_denied' && re.test(e.message);
+    assert.throws(() => networkFor(parseNetworkCap(undefined, undefined), 'open'), denied(/up to 'allow'/));
+    assert.throws(() => networkFor(parseNetworkCap('none', undefined), 'open'), denied(/no network/));
+    const missing = { ...parseNetworkCap('open', undefined), openMissing: "'nft' is not installed" };
+    assert.throws(() => networkFor(missing, 'open'), denied(/'nft' is not installed/));
+    assert.equal(networkFor(missing, 'allow:a.org').mode, 'allow');
+    assert.equal(networkFor(parseNetworkCap('open', undefined), 'open').mode, 'open');
   });
 
   it('refuses loopback, link-local, mapped and private addresses unless a CIDR names the private ones', () => {

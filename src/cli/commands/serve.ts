@@ -184,7 +184,7 @@ export function register(program: Command, ctx: CliContext): void {
     )
     .option(
       '--network-max <mode>',
-      "the widest network policy a sandbox may ask for: none, or allow (an allow list through the daemon's egress proxy; default)",
+      "the widest network policy a sandbox may ask for: none, allow (an allow list through the daemon's egress proxy; default), or open (full egress through user-mode NAT behind the host filter)",
     )
     .option(
       '--network-allow <entries>',

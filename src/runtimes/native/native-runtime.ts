@@ -10,6 +10,7 @@ import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
 import type { EgressProxies } from '../../network/egress-proxies.ts';
+import type { OpenNats } from '../../network/open-nat.ts';
 import { createPublishedPorts, type PortConnectionEvent } from '../../network/published-ports.ts';
 import type { ImageStore, Runtime, RuntimeCounters, RuntimeEvents } from '../../service/ports.ts';
 import { createKeyedQueue } from '../../util/keyed-queue.ts';
@@ -71,6 +72,8 @@ export interface NativeRuntimeDeps {
   pinnedLayers?: () => string[];
   /** Egress proxies for sandboxes with an `allow` network policy (none: such creates are refused). */
   egress?: EgressProxies;
+  /** User-mode NATs of sandboxes with the `open` policy (none: such creates fail). */
+  nat?: OpenNats;
   /** Each connection to a published port, accepted or refused (metrics, the audit log). */
   onPortConnection?: (ev: PortConnectionEvent) => void;
 }
@@ -236,6 +239,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       }
       deps.hub.closeAll();
       deps.egress?.closeAll();
+      await deps.nat?.stopAll();
       published.closeAll();
       dialer.closeAll();
     },

@@ -9,6 +9,8 @@ import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord, TemplateRecord } from '../../domain/types.ts';
 import type { EgressProxies } from '../../network/egress-proxies.ts';
+import type { OpenNats } from '../../network/open-nat.ts';
+import { SNAPSHOT_LABEL } from '../../service/snapshot-restore.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
 import { deadline } from './host/deadline.ts';
@@ -26,6 +28,8 @@ export interface RecoverDeps {
   /** Egress proxies: re-opened for recovered sandboxes with an `allow` policy (they died with the daemon). */
   egress?: EgressProxies | undefined;
   inboxOf?: (id: string) => string;
+  /** User-mode NATs: started again for recovered `open` sandboxes (theirs exited with the daemon). */
+  nat?: OpenNats | undefined;
 }
 
 /**
@@ -127,6 +131,14 @@ export function createRecover(deps: RecoverDeps) {
       if (wait) waits.push(wait);
     }
     await Promise.all(waits);
+    for (const rec of liveRecs) {
+      const sb = live.get(rid(rec));
+      if (lost.includes(rec.id) || rec.network.mode !== 'open' || !deps.nat || !sb || sb.tombstone) continue;
+      if (rec.labels[SNAPSHOT_LABEL] !== undefined) continue; // a snapshot's holder has none (ForkChildSpec.held)
+      await deps.nat.start(rid(rec), sb.hostPid).catch((e: unknown) => {
+        deps.log.warn({ sandbox: rec.id, err: String(e) }, 'could not restart its user-mode NAT');
+      });
+    }
     for (const rec of liveRecs) {
       if (lost.includes(rec.id) || rec.network.mode !== 'allow' || !deps.egress || !deps.inboxOf) continue;
       await deps.egress.open(rid(rec), deps.inboxOf(rid(rec)), rec.network).catch((e: unknown) => {

@@ -11,6 +11,7 @@ import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
 import type { EgressProxies } from '../../../network/egress-proxies.ts';
+import type { OpenNats } from '../../../network/open-nat.ts';
 import type { ForkChildSpec } from '../../../service/ports.ts';
 import type { AgentTimeouts } from '../agent-link/agent-timeouts.ts';
 import type { InboxHub } from '../agent-link/inbox-hub.ts';
@@ -50,6 +51,7 @@ export interface ChildSpawnerDeps {
   createTimeoutMs?: number;
   pinnedLayers?: () => string[];
   egress?: EgressProxies | undefined;
+  nat?: OpenNats | undefined;
   closePorts?: ((id: string) => void) | undefined;
 }
 

@@ -10,6 +10,7 @@ import { ForkboxError, toForkboxError } from '../../../domain/errors.ts';
 import { EGRESS } from '../../../domain/limits.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import type { EgressProxies } from '../../../network/egress-proxies.ts';
+import type { OpenNats } from '../../../network/open-nat.ts';
 import type { ForkChildSpec } from '../../../service/ports.ts';
 import type { Cgroups } from '../cgroups/index.ts';
 import { devTmpfsBytes } from '../container/dev-tmpfs.ts';
@@ -44,6 +45,8 @@ export interface ForkWaveDeps {
   releaser: Releaser;
   createTimeoutMs?: number;
   egress?: EgressProxies | undefined;
+  /** User-mode NATs of `open` sandboxes (none: such creates fail). */
+  nat?: OpenNats | undefined;
 }
 
 function failed(id: string, e: unknown): SpawnOutcome {
@@ -112,6 +115,15 @@ export function createForkWaves(deps: ForkWaveDeps) {
       await deps.egress.open(c.id, paths.inbox(c.id), c.network);
     }
     return { c, sb, nonce, ready };
+  }
+
+  async function startNat(id: string, hostPid: number): Promise<void> {
+    if (!deps.nat)
+      throw new ForkboxError(
+        'requirement_missing',
+        'this daemon has no user-mode NAT: create the sandbox with an allow list, or start the daemon with --network-max open.',
+      );
+    await deps.nat.start(id, hostPid);
   }
 
   /** The fork request for one wave; resolves with the agent's per-child results (or rejects). */
@@ -188,6 +200,8 @@ export function createForkWaves(deps: ForkWaveDeps) {
               died.catch(reject);
             },
           );
+          // `open`: its own NAT, attached to the network namespace its PID 1 has made by now.
+          if (c.network?.mode === 'open' && c.held !== true) await startNat(c.id, sb.hostPid);
           out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
         } catch (e) {
           out.set(c.id, failed(c.id, e));

@@ -5,6 +5,7 @@
 import { rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EgressProxies } from '../../../network/egress-proxies.ts';
+import type { OpenNats } from '../../../network/open-nat.ts';
 import type { InboxHub } from '../agent-link/inbox-hub.ts';
 import type { Cgroups } from '../cgroups/index.ts';
 import type { Mounts } from '../host/mounts.ts';
@@ -23,6 +24,7 @@ export interface ReleaseDeps {
   live: Map<string, LiveSandbox>;
   pinnedLayers?: () => string[];
   egress?: EgressProxies | undefined;
+  nat?: OpenNats | undefined;
   /** Closes a sandbox's published ports and its ports socket. */
   closePorts?: ((id: string) => void) | undefined;
 }
@@ -76,6 +78,7 @@ export function createReleaser(deps: ReleaseDeps) {
     for (const owner of new Set([...inboxOwners, sb?.spawnedIn ?? null]))
       if (owner) dropMountPoints(owner, id);
     deps.egress?.close(id);
+    await deps.nat?.stop(id);
     deps.closePorts?.(id);
     mounts.detachAllUnder(paths.inbox(id));
     rmSync(paths.inbox(id), { recursive: true, force: true });
@@ -96,6 +99,7 @@ export function createReleaser(deps: ReleaseDeps) {
       sb.conn?.close('closed because the sandbox was killed');
       hub.close(id);
       deps.closePorts?.(id);
+      await deps.nat?.stop(id);
       const agentLeaf = `${sb.cgroup}/agent`;
       for (const p of await cgroups.procs(agentLeaf))
         if (p !== sb.hostPid) await cgroups.addProcess(`${sb.cgroup}/work`, p).catch(() => undefined);

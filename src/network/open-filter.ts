@@ -1,0 +1,170 @@
+/**
+ * The host filter of the `open` network policy: one nftables table (`inet forkbox`) whose `output` chain
+ * judges every packet sent by a socket owned by a host uid of the sandboxes' range (`meta skuid`; this host
+ * has cgroups v1, so no cgroupv2 socket match). In the host's network namespace only the user-mode NATs
+ * (network/open-nat.ts, running as the sandboxes' root uid) own such sockets: every sandbox process lives
+ * in its own network namespace. Those packets may leave for the public internet only:
+ * loopback, the host's own addresses, link-local, private, shared, multicast and reserved ranges are
+ * dropped, IPv6 is dropped (the NAT runs IPv4 only), and DNS goes only to the resolvers of
+ * /etc/resolv.conf (which may themselves be private). Sandbox root controls only its own namespace, which
+ * the NAT turns into host sockets of that range: it cannot change these rules.
+ *
+ * Installed at daemon start (an atomic replace of the one table: a restart never stacks two), verified
+ * (listed back, then a probe run as the range's first uid must fail to reach a host loopback listener), removed on a
+ * clean stop. When any of that fails, `open` creates are refused naming what is missing.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer, isIP } from 'node:net';
+import { run, which } from '../util/subprocess.ts';
+
+export const OPEN_FILTER_TABLE = 'forkbox';
+/** Refused for the sandboxes' uid range (IPv4): every range that is not the public internet. */
+export const REFUSED_V4 = [
+  '0.0.0.0/8',
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '172.16.0.0/12',
+  '192.0.0.0/24',
+  '192.168.0.0/16',
+  '198.18.0.0/15',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+];
+
+/** The `nameserver` addresses of resolv.conf text (at most 3, as the C library reads). */
+export function resolversOf(text: string): string[] {
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\s*nameserver\s+(\S+)/.exec(line);
+    const addr = m?.[1]?.split('%')[0];
+    if (addr && isIP(addr) !== 0 && !out.includes(addr)) out.push(addr);
+    if (out.length === 3) break;
+  }
+  return out;
+}
+
+/** The nft script that replaces the forkbox table in one transaction (declare, delete, define). */
+export function openFilterScript(range: UidRange, resolvers: readonly string[]): string {
+  const v4 = resolvers.filter((a) => isIP(a) === 4);
+  const v6 = resolvers.filter((a) => isIP(a) === 6);
+  const dns = (fam: 'ip' | 'ip6', list: string[]) =>
+    list.length === 0
+      ? []
+      : [`    meta l4proto { tcp, udp } th dport 53 ${fam} daddr { ${list.join(', ')} } accept`];
+  return [
+    `table inet ${OPEN_FILTER_TABLE}`,
+    `delete table inet ${OPEN_FILTER_TABLE}`,
+    `table inet ${OPEN_FILTER_TABLE} {`,
+    '  chain nat-egress {',
+    '    type filter hook output priority 0; policy accept;',
+    `    meta skuid != ${skuidRange(range)} accept`,
+    ...dns('ip', v4),
+    ...dns('ip6', v6),
+    '    oifname "lo" drop',
+    '    fib daddr type { local, broadcast, multicast, anycast } drop',
+    `    ip daddr { ${REFUSED_V4.join(', ')} } drop`,
+    '    meta nfproto ipv6 drop',
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+}
+
+export type OpenFilterState = { ok: true } | { ok: false; missing: string };
+
+/** The host uid range of the sandboxes (container 0.. maps onto hostStart..). */
+export interface UidRange {
+  hostStart: number;
+  size: number;
+}
+
+/** The range as nft writes it: `first-last`. */
+export function skuidRange(r: UidRange): string {
+  return `${r.hostStart}-${r.hostStart + r.size - 1}`;
+}
+
+/** Whether a process of host uid `uid` can connect to a listener on the host's 127.0.0.1. */
+async function loopbackReachableAs(uid: number): Promise<boolean> {
+  const server = createServer((s) => s.destroy());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  try {
+    // Prints what happened: a probe that cannot run at all proves nothing, and throws below.
+    const code = `import socket\ntry:\n socket.create_connection(("127.0.0.1",${port}),timeout=1)\n print("reached")\nexcept OSError:\n print("refused")`;
+    const r = await run('setpriv', [
+      '--reuid',
+      String(uid),
+      '--regid',
+      String(uid),
+      '--clear-groups',
+      // The system's Python: the one an unprivileged uid can run (root's PATH may hold private shims).
+      '/usr/bin/python3',
+      '-c',
+      code,
+    ]);
+    const said = r.stdout.toString().trim();
+    if (said !== 'reached' && said !== 'refused')
+      throw new Error(`the probe did not run (exit ${r.code}): ${r.stderr.trim().slice(0, 200)}`);
+    return said === 'reached';
+  } finally {
+    server.close();
+  }
+}
+
+/** Install (or replace) the forkbox table for `range` and verify it. Never throws: says what is missing. */
+export async function installOpenFilter(opts: {
+  range: UidRange;
+  resolvConf?: string;
+}): Promise<OpenFilterState> {
+  const read = (p: string) => {
+    try {
+      return readFileSync(p, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const { hostStart, size } = opts.range;
+  // Every uid of the range is judged: one that host people or services hold would lose its network.
+  if (!Number.isInteger(hostStart) || !Number.isInteger(size) || hostStart < 65536 || size < 1)
+    return {
+      ok: false,
+      missing: `the sandboxes' host uid range ${hostStart}+${size} is not a subordinate range above 65535`,
+    };
+  for (const [tool, pkg] of [
+    ['nft', 'nftables'],
+    ['setpriv', 'util-linux'],
+    ['slirp4netns', 'slirp4netns'],
+  ] as const)
+    if (!which(tool)) return { ok: false, missing: `'${tool}' is not installed (apt-get install ${pkg})` };
+  const resolvers = resolversOf(opts.resolvConf ?? read('/etc/resolv.conf'));
+  const r = await run('nft', ['-f', '-'], { input: openFilterScript(opts.range, resolvers) });
+  if (r.code !== 0)
+    return {
+      ok: false,
+      missing: `the nftables host filter could not be installed: ${r.stderr.trim().slice(0, 300)}`,
+    };
+  const listed = await run('nft', ['list', 'table', 'inet', OPEN_FILTER_TABLE]);
+  if (
+    listed.code !== 0 ||
+    !listed.stdout.toString().includes(`meta skuid != ${skuidRange(opts.range)} accept`)
+  )
+    return { ok: false, missing: 'the nftables host filter did not read back as installed' };
+  try {
+    if (await loopbackReachableAs(opts.range.hostStart))
+      return {
+        ok: false,
+        missing: `the host filter is installed but uid ${opts.range.hostStart} still reaches host loopback`,
+      };
+  } catch (e) {
+    return { ok: false, missing: `the host filter could not be probed: ${String(e).slice(0, 200)}` };
+  }
+  return { ok: true };
+}
+
+/** Remove the forkbox table (a clean stop); absent is fine. */
+export async function removeOpenFilter(): Promise<void> {
+  await run('nft', ['delete', 'table', 'inet', OPEN_FILTER_TABLE]).catch(() => undefined);
+}

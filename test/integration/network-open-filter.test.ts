@@ -1,0 +1,86 @@
+/**
+ * The `open` policy's host filter on a real daemon (engine on the native runtime, capped at `open`): at
+ * start it installs the one forkbox nftables table for the sandboxes' host uid range (where their
+ * user-mode NATs run), whose uids then reach neither host loopback nor the host's own uplink address while
+ * other uids still do; a clean stop takes the table away. Only host addresses are connected to (listeners
+ * this test opens).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { after, before, describe, it } from 'node:test';
+import { parseNetworkCap } from '../../src/service/network-cap.ts';
+import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+
+const skip = nativeUnavailable();
+/** The sandboxes' root host uid (where NATs run) and the last uid of their range. */
+const FIRST = 100000;
+const LAST = 165535;
+
+function table(): string {
+  try {
+    return execFileSync('nft', ['list', 'table', 'inet', 'forkbox'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).toString();
+  } catch {
+    return '';
+  }
+}
+
+/** 'reached' or 'refused': a TCP connect to addr:port by a process of host uid `uid` (1 s). */
+function connectAs(uid: number, addr: string, port: number): string {
+  const code = `import socket\ntry:\n socket.create_connection(("${addr}",${port}),timeout=1)\n print("reached")\nexcept OSError:\n print("refused")`;
+  return execFileSync('setpriv', [
+    '--reuid',
+    String(uid),
+    '--regid',
+    String(uid),
+    '--clear-groups',
+    '/usr/bin/python3',
+    '-c',
+    code,
+  ])
+    .toString()
+    .trim();
+}
+
+describe('network open: the host filter', { skip: skip ?? false }, () => {
+  let fx: NativeFixture | undefined;
+  let server: Server;
+  let port = 0;
+  const uplink = Object.values(networkInterfaces())
+    .flatMap((l) => l ?? [])
+    .find((i) => i.family === 'IPv4' && !i.internal)?.address;
+  before(async () => {
+    server = createServer((s) => s.destroy());
+    await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
+    const a = server.address();
+    port = typeof a === 'object' && a ? a.port : 0;
+    fx = await openNative({ networkCap: parseNetworkCap('open', undefined) });
+  });
+  after(async () => {
+    await fx?.close();
+    server.close();
+  });
+
+  it("installs one table keyed to the sandboxes' uid range, which reaches neither loopback nor the uplink", () => {
+    assert.match(table(), new RegExp(`meta skuid != ${FIRST}-${LAST} accept`));
+    for (const uid of [FIRST, LAST]) assert.equal(connectAs(uid, '127.0.0.1', port), 'refused', `uid ${uid}`);
+    assert.equal(connectAs(65534, '127.0.0.1', port), 'reached', 'other uids are not judged');
+    assert.equal(
+      connectAs(LAST + 1, '127.0.0.1', port),
+      'reached',
+      'the range ends where the sandboxes’ does',
+    );
+    assert.ok(uplink, 'the host has an uplink address');
+    assert.equal(connectAs(FIRST, uplink, port), 'refused');
+    assert.equal(connectAs(65534, uplink, port), 'reached');
+  });
+
+  it('a clean stop removes the table', async () => {
+    await fx?.close();
+    fx = undefined;
+    assert.equal(table(), '');
+  });
+});

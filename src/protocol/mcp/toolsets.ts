@@ -6,6 +6,7 @@
  */
 import { ForkboxError } from '../../domain/errors.ts';
 import { canonicalTool, type Toolset, type ToolsetTool } from './toolset.ts';
+import { agentkernelToolset } from './toolsets/agentkernel/index.ts';
 import { forkdToolset } from './toolsets/forkd/index.ts';
 import { podflareToolset } from './toolsets/podflare/index.ts';
 import { CANONICAL_TOOLS } from './tools/index.ts';
@@ -27,6 +28,7 @@ export const TOOLSETS: Readonly<Record<string, Toolset>> = {
   forkbox: canonicalToolset,
   forkd: forkdToolset,
   podflare: podflareToolset,
+  agentkernel: agentkernelToolset,
 };
 
 /** The named toolsets, in order (none: the default one). */

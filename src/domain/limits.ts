@@ -75,7 +75,12 @@ export const COMPAT_LIMITS = {
   forkdSpawn: bound('n', 1, 1000),
   /** Podflare's fork `n`. */
   podflareFork: bound('n', 1, 32),
+  /** agentkernel's sandbox_run `timeout_ms` (forkbox's exec timeout, in milliseconds). */
+  agentkernelTimeoutMs: bound('timeout_ms', 100, 24 * 3600 * 1000),
 } as const satisfies Record<string, Bound>;
+
+/** agentkernel's text results: longer ones keep their head and tail, as agentkernel's server cut them. */
+export const AGENTKERNEL_RESULT_BYTES = 16_000;
 
 /** Sizes and counts of strings, lists and maps in requests. */
 export const SIZES = {

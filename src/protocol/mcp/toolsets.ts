@@ -7,6 +7,7 @@
 import { ForkboxError } from '../../domain/errors.ts';
 import { CANONICAL_TOOLS } from './tools/index.ts';
 import { canonicalTool, type Toolset, type ToolsetTool } from './toolset.ts';
+import { agentkernelToolset } from './toolsets/agentkernel/index.ts';
 import { devbenchToolset } from './toolsets/devbench/index.ts';
 import { forkdToolset } from './toolsets/forkd/index.ts';
 import { podflareToolset } from './toolsets/podflare/index.ts';
@@ -28,6 +29,7 @@ export const TOOLSETS: Readonly<Record<string, Toolset>> = {
   forkbox: canonicalToolset,
   forkd: forkdToolset,
   podflare: podflareToolset,
+  agentkernel: agentkernelToolset,
   devbench: devbenchToolset,
 };
 

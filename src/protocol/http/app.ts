@@ -19,6 +19,7 @@ import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
+import type { PoolStats } from '../../service/warm-pool.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
 import { createMcpHttp, type McpHttp, type McpHttpOptions } from '../mcp/http.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
@@ -30,8 +31,8 @@ import { CLIENT_HEADER } from '../rest/wire.ts';
 import { type GuardConfig, hostOriginGuard } from './guards.ts';
 import { createConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, onResponseDone } from './limits.ts';
 import { createMetrics, type HttpMetrics, instrumentApi } from './metrics.ts';
-import { proxyToPort } from './port-proxy.ts';
 import { looksLikeJwt, type OidcVerifier } from './oidc.ts';
+import { proxyToPort } from './port-proxy.ts';
 import type { Caller, TokenStore } from './tokens.ts';
 
 /** MCP bodies carry file contents and stdin inline (base64 in JSON): the sync-exec bound. */
@@ -41,6 +42,8 @@ export interface HttpAppOptions {
   engine: {
     scoped(ctx: CallerContext): ForkboxApi;
     attachSession(id: string, opts?: { graceMs?: number }): (end?: { graceMs?: number }) => void;
+    /** The warm pool per template, for /metrics (absent: no pool metrics). */
+    poolStats?(): PoolStats[];
   };
   version: string;
   /**
@@ -152,8 +155,10 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const tenantsForMetrics = () => [
     ...new Set([DEFAULT_TENANT, ...(opts.tokens?.tenants() ?? []), ...tenantApis.keys()]),
   ];
+  const engine = opts.engine;
   const metrics = createMetrics({
     host: opts.hostMetrics,
+    ...(engine.poolStats ? { pool: () => engine.poolStats?.() ?? [] } : {}),
     async sandboxCounts() {
       const out: Record<string, number> = {};
       for (const tenant of tenantsForMetrics()) {

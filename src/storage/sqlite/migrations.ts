@@ -225,6 +225,12 @@ INSERT OR IGNORE INTO output_drops (sandbox_id)
     // JSON [{port, hostPort}]: re-opened on the same host ports after a daemon restart.
     sql: "ALTER TABLE sandboxes ADD COLUMN ports TEXT NOT NULL DEFAULT '[]';",
   },
+  {
+    version: 11,
+    name: 'template warm pool size',
+    // NULL: the daemon's --pool default; a number: this template's own (0 = no pool).
+    sql: 'ALTER TABLE template_configs ADD COLUMN pool INTEGER;',
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

@@ -31,6 +31,7 @@ import { peerRunc } from './peer.ts';
 import { projectBench } from './project.ts';
 import { replEval } from './repl-eval.ts';
 import { retentionBench } from './retention.ts';
+import { warmPool } from './warm-pool.ts';
 
 const BENCHMARKS: Benchmark[] = [
   createFirstExec,
@@ -50,6 +51,7 @@ const BENCHMARKS: Benchmark[] = [
   imagePull,
   imageCreate,
   noPython,
+  warmPool,
   peerRunc,
 ];
 const MIN_RUNS = 20;

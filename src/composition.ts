@@ -75,6 +75,8 @@ export interface OpenEngineOptions {
   networkCap?: NetworkCap;
   /** Where each egress proxy decision is written (the daemon's audit log); default: nowhere. */
   audit?: AuditLog;
+  /** Sandboxes the warm pool keeps ready per template (`forkbox serve --pool`); default 0: off. */
+  poolSize?: number;
 }
 
 /** `0`, or a duration (`24h`, `30m`), in seconds. */
@@ -421,6 +423,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       diskUsage: maintenance.diskUsage,
       hostGc: maintenance.gc,
       execSettings: execSettingsFrom(opts.execOutput),
+      ...(opts.poolSize === undefined ? {} : { poolSize: opts.poolSize }),
     });
     await engine.recover(opts.recoverDeadlineMs ?? 5000);
     const stopHousekeeping = startHousekeeping(engine, store, log, opts);

@@ -129,9 +129,9 @@ export interface InProcessHandle {
   stop(): Promise<void>;
 }
 
-export async function openInProcess(log: Log): Promise<InProcessHandle> {
+export async function openInProcess(log: Log, opts: { poolSize?: number } = {}): Promise<InProcessHandle> {
   const stateDir = makeStateDir('inproc');
-  const opened = await openEngine({ stateDir, log: engineLog('engine'), reapIntervalMs: 0 });
+  const opened = await openEngine({ stateDir, log: engineLog('engine'), reapIntervalMs: 0, ...opts });
   log(`in-process engine on ${stateDir}`);
   return {
     surface: { name: 'in-process', api: opened.api, stateDir },

@@ -2,6 +2,7 @@
 
 import { parseDuration } from '../domain/durations.ts';
 import { ForkboxError } from '../domain/errors.ts';
+import { describeBound, LIMITS, withinBound } from '../domain/limits.ts';
 import { parseSize } from '../domain/sizes.ts';
 
 export { parseSize } from '../domain/sizes.ts';
@@ -19,6 +20,17 @@ export function parseDurationSeconds(text: string): number {
 }
 
 /** `KEY=VALUE` (the value may contain `=` and be empty). */
+/** A warm pool size (`--pool`): a whole number within LIMITS.pool. */
+export function parsePoolSize(text: string): number {
+  const n = Number(text);
+  if (!/^\d{1,3}$/.test(text) || !withinBound(LIMITS.pool, n))
+    throw new ForkboxError(
+      'invalid_argument',
+      `--pool '${text.slice(0, 20)}' must be ${describeBound(LIMITS.pool)} (0 = no pool).`,
+    );
+  return n;
+}
+
 /** A port number, 1 to 65535 (the engine checks the range again). */
 export function parsePort(text: string): number {
   if (!/^\d{1,5}$/.test(text))

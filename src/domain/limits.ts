@@ -62,6 +62,8 @@ export const LIMITS = {
   port: bound('port', 1, 65_535),
   /** The host port asked for (none: the daemon picks a free one); never a privileged one. */
   hostPort: bound('host_port', 1024, 65_535),
+  /** Sandboxes a warm pool keeps ready per template (`forkbox serve --pool`, a template's `pool`); 0 = off. */
+  pool: bound('pool', 0, 64),
 } as const satisfies Record<string, Bound>;
 
 /**
@@ -181,6 +183,16 @@ export const PORTS = {
   connectMs: 5_000,
   /** A connection with no traffic either way for this long is closed, ms. */
   idleMs: 5 * 60_000,
+} as const;
+
+/** The warm pool's refill (service/warm-pool.ts): bounded in rate, backing off after failures. */
+export const POOL = {
+  /** Least time between the starts of two refill creates of one template, ms. */
+  refillGapMs: 20,
+  /** After a failed refill (admission refused, image gone…), the first wait before trying again, ms. */
+  backoffMs: 1_000,
+  /** The longest such wait, ms. */
+  maxBackoffMs: 30_000,
 } as const;
 
 /** OIDC bearer tokens on the TCP listener (protocol/http/oidc.ts, oidc-discovery.ts). */

@@ -3,6 +3,7 @@ import { ForkboxError } from '../domain/errors.ts';
 import type { ForkboxApi } from './api.ts';
 import { type CallerContext, DEFAULT_TENANT } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
+import { POOL_TENANT } from './warm-pool.ts';
 
 type AdminApi = Pick<
   ForkboxApi,
@@ -24,8 +25,10 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
   /** Live sandboxes on `name` — and, when it is the agents' runtime, those of images without python3. */
   const liveUsers = (name: string) => {
     const runsAgents = name === p.agentRuntimeImage;
+    // Untaken pooled sandboxes do not count: the pool drops those of a changed or removed image.
     return store
       .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
+      .filter((s) => s.tenant !== POOL_TENANT)
       .filter((s) => s.image === name || (runsAgents && images.get(s.image)?.python === null))
       .map((s) => s.id);
   };
@@ -48,22 +51,41 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
       { image: name },
     );
   }
+  /** An image built or imported (perhaps in place of one): pooled sandboxes of its old files go. */
+  async function afterImageChange<T>(work: Promise<T>): Promise<T> {
+    const out = await work;
+    p.pool.sync();
+    return out;
+  }
   return {
-    defineTemplate: async (req) => templateConfigs.define(req, host),
+    async defineTemplate(req) {
+      const out = templateConfigs.define(req, host);
+      p.pool.sync(); // a changed image, modules or pool size: the stale or extra ones go, the rest fill
+      return out;
+    },
     listTemplates: async () => templateConfigs.list(),
-    deleteTemplate: (name) => templateConfigs.remove(name, host),
+    async deleteTemplate(name) {
+      if (ctx.tenant === DEFAULT_TENANT) await p.pool.drain({ template: name });
+      try {
+        return await templateConfigs.remove(name, host);
+      } finally {
+        p.pool.sync();
+      }
+    },
 
     listImages: async () => images.list(),
     buildImage: (req, onProgress) =>
-      images.buildDebian({
-        ...(req.name === undefined ? {} : { name: req.name }),
-        ...(req.suite === undefined ? {} : { suite: req.suite }),
-        ...(req.packages === undefined ? {} : { packages: req.packages }),
-        ...(onProgress === undefined ? {} : { onProgress }),
-        mayReplace: (old) => refuseWhileUsed(old.name),
-      }),
+      afterImageChange(
+        images.buildDebian({
+          ...(req.name === undefined ? {} : { name: req.name }),
+          ...(req.suite === undefined ? {} : { suite: req.suite }),
+          ...(req.packages === undefined ? {} : { packages: req.packages }),
+          ...(onProgress === undefined ? {} : { onProgress }),
+          mayReplace: (old) => refuseWhileUsed(old.name),
+        }),
+      ),
     importImage: (name, source, onProgress) =>
-      images.importImage(name, source, onProgress ? { onProgress } : {}),
+      afterImageChange(images.importImage(name, source, onProgress ? { onProgress } : {})),
     pullImage: (ref, onProgress) =>
       images.pull(ref, { remote: ctx.remote === true, ...(onProgress ? { onProgress } : {}) }),
     async removeImage(nameOrRef) {
@@ -77,7 +99,9 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
           { image: name },
         );
       }
+      await p.pool.drain({ image: name });
       images.remove(name);
+      p.pool.sync();
     },
 
     gc: () => p.gc(),

@@ -84,6 +84,8 @@ export interface TemplateInfo {
   image: string;
   /** Python modules every sandbox created from it has already imported. */
   prewarm: string[];
+  /** Sandboxes the warm pool keeps ready for it; null: the daemon's `--pool` default. */
+  pool: number | null;
   /** True for 'default' (the default image, nothing pre-imported), which always exists. */
   builtin: boolean;
   createdAt: string | null;
@@ -97,6 +99,8 @@ export interface DefineTemplateRequest {
   image?: string;
   /** Dotted Python module names (at most 64), imported once by the template; default none. */
   prewarm?: string[];
+  /** Sandboxes the warm pool keeps ready for it (0 = none); default: the daemon's `--pool`. */
+  pool?: number;
 }
 
 export interface SandboxInfo {

@@ -10,6 +10,7 @@ import type { CreateSandbox } from './sandbox-create.ts';
 import type { SandboxPorts } from './sandbox-ports.ts';
 import type { Snapshots } from './snapshots.ts';
 import type { TemplateConfigs } from './template-configs.ts';
+import type { WarmPool } from './warm-pool.ts';
 
 export interface EngineParts extends SandboxFinder {
   store: Store;
@@ -23,6 +24,7 @@ export interface EngineParts extends SandboxFinder {
   stateDir: string;
   execs: ExecManager;
   templateConfigs: TemplateConfigs;
+  pool: WarmPool;
   snapshots: Snapshots;
   /** Per-sandbox serialisation of lifecycle operations (kill vs pause vs resume). */
   lifecycle: KeyedQueue;

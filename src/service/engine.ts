@@ -26,7 +26,8 @@ import { info } from './sandbox-info.ts';
 import { createSandboxPorts } from './sandbox-ports.ts';
 import { type AttachOptions, createSessions, type Detach } from './sessions.ts';
 import { createSnapshots } from './snapshots.ts';
-import { createTemplateConfigs } from './template-configs.ts';
+import { createTemplateConfigs, DEFAULT_TEMPLATE } from './template-configs.ts';
+import { createWarmPool, POOL_LABEL, POOL_TENANT, type PoolStats } from './warm-pool.ts';
 
 export type { Logger } from '../domain/logger.ts';
 
@@ -66,6 +67,11 @@ export interface EngineDeps {
   hostGc?: (keep: Set<string>, ours: (id: string) => boolean) => Promise<Omit<GcReport, 'removedSandboxes'>>;
   /** Daemon defaults for exec output (per stream): inline budget and spool file size. */
   execSettings?: Partial<ExecSettings>;
+  /**
+   * Sandboxes the warm pool keeps ready per template unless its definition says (`forkbox serve
+   * --pool`; default 0: off). The pool starts filling after `recover`.
+   */
+  poolSize?: number;
 }
 
 export { type CallerContext, DEFAULT_TENANT } from './caller.ts';
@@ -84,6 +90,8 @@ export interface Engine extends ForkboxApi {
   recover(deadlineMs?: number): Promise<{ adopted: number; lost: string[] }>;
   /** Kill sandboxes whose TTL has passed. */
   reapExpired(): Promise<string[]>;
+  /** The warm pool per template: ready, target, hits, misses (served on /metrics). */
+  poolStats(): PoolStats[];
   close(): Promise<void>;
 }
 
@@ -127,6 +135,7 @@ export function createEngine(deps: EngineDeps): Engine {
     ...(deps.networkCap ? { networkCap: deps.networkCap } : {}),
     ...(deps.projectRoots ? { projectRoots: deps.projectRoots } : {}),
     images: deps.images,
+    pool: () => pool,
   });
   const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
     store,
@@ -189,6 +198,24 @@ export function createEngine(deps: EngineDeps): Engine {
     return reaped;
   }
 
+  const poolSize = deps.poolSize ?? 0;
+  const pool = createWarmPool({
+    store,
+    log,
+    targets: () => [
+      { template: DEFAULT_TEMPLATE, size: poolSize },
+      ...store.listTemplateConfigs().map((c) => ({ template: c.name, size: c.pool ?? poolSize })),
+    ],
+    recipeOf(template) {
+      const cfg = template === DEFAULT_TEMPLATE ? undefined : store.getTemplateConfig(template);
+      const image = images.get(cfg ? cfg.image : defaultImage);
+      return image ? `${image.id}|${(cfg?.prewarm ?? []).join(',')}` : null;
+    },
+    make: (template) =>
+      create({ tenant: POOL_TENANT }, { template, persistent: true, labels: { [POOL_LABEL]: template } }),
+    kill: (rec, reason) => kill(rec, reason),
+  });
+
   const ports = createSandboxPorts({ store, runtime, log });
   const parts: EngineParts = {
     ...finder,
@@ -203,6 +230,7 @@ export function createEngine(deps: EngineDeps): Engine {
     stateDir: deps.stateDir,
     execs,
     templateConfigs,
+    pool,
     snapshots,
     lifecycle,
     create,
@@ -248,10 +276,17 @@ export function createEngine(deps: EngineDeps): Engine {
       // Sessions do not survive a restart: their clients get a while to re-attach before their
       // sandboxes are killed.
       sessions.expireOrphans(deps.sessionReattachMs ?? 10 * 60_000);
+      // Untaken pooled sandboxes of the daemon before are killed (no tenant will ever take them), then
+      // the pool fills afresh.
+      const reclaimed = await pool.reclaim();
+      if (reclaimed > 0) log.info({ reclaimed }, 'killed the warm pool a previous daemon left');
+      pool.sync();
       return out;
     },
     reapExpired,
+    poolStats: () => pool.stats(),
     async close() {
+      await pool.close();
       sessions.close();
       await lifecycle.drain();
       execs.flush();

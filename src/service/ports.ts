@@ -80,6 +80,8 @@ export interface TemplateConfigRecord {
   image: string;
   /** Dotted Python module names the template's worker imports before any sandbox is forked from it. */
   prewarm: string[];
+  /** Sandboxes the warm pool keeps ready for it; null/absent: the daemon's `--pool` default. */
+  pool?: number | null;
   createdAt: number;
   updatedAt: number;
 }

@@ -11,6 +11,7 @@ import type { ImageStore, Runtime, Store } from './ports.ts';
 import { resolveProject } from './project-spec.ts';
 import type { TemplateConfigs } from './template-configs.ts';
 import { checkEnv, checkLabels, checkName, checkTtl, limitsFrom } from './validate.ts';
+import { POOL_TENANT, type WarmPool } from './warm-pool.ts';
 
 export type CreateSandbox = (
   ctx: CallerContext,
@@ -32,6 +33,8 @@ export function createSandboxMaker(deps: {
   projectRoots?: readonly string[];
   /** Pulls an image named by a registry reference on first use. */
   images?: Pick<ImageStore, 'ensure'>;
+  /** The warm pool: a ready sandbox for a create it can serve (service/warm-pool.ts). */
+  pool?: () => Pick<WarmPool, 'take'> | undefined;
 }): CreateSandbox {
   const { store, runtime, now } = deps;
 
@@ -108,6 +111,16 @@ export function createSandboxMaker(deps: {
       );
     const project =
       req.project === undefined ? undefined : resolveProject(req.project, deps.projectRoots ?? []);
+    // The pool's own refills are never served from it.
+    const taken =
+      ctx.tenant === POOL_TENANT
+        ? undefined
+        : deps.pool?.()?.take(rec, {
+            named: req.name !== undefined,
+            project: project !== undefined,
+            lowers: lowers !== undefined,
+          });
+    if (taken) return taken;
     store.insertSandbox(rec);
     try {
       const h = await runtime.createSandbox({

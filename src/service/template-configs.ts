@@ -6,10 +6,12 @@
  * container, so only the host's own tenant may define or delete them.
  */
 import { errors, ForkboxError } from '../domain/errors.ts';
+import { LIMITS } from '../domain/limits.ts';
 import type { Logger } from '../domain/logger.ts';
 import type { ImageRecord, SandboxRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, DefineTemplateRequest, TemplateInfo } from './api.ts';
 import type { Store, TemplateConfigRecord } from './ports.ts';
+import { checkBound } from './validate.ts';
 
 export const DEFAULT_TEMPLATE = 'default';
 /** Label on sandboxes created from a named template: what deleteTemplate checks for users. */
@@ -58,6 +60,7 @@ export function templateInfo(rec: TemplateConfigRecord): TemplateInfo {
     name: rec.name,
     image: rec.image,
     prewarm: rec.prewarm,
+    pool: rec.pool ?? null,
     builtin: false,
     createdAt: iso(rec.createdAt),
     updatedAt: iso(rec.updatedAt),
@@ -87,6 +90,7 @@ export function createTemplateConfigs(deps: TemplateConfigDeps) {
     name: DEFAULT_TEMPLATE,
     image: deps.defaultImage,
     prewarm: [],
+    pool: null,
     builtin: true,
     createdAt: null,
     updatedAt: null,
@@ -128,12 +132,14 @@ export function createTemplateConfigs(deps: TemplateConfigDeps) {
       }
       const image = images.require(req.image ?? deps.defaultImage);
       const prewarm = checkPrewarm(req.prewarm);
+      const pool = req.pool === undefined ? null : checkBound(LIMITS.pool, req.pool);
       const t = now();
       const prev = store.getTemplateConfig(name);
       const rec: TemplateConfigRecord = {
         name,
         image: image.name,
         prewarm,
+        pool,
         createdAt: prev?.createdAt ?? t,
         updatedAt: t,
       };

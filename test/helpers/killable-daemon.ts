@@ -14,16 +14,20 @@ export interface KillableDaemon {
   readonly api: DaemonClient;
   /** SIGKILL the daemon and wait until it is gone: no shutdown of any kind. */
   kill(): Promise<void>;
-  /** Close the old client, start the daemon again on the same state dir, and connect to it. */
-  restart(): Promise<void>;
+  /**
+   * Close the old client, start the daemon again on the same state dir (with `args` in place of the
+   * first start's `forkbox serve` arguments, when given), and connect to it.
+   */
+  restart(args?: string[]): Promise<void>;
 }
 
-export function killableDaemon(): KillableDaemon {
+/** `args`: extra `forkbox serve` arguments (e.g. `--pool 2`). */
+export function killableDaemon(args: string[] = []): KillableDaemon {
   let stateDir = '';
   let daemon: ServedDaemon | undefined;
   let api: DaemonClient | undefined;
-  const start = async () => {
-    daemon = await startServe(stateDir);
+  const start = async (serveArgs = args) => {
+    daemon = await startServe(stateDir, serveArgs);
     api = createDaemonClient({ url: daemon.url });
   };
   before(async () => {
@@ -47,9 +51,9 @@ export function killableDaemon(): KillableDaemon {
       old?.kill('SIGKILL');
       await new Promise((r) => old?.once('exit', r));
     },
-    async restart() {
+    async restart(serveArgs) {
       api?.close();
-      await start();
+      await start(serveArgs);
     },
   };
 }

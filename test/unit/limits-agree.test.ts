@@ -14,6 +14,7 @@ import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import {
   codeBody,
   createSandboxBody,
+  defineTemplateBody,
   execBody,
   exposePortBody,
   extendBody,
@@ -175,6 +176,12 @@ const SURFACES: Surface[] = [
     // Within the engine's own bound (pollWaitMs).
     rest: [],
     engine: [],
+  },
+  {
+    bound: LIMITS.pool,
+    mcp: [{ tool: 'template_define', arg: 'pool', base: { name: 'pooled' } }],
+    rest: [{ schema: defineTemplateBody, field: 'pool', base: { name: 'pooled' } }],
+    engine: [(api, _c, v) => api.defineTemplate({ name: 'pooled', pool: v })],
   },
   {
     bound: LIMITS.afterSeq,

@@ -221,6 +221,7 @@ describe('sqlite store: sandboxes', () => {
     const raw = new Database(path);
     raw.exec(`DELETE FROM schema_migrations WHERE version >= 11;
       ALTER TABLE snapshots DROP COLUMN ports;
+      ALTER TABLE template_configs DROP COLUMN pool;
       DROP INDEX sandboxes_live_ns_name; DROP INDEX sandboxes_tenant_ns_name;
       ALTER TABLE sandboxes DROP COLUMN namespace;
       CREATE UNIQUE INDEX sandboxes_live_tenant_name ON sandboxes(tenant, name) WHERE state = 'running';

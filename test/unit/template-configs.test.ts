@@ -92,11 +92,20 @@ describe('template configs over the SQLite store', () => {
   test('store round trip: put, get, upsert keeps createdAt, list by name, delete', () => {
     store.putTemplateConfig({ name: 'b', image: 'debian', prewarm: ['json'], createdAt: 5, updatedAt: 5 });
     store.putTemplateConfig({ name: 'a', image: 'alpine', prewarm: [], createdAt: 6, updatedAt: 6 });
-    store.putTemplateConfig({ name: 'b', image: 'alpine', prewarm: ['x.y'], createdAt: 9, updatedAt: 9 });
+    store.putTemplateConfig({
+      name: 'b',
+      image: 'alpine',
+      prewarm: ['x.y'],
+      pool: 3,
+      createdAt: 9,
+      updatedAt: 9,
+    });
+    assert.equal(store.getTemplateConfig('a')?.pool, null, "no pool of its own: the daemon's default");
     assert.deepEqual(store.getTemplateConfig('b'), {
       name: 'b',
       image: 'alpine',
       prewarm: ['x.y'],
+      pool: 3,
       createdAt: 5,
       updatedAt: 9,
     });
@@ -117,6 +126,7 @@ describe('template configs over the SQLite store', () => {
       name: 'default',
       image: 'debian',
       prewarm: [],
+      pool: null,
       builtin: true,
       createdAt: null,
       updatedAt: null,
@@ -130,6 +140,7 @@ describe('template configs over the SQLite store', () => {
     const c = configs();
     assert.throws(() => c.define({ name: 'x', image: 'nope' }, host), code('not_found'));
     assert.throws(() => c.define({ name: 'x', prewarm: ['a,b'] }, host), code('invalid_argument'));
+    assert.throws(() => c.define({ name: 'x', pool: 65 }, host), code('invalid_argument'));
     const info = c.define({ name: 'warm', prewarm: ['json', 'sqlite3', 'json'] }, host);
     assert.deepEqual(info.prewarm, ['json', 'sqlite3']);
     assert.equal(info.image, 'debian');

@@ -161,7 +161,7 @@ describe('forkbox templates / create --template', () => {
       args: [{ name: 'warm', prewarm: ['json', 'sqlite3', 'decimal'] }],
     });
     const ls = await runCli(['templates', 'ls'], api);
-    assert.match(ls.stdout, /default\s+debian\s+-\s+built-in/);
+    assert.match(ls.stdout, /default\s+debian\s+-\s+default\s+built-in/);
     assert.match(ls.stdout, /warm\s+debian\s+json,sqlite3,decimal/);
     await runCli(['create', '--template', 'warm', '--memory', '256m'], api);
     assert.deepEqual(api.calls.at(-1), {

@@ -29,7 +29,7 @@ import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { parseGrace, parseOutputBytes } from '../mcp-options.ts';
 import { addOidcOptions, type OidcFlags, parseOidcOptions } from '../oidc-options.ts';
-import { parseDuration } from '../parse.ts';
+import { parseDuration, parsePoolSize } from '../parse.ts';
 
 /** How long SIGTERM waits for in-flight HTTP requests before dropping them. */
 const DRAIN_MS = 30_000;
@@ -56,6 +56,7 @@ interface ServeFlags extends OidcFlags {
   auditMaxSize?: string;
   networkMax?: string;
   networkAllow?: string;
+  pool?: number;
 }
 
 /** The /mcp options the flags ask for (protocol/mcp/session-policy.ts and http-sessions.ts). */
@@ -191,6 +192,11 @@ export function register(program: Command, ctx: CliContext): void {
       'names, *.suffix wildcards and CIDRs (comma-separated) that every allow list must stay within (default: any)',
     )
     .option(
+      '--pool <n>',
+      "sandboxes kept ready per template, so creates (and forkbox run) start at once; a template's own 'pool' overrides it (default 0: off)",
+      parsePoolSize,
+    )
+    .option(
       '--conformance-fixtures',
       "also serve the MCP conformance suite's test tools, resources and prompts on /mcp (for running the suite; never in production)",
     )
@@ -233,6 +239,7 @@ export function register(program: Command, ctx: CliContext): void {
         ...(o.projectRoot ? { projectRoots: o.projectRoot.map((d) => resolve(d)) } : {}),
         ...(o.imageAllow ? { imageAllow: o.imageAllow } : {}),
         ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
+        ...(o.pool === undefined ? {} : { poolSize: o.pool }),
       });
       let server: Awaited<ReturnType<typeof serveUnix>> | undefined;
       let listener: Listener | undefined;

@@ -4,6 +4,7 @@ import type { DefineTemplateRequest } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { formatRelative, table } from '../output.ts';
+import { parsePoolSize } from '../parse.ts';
 
 /** `--prewarm a,b --prewarm c` → ['a', 'b', 'c']. */
 function collectModules(v: string, prev: string[] = []): string[] {
@@ -29,10 +30,16 @@ export function register(program: Command, ctx: CliContext): void {
       'Python modules to pre-import, comma-separated (repeatable), e.g. json,sqlite3',
       collectModules,
     )
-    .action(async (name: string, o: { image?: string; prewarm?: string[] }) => {
+    .option(
+      '--pool <n>',
+      "sandboxes kept ready so creates from it start at once (0 = none; default: the daemon's --pool)",
+      parsePoolSize,
+    )
+    .action(async (name: string, o: { image?: string; prewarm?: string[]; pool?: number }) => {
       const req: DefineTemplateRequest = { name };
       if (o.image !== undefined) req.image = o.image;
       if (o.prewarm !== undefined) req.prewarm = o.prewarm;
+      if (o.pool !== undefined) req.pool = o.pool;
       const t = await (await ctx.api()).defineTemplate(req);
       ctx.out().result(t, () => t.name);
     });
@@ -44,11 +51,12 @@ export function register(program: Command, ctx: CliContext): void {
       const list = await (await ctx.api()).listTemplates();
       ctx.out().result(list, () =>
         table(
-          ['NAME', 'IMAGE', 'PREWARM', 'UPDATED'],
+          ['NAME', 'IMAGE', 'PREWARM', 'POOL', 'UPDATED'],
           list.map((t) => [
             t.name,
             t.image,
             t.prewarm.length === 0 ? '-' : t.prewarm.join(','),
+            t.pool === null ? 'default' : String(t.pool),
             t.builtin ? 'built-in' : formatRelative(t.updatedAt),
           ]),
         ),

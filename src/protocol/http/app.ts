@@ -21,6 +21,7 @@ import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
+import type { PoolStats } from '../../service/warm-pool.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
 import { createMcpHttp, type McpHttp, type McpHttpOptions } from '../mcp/http.ts';
 import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
@@ -44,6 +45,8 @@ export interface HttpAppOptions {
   engine: {
     scoped(ctx: CallerContext): ForkboxApi;
     attachSession(id: string, opts?: { graceMs?: number }): (end?: { graceMs?: number }) => void;
+    /** The warm pool per template, for /metrics (absent: no pool metrics). */
+    poolStats?(): PoolStats[];
   };
   version: string;
   /**
@@ -155,8 +158,10 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const tenantsForMetrics = () => [
     ...new Set([DEFAULT_TENANT, ...(opts.tokens?.tenants() ?? []), ...tenantApis.keys()]),
   ];
+  const engine = opts.engine;
   const metrics = createMetrics({
     host: opts.hostMetrics,
+    ...(engine.poolStats ? { pool: () => engine.poolStats?.() ?? [] } : {}),
     async sandboxCounts() {
       const out: Record<string, number> = {};
       for (const tenant of tenantsForMetrics()) {

@@ -11,6 +11,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ForkboxApi } from '../../service/api.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
+import type { PoolStats } from '../../service/warm-pool.ts';
 import { reportErrors } from '../audit.ts';
 
 export interface HttpMetrics {
@@ -27,6 +28,42 @@ export interface MetricsOptions {
   sandboxCounts: () => Promise<Record<string, number>>;
   /** The daemon's own counters (runtime refusals, file descriptors), read at scrape time. */
   host?: HostMetrics | undefined;
+  /** The warm pool per template (service/warm-pool.ts), read at scrape time. */
+  pool?: () => PoolStats[];
+}
+
+/** The warm pool's gauges and counters by template (host-wide configuration, not a tenant's). */
+function registerPoolMetrics(registry: Registry, read: () => PoolStats[]): void {
+  const gauge = (name: string, help: string, pick: (s: PoolStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['template'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const s of read()) this.set({ template: s.template }, pick(s));
+      },
+    });
+  const counter = (name: string, help: string, pick: (s: PoolStats) => number) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['template'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const s of read()) this.inc({ template: s.template }, pick(s));
+      },
+    });
+  gauge('forkbox_pool_sandboxes', 'Warm pool: sandboxes ready now, by template', (s) => s.size);
+  gauge('forkbox_pool_target', 'Warm pool: sandboxes kept ready, by template', (s) => s.target);
+  counter('forkbox_pool_hits_total', 'Creates served from the warm pool, by template', (s) => s.hits);
+  counter(
+    'forkbox_pool_misses_total',
+    'Creates the warm pool could not serve (empty, or options it cannot give), by template',
+    (s) => s.misses,
+  );
 }
 
 /** The daemon-wide counters and gauges of `host`, registered on `registry`. */
@@ -105,6 +142,7 @@ export function createMetrics(opts: MetricsOptions): HttpMetrics {
     },
   });
   if (opts.host) registerHostMetrics(registry, opts.host);
+  if (opts.pool) registerPoolMetrics(registry, opts.pool);
   return {
     registry,
     sandboxCreates: new Counter({

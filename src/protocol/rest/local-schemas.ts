@@ -84,6 +84,7 @@ export const defineTemplateBody = z.strictObject({
   name: createSandboxBody.shape.template.unwrap(),
   image: name.optional(),
   prewarm: z.array(z.string().min(1).max(200)).max(64).optional(),
+  pool: boundedNumber(LIMITS.pool).optional(),
 });
 
 export const extendBody = z.strictObject({ ttlSeconds: boundedNumber(LIMITS.ttlSeconds) });

@@ -111,6 +111,7 @@ export const templateInfoSchema = z.object({
   name: z.string(),
   image: z.string(),
   prewarm: z.array(z.string()),
+  pool: z.number().int().nullable(),
   builtin: z.boolean(),
   createdAt: z.string().nullable(),
   updatedAt: z.string().nullable(),

@@ -245,6 +245,12 @@ CREATE INDEX sandboxes_tenant_ns_name ON sandboxes(tenant, namespace, name, crea
     // JSON [port, …]: the source's published ports, which a restored sandbox publishes on host ports of its own.
     sql: "ALTER TABLE snapshots ADD COLUMN ports TEXT NOT NULL DEFAULT '[]';",
   },
+  {
+    version: 13,
+    name: 'template warm pool size',
+    // NULL: the daemon's --pool default; a number: this template's own (0 = no pool).
+    sql: 'ALTER TABLE template_configs ADD COLUMN pool INTEGER;',
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

@@ -7,6 +7,7 @@ interface TemplateConfigRow {
   name: string;
   image: string;
   prewarm: string;
+  pool: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -24,6 +25,7 @@ const fromRow = (r: TemplateConfigRow): TemplateConfigRecord => ({
   name: r.name,
   image: r.image,
   prewarm: parseModules(r.prewarm),
+  pool: r.pool,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -36,10 +38,10 @@ type TemplateConfigMethods = Pick<
 export function createTemplateConfigQueries(db: Database.Database): TemplateConfigMethods {
   // Upsert that keeps the first created_at: redefining a template is an update, not a new one.
   const put = db.prepare<TemplateConfigRow>(
-    `INSERT INTO template_configs (name, image, prewarm, created_at, updated_at)
-       VALUES (@name, @image, @prewarm, @created_at, @updated_at)
+    `INSERT INTO template_configs (name, image, prewarm, pool, created_at, updated_at)
+       VALUES (@name, @image, @prewarm, @pool, @created_at, @updated_at)
      ON CONFLICT(name) DO UPDATE SET image = excluded.image, prewarm = excluded.prewarm,
-       updated_at = excluded.updated_at`,
+       pool = excluded.pool, updated_at = excluded.updated_at`,
   );
   const byName = db.prepare<[string], TemplateConfigRow>('SELECT * FROM template_configs WHERE name = ?');
   const all = db.prepare<[], TemplateConfigRow>('SELECT * FROM template_configs ORDER BY name');
@@ -51,6 +53,7 @@ export function createTemplateConfigQueries(db: Database.Database): TemplateConf
           name: rec.name,
           image: rec.image,
           prewarm: JSON.stringify(rec.prewarm),
+          pool: rec.pool ?? null,
           created_at: Math.round(rec.createdAt),
           updated_at: Math.round(rec.updatedAt),
         });

@@ -179,7 +179,9 @@ const SURFACES: Surface[] = [
   },
   {
     bound: LIMITS.pool,
-    mcp: [{ tool: 'template_define', arg: 'pool', base: { name: 'pooled' } }],
+    // Not an MCP argument: the canonical tools/list is at its token budget, and a warm pool is the
+    // host's configuration (CLI and REST), not an agent's.
+    mcp: [],
     rest: [{ schema: defineTemplateBody, field: 'pool', base: { name: 'pooled' } }],
     engine: [(api, _c, v) => api.defineTemplate({ name: 'pooled', pool: v })],
   },

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { LIMITS } from '../../../domain/limits.ts';
 import type { DefineTemplateRequest, TemplateInfo } from '../../../service/api.ts';
-import { boundedNumber } from '../../bounds.ts';
 import { defineTool, HINTS } from '../tool-kit.ts';
 
 /** A template config as the template tools return it. */
@@ -9,7 +7,6 @@ export const templateShape = z.object({
   name: z.string(),
   image: z.string(),
   prewarm: z.array(z.string()),
-  pool: z.number().int().nullable(),
   builtin: z.boolean(),
   updated_at: z.string().nullable(),
 });
@@ -18,7 +15,6 @@ export const templateOut = (t: TemplateInfo): z.input<typeof templateShape> => (
   name: t.name,
   image: t.image,
   prewarm: t.prewarm,
-  pool: t.pool,
   builtin: t.builtin,
   updated_at: t.updatedAt,
 });
@@ -43,16 +39,12 @@ export const templateDefine = defineTool({
       .max(64)
       .optional()
       .describe('Modules to pre-import, e.g. numpy'),
-    pool: boundedNumber(LIMITS.pool)
-      .optional()
-      .describe("Sandboxes kept ready for fast creates (0 = none; default: the daemon's --pool)"),
   }),
   output: templateShape,
   async run(a, { api }) {
     const req: DefineTemplateRequest = { name: a.name };
     if (a.image !== undefined) req.image = a.image;
     if (a.prewarm !== undefined) req.prewarm = a.prewarm;
-    if (a.pool !== undefined) req.pool = a.pool;
     return { structured: templateOut(await api.defineTemplate(req)) };
   },
 });

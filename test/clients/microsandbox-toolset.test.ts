@@ -28,7 +28,7 @@ interface Result {
 }
 interface Prompt {
   name: string;
-  arguments?: { name: string; required?: boolean }[];
+  arguments?: { name: string; required?: boolean | undefined }[] | undefined;
 }
 /** What the flow needs of a client, whichever transport it speaks. */
 interface MsbClient {

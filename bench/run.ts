@@ -31,6 +31,7 @@ import { peerRunc } from './peer.ts';
 import { projectBench } from './project.ts';
 import { replEval } from './repl-eval.ts';
 import { retentionBench } from './retention.ts';
+import { toolsetsBench } from './toolsets.ts';
 
 const BENCHMARKS: Benchmark[] = [
   createFirstExec,
@@ -42,6 +43,7 @@ const BENCHMARKS: Benchmark[] = [
   diskQuota,
   retentionBench,
   mcpOverhead,
+  toolsetsBench,
   outputFlood,
   otherFloods,
   cliStartup,

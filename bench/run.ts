@@ -31,7 +31,11 @@ import { peerRunc } from './peer.ts';
 import { projectBench } from './project.ts';
 import { replEval } from './repl-eval.ts';
 import { retentionBench } from './retention.ts';
+<<<<<<< HEAD
 import { warmPool } from './warm-pool.ts';
+=======
+import { toolsetsBench } from './toolsets.ts';
+>>>>>>> wp-msb
 
 const BENCHMARKS: Benchmark[] = [
   createFirstExec,
@@ -43,6 +47,7 @@ const BENCHMARKS: Benchmark[] = [
   diskQuota,
   retentionBench,
   mcpOverhead,
+  toolsetsBench,
   outputFlood,
   otherFloods,
   cliStartup,

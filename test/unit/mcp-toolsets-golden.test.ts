@@ -19,9 +19,16 @@ interface GoldenArgs {
   /** `fields`: an object argument's own fields (DevBench's one `input_data`), checked the same way. */
   args: Record<string, { default?: unknown; fields?: GoldenArgs }>;
 }
+interface GoldenPrompt {
+  name: string;
+  required: string[];
+  args: string[];
+}
 interface Golden {
   toolset: string;
   tools: ({ name: string } & GoldenArgs)[];
+  /** The system's prompts (absent: it had none): names in order, argument names, required ones. */
+  prompts?: GoldenPrompt[];
 }
 type Schema = { properties?: Record<string, Schema & { default?: unknown }>; required?: string[] };
 
@@ -66,7 +73,9 @@ const compat = Object.keys(TOOLSETS).filter((n) => n !== DEFAULT_TOOLSET);
 
 describe('compatibility toolsets match their golden files', () => {
   it('every compatibility toolset has one', () => {
-    assert.ok(compat.includes('forkd') && compat.includes('podflare') && compat.includes('devbench'));
+    assert.ok(
+      ['forkd', 'podflare', 'devbench', 'agentkernel', 'microsandbox'].every((n) => compat.includes(n)),
+    );
     for (const name of compat) assert.ok(existsSync(join(GOLDEN_DIR, `${name}.json`)), name);
   });
 
@@ -84,6 +93,26 @@ describe('compatibility toolsets match their golden files', () => {
         const t = tools.find((x) => x.name === g.name);
         assert.ok(t, g.name);
         checkArgs(g.name, t.inputSchema as Schema, g);
+      }
+      if (!golden.prompts) return;
+      const { prompts } = await withClient(name, (c) => c.listPrompts());
+      assert.deepEqual(
+        prompts.map((p) => p.name),
+        golden.prompts.map((p) => p.name),
+        'prompt names, in order',
+      );
+      for (const g of golden.prompts) {
+        const args = prompts.find((p) => p.name === g.name)?.arguments ?? [];
+        assert.deepEqual(
+          args.map((a) => a.name),
+          g.args,
+          `${g.name}: argument names`,
+        );
+        assert.deepEqual(
+          args.filter((a) => a.required).map((a) => a.name),
+          g.required,
+          `${g.name}: required arguments`,
+        );
       }
     });
   }

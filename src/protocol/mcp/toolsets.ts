@@ -10,6 +10,7 @@ import { canonicalTool, type Toolset, type ToolsetTool } from './toolset.ts';
 import { agentkernelToolset } from './toolsets/agentkernel/index.ts';
 import { devbenchToolset } from './toolsets/devbench/index.ts';
 import { forkdToolset } from './toolsets/forkd/index.ts';
+import { microsandboxToolset } from './toolsets/microsandbox/index.ts';
 import { podflareToolset } from './toolsets/podflare/index.ts';
 
 export const DEFAULT_TOOLSET = 'forkbox';
@@ -31,6 +32,7 @@ export const TOOLSETS: Readonly<Record<string, Toolset>> = {
   podflare: podflareToolset,
   agentkernel: agentkernelToolset,
   devbench: devbenchToolset,
+  microsandbox: microsandboxToolset,
 };
 
 /** The named toolsets, in order (none: the default one). */

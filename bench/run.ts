@@ -31,11 +31,8 @@ import { peerRunc } from './peer.ts';
 import { projectBench } from './project.ts';
 import { replEval } from './repl-eval.ts';
 import { retentionBench } from './retention.ts';
-<<<<<<< HEAD
-import { warmPool } from './warm-pool.ts';
-=======
 import { toolsetsBench } from './toolsets.ts';
->>>>>>> wp-msb
+import { warmPool } from './warm-pool.ts';
 
 const BENCHMARKS: Benchmark[] = [
   createFirstExec,

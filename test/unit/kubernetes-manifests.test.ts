@@ -120,7 +120,8 @@ describe('deploy/kubernetes', () => {
 
     const volumes = new Map((pod.volumes as Obj[]).map((v) => [v.name as string, v]));
     const mounts = c.volumeMounts as Obj[];
-    const mountOf = (path: string) => mounts.find((m) => path.startsWith(`${m.mountPath as string}/`) || m.mountPath === path);
+    const mountOf = (path: string) =>
+      mounts.find((m) => path.startsWith(`${m.mountPath as string}/`) || m.mountPath === path);
     const env = new Map((c.env as Obj[]).map((e) => [e.name, e.value]));
     const stateDir = env.get('FORKBOX_STATE_DIR') as string;
     assert.equal(stateDir, '/var/lib/forkbox');

@@ -130,10 +130,11 @@ describe('deploy/kubernetes', () => {
 
     const tokenFile = args[args.indexOf('--token-file') + 1] ?? '';
     const tokenMount = mountOf(tokenFile);
-    const tokenVol = volumes.get(tokenMount?.name as string)?.secret as Obj;
+    assert.ok(tokenMount, `a volume is mounted over ${tokenFile}`);
+    const tokenVol = volumes.get(tokenMount.name as string)?.secret as Obj;
     assert.equal(tokenVol.secretName, secret.metadata.name, 'the token file comes from the Secret');
     assert.equal((tokenVol.defaultMode as number) & 0o077, 0, 'the token file is readable by its owner only');
-    const key = tokenFile.slice((tokenMount?.mountPath as string).length + 1);
+    const key = tokenFile.slice((tokenMount.mountPath as string).length + 1);
     const text = (secret.stringData as Record<string, string>)[key];
     assert.equal(typeof text, 'string', `the Secret has the key ${key}`);
     assert.deepEqual(parseTokenFile(text as string), [], 'as shipped, the Secret holds no usable token');

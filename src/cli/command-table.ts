@@ -168,6 +168,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: () => import('./commands/gc.ts'),
   },
   {
+    name: 'service',
+    description: 'install the systemd unit that shares the daemon with a group of local users',
+    term: '',
+    load: () => import('./commands/service.ts'),
+  },
+  {
     name: 'df',
     description: 'show disk used by images and sandboxes',
     term: '',

@@ -3,7 +3,7 @@
  * server are clients of `forkbox serve`; when none answers and the caller is root, start it in the
  * background and wait for it; otherwise say exactly what to run.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ForkboxError } from '../domain/errors.ts';
@@ -14,6 +14,27 @@ export const SOCKET_NAME = 'forkbox.sock';
 export const DAEMON_LOG_NAME = 'daemon.log';
 
 export const socketPathFor = (stateDir: string): string => join(stateDir, SOCKET_NAME);
+
+/** The group socket's default path (transports/group-socket.ts; kept here so clients need not load it). */
+const GROUP_SOCKET = '/run/forkbox/forkbox.sock';
+
+/**
+ * The socket a local client uses: FORKBOX_SOCKET when set; else the state dir's socket for root (or
+ * whoever can write it); else, for a user without root, the group socket of `forkbox serve
+ * --socket-group` (docs/ARCHITECTURE.md, "Use without root").
+ */
+export function clientSocketPath(stateDir: string): string {
+  const env = process.env.FORKBOX_SOCKET;
+  if (env !== undefined && env !== '') return env;
+  const own = socketPathFor(stateDir);
+  if (process.getuid?.() === 0) return own;
+  try {
+    accessSync(own, constants.W_OK);
+    return own;
+  } catch {
+    return GROUP_SOCKET;
+  }
+}
 
 export interface ConnectOptions {
   stateDir: string;
@@ -49,17 +70,25 @@ function startCommand(stateDir: string): string {
 }
 
 export async function connectOrStartDaemon(opts: ConnectOptions): Promise<DaemonClient> {
-  const socketPath = socketPathFor(opts.stateDir);
+  const socketPath = clientSocketPath(opts.stateDir);
   const client = createDaemonClient({ socketPath, client: opts.client });
   if (await client.health()) return client;
 
   const isRoot = process.getuid?.() === 0;
-  if (!opts.allowStart || !isRoot) {
+  if (!isRoot) {
+    // A user without root cannot run the daemon: an administrator runs it with a group socket.
     client.close();
-    const why = isRoot ? '' : ' (starting it needs root)';
     throw new ForkboxError(
       'unavailable',
-      `no forkbox daemon answers on ${socketPath}${why}. Start it with '${startCommand(opts.stateDir)}' and retry.`,
+      `no forkbox daemon answers on ${socketPath} for this user, and starting one needs root. Ask an administrator to run 'sudo forkbox service install --socket-group GROUP' (a systemd unit) or 'sudo forkbox serve --socket-group GROUP', and to add you to GROUP (then log in again); or set FORKBOX_SOCKET to the group socket's path.`,
+      { socketPath, stateDir: opts.stateDir },
+    );
+  }
+  if (!opts.allowStart || socketPath !== socketPathFor(opts.stateDir)) {
+    client.close();
+    throw new ForkboxError(
+      'unavailable',
+      `no forkbox daemon answers on ${socketPath}. Start it with '${startCommand(opts.stateDir)}' and retry.`,
       { socketPath, stateDir: opts.stateDir },
     );
   }

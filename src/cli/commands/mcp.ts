@@ -21,7 +21,7 @@ import {
 } from '../../protocol/mcp/session-policy.ts';
 import { createCallTracker } from '../../protocol/mcp/tool-runner.ts';
 import { DEFAULT_TOOLSET, selectTools, TOOLSETS } from '../../protocol/mcp/toolsets.ts';
-import { connectOrStartDaemon, socketPathFor } from '../../transports/daemon-launcher.ts';
+import { clientSocketPath, connectOrStartDaemon } from '../../transports/daemon-launcher.ts';
 import { openSession } from '../../transports/daemon-session.ts';
 import { VERSION } from '../../version.ts';
 import { defineCommand } from '../command-table.ts';
@@ -87,7 +87,7 @@ export function register(program: Command, ctx: CliContext): void {
       // How this process names itself in the daemon's audit log (its verified identity is its uid).
       const audited = 'mcp-stdio';
       const client = await connectOrStartDaemon({ stateDir, log, allowStart: true, client: audited });
-      const session = await openSession(socketPathFor(stateDir), {
+      const session = await openSession(clientSocketPath(stateDir), {
         ...(name === undefined ? {} : { id: namedSessionId(name) }),
         graceMs,
         client: audited,

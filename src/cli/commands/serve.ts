@@ -11,6 +11,7 @@ import { ForkboxError } from '../../domain/errors.ts';
 import { type DiskSpec, parseDiskSpec } from '../../domain/sizes.ts';
 import { DEFAULT_MAX_CONCURRENCY } from '../../protocol/http/limits.ts';
 import { DEFAULT_TOOLSET, selectTools, TOOLSETS } from '../../protocol/mcp/toolsets.ts';
+import { createGroupApp } from '../../protocol/rest/group-app.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
 import { DEFAULT_TENANT } from '../../service/engine.ts';
 import { parseNetworkCap } from '../../service/network-cap.ts';
@@ -23,6 +24,7 @@ import {
   startListener,
 } from '../../transports/http-listener.ts';
 import { DEFAULT_LISTEN, parseListen } from '../../transports/http-server.ts';
+import { DEFAULT_GROUP_SOCKET, prepareGroupSocketDir, resolveGroup } from '../../transports/group-socket.ts';
 import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';
 import { defineCommand } from '../command-table.ts';
@@ -57,6 +59,8 @@ interface ServeFlags extends OidcFlags {
   networkMax?: string;
   networkAllow?: string;
   pool?: number;
+  socketGroup?: string;
+  socket?: string;
 }
 
 /** The /mcp options the flags ask for (protocol/mcp/session-policy.ts and http-sessions.ts). */
@@ -197,6 +201,11 @@ export function register(program: Command, ctx: CliContext): void {
       parsePoolSize,
     )
     .option(
+      '--socket-group <group>',
+      `also serve a socket (0660 root:GROUP, at --socket, default ${DEFAULT_GROUP_SOCKET}) that members of GROUP use without root, each local user as their own tenant uid-<uid>`,
+    )
+    .option('--socket <path>', `where --socket-group's socket is bound (default ${DEFAULT_GROUP_SOCKET})`)
+    .option(
       '--conformance-fixtures',
       "also serve the MCP conformance suite's test tools, resources and prompts on /mcp (for running the suite; never in production)",
     )
@@ -220,7 +229,18 @@ export function register(program: Command, ctx: CliContext): void {
       } = serveSettings(o);
       // Refuse an unauthenticated network listener before taking the state dir.
       if (listen) checkListenSecurity(listen.host, tokenFile, oidc);
+      if (o.socket !== undefined && o.socketGroup === undefined) {
+        throw new ForkboxError(
+          'invalid_argument',
+          '--socket is the path of the group socket: add --socket-group GROUP.',
+        );
+      }
+      const group =
+        o.socketGroup === undefined
+          ? undefined
+          : { gid: resolveGroup(o.socketGroup), path: resolve(o.socket ?? DEFAULT_GROUP_SOCKET) };
       mkdirSync(stateDir, { recursive: true, mode: 0o755 });
+      if (group) prepareGroupSocketDir(group.path, group.gid, stateDir);
       // Loaded here, not at the top: the engine (SQLite, FFI, runtimes) is only needed by the daemon, and
       // every other command should start fast.
       const { openEngine, parseRetention, socketPeerReader } = await import('../../composition.ts');
@@ -242,20 +262,29 @@ export function register(program: Command, ctx: CliContext): void {
         ...(o.pool === undefined ? {} : { poolSize: o.pool }),
       });
       let server: Awaited<ReturnType<typeof serveUnix>> | undefined;
+      let groupServer: Awaited<ReturnType<typeof serveUnix>> | undefined;
       let listener: Listener | undefined;
       try {
-        server = await serveUnix(
-          createLocalApp(engine.api, {
+        const hostApp = createLocalApp(engine.api, {
+          version: VERSION,
+          sessions: {
+            scoped: (session) => engine.engine.scoped({ tenant: DEFAULT_TENANT, session }),
+            attach: (session, o) => engine.engine.attachSession(session, o),
+          },
+          audit,
+        });
+        const peerOf = socketPeerReader();
+        server = await serveUnix(hostApp, socketPathFor(stateDir), { peerOf });
+        if (group) {
+          const app = createGroupApp({
+            scoped: (c) => engine.engine.scoped(c),
+            attach: (session, o) => engine.engine.attachSession(session, o),
+            hostApp,
             version: VERSION,
-            sessions: {
-              scoped: (session) => engine.engine.scoped({ tenant: DEFAULT_TENANT, session }),
-              attach: (session, o) => engine.engine.attachSession(session, o),
-            },
             audit,
-          }),
-          socketPathFor(stateDir),
-          { peerOf: socketPeerReader() },
-        );
+          });
+          groupServer = await serveUnix(app, group.path, { peerOf, gid: group.gid, mode: 0o660 });
+        }
         if (listen) {
           try {
             listener = await startListener({
@@ -287,12 +316,17 @@ export function register(program: Command, ctx: CliContext): void {
         }
       } catch (e) {
         await server?.close();
+        await groupServer?.close();
         await audit.close();
         await engine.close();
         throw e;
       }
       const unix = server;
-      log.info({ socket: unix.socketPath, stateDir, version: VERSION }, 'forkbox daemon listening');
+      const groupUnix = groupServer;
+      log.info(
+        { socket: unix.socketPath, groupSocket: groupUnix?.socketPath, stateDir, version: VERSION },
+        'forkbox daemon listening',
+      );
 
       const onHup = () => {
         try {
@@ -320,7 +354,7 @@ export function register(program: Command, ctx: CliContext): void {
       process.once('SIGTERM', force);
       process.once('SIGINT', force);
       try {
-        await Promise.all([listener?.close(DRAIN_MS), unix.close()]);
+        await Promise.all([listener?.close(DRAIN_MS), unix.close(), groupUnix?.close()]);
       } finally {
         await audit.close();
         await engine.close();

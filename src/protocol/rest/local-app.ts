@@ -4,7 +4,8 @@
  * The handlers live in api-routes.ts (shared with the TCP listener, protocol/http/app.ts); this app adds
  * client sessions and the host administration routes, which only the socket serves.
  *
- * Every request but /healthz is audited (protocol/audit.ts): door `socket`, tenant `default`, the
+ * Every request but /healthz is audited (protocol/audit.ts): door `socket`, the app's tenant (the host's
+ * own, `default`, or a local user's on the group socket), the
  * peer's uid/pid as the unix server read them (SO_PEERCRED, `env.peer`), the client's own name for
  * itself (`x-forkbox-client`: `cli`, `mcp-stdio`), the route, the sandbox in the path, the outcome and
  * the duration — once the response, streamed or not, is done.
@@ -33,6 +34,13 @@ export interface LocalAppOptions {
   };
   /** The daemon's audit log (shared with the TCP listener); absent: requests are not audited. */
   audit?: AuditLog | undefined;
+  /** The tenant this app acts for, as audited; default the host's own (`default`). */
+  tenant?: string;
+  /**
+   * Serve the host administration routes (images, templates define/delete, gc, df); default true. A
+   * local user's app on the group socket (group-app.ts) has them refused with `permission_denied`.
+   */
+  admin?: boolean;
 }
 
 interface AuditScope {
@@ -45,7 +53,11 @@ interface PeerEnv {
 }
 
 /** The audit middleware: one line per request once its response is done (see the module comment). */
-function auditRequests(audit: AuditLog, als: AsyncLocalStorage<AuditScope>): MiddlewareHandler {
+function auditRequests(
+  audit: AuditLog,
+  als: AsyncLocalStorage<AuditScope>,
+  tenant: string,
+): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.path === '/healthz') return next();
     const scope: AuditScope = {};
@@ -59,7 +71,7 @@ function auditRequests(audit: AuditLog, als: AsyncLocalStorage<AuditScope>): Mid
     c.res = onResponseDone(c.res, () =>
       audit.write({
         door: 'socket',
-        tenant: DEFAULT_TENANT, // the socket acts for the host's own tenant
+        tenant,
         client: c.req.header(CLIENT_HEADER),
         uid: peer?.uid,
         pid: peer?.pid,
@@ -122,7 +134,7 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
         })
       : a;
   const baseApi = noted(api);
-  if (opts.audit) app.use('*', auditRequests(opts.audit, als));
+  if (opts.audit) app.use('*', auditRequests(opts.audit, als, opts.tenant ?? DEFAULT_TENANT));
   app.use('*', bodyLimits());
 
   // A client session stays attached while this request is open; when the client goes away (process
@@ -155,7 +167,7 @@ export function createLocalApp(api: ForkboxApi, opts: LocalAppOptions = {}): Hon
 
   app.get('/healthz', (c) => c.json({ ok: true, version: opts.version ?? null }));
   mountApiRoutes(app, {
-    admin: true,
+    admin: opts.admin ?? true,
     // The API as seen by this request's caller (its session, when it names one).
     api: (c) => {
       const session = sessionOf(c);

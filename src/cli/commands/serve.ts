@@ -17,6 +17,7 @@ import { DEFAULT_TENANT } from '../../service/engine.ts';
 import { parseNetworkCap } from '../../service/network-cap.ts';
 import { auditMaxBytes, createAuditFile } from '../../transports/audit-file.ts';
 import { socketPathFor } from '../../transports/daemon-launcher.ts';
+import { DEFAULT_GROUP_SOCKET, prepareGroupSocketDir, resolveGroup } from '../../transports/group-socket.ts';
 import {
   checkListenSecurity,
   type Listener,
@@ -24,7 +25,6 @@ import {
   startListener,
 } from '../../transports/http-listener.ts';
 import { DEFAULT_LISTEN, parseListen } from '../../transports/http-server.ts';
-import { DEFAULT_GROUP_SOCKET, prepareGroupSocketDir, resolveGroup } from '../../transports/group-socket.ts';
 import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';
 import { defineCommand } from '../command-table.ts';

@@ -12,8 +12,8 @@ import type { ForkboxApi } from '../../service/api.ts';
 import type { CallerContext } from '../../service/caller.ts';
 import { DEFAULT_TENANT } from '../../service/caller.ts';
 import type { AuditLog } from '../audit.ts';
-import { createLocalApp } from './local-app.ts';
 import { toHttpError } from './errors.ts';
+import { createLocalApp } from './local-app.ts';
 
 /** The tenant of a local user on the group socket. */
 export const tenantOfUid = (uid: number): string => (uid === 0 ? DEFAULT_TENANT : `uid-${uid}`);

@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.."
 # password file of their private (auth) registry; busybox-static: their image without python3 or glibc.
 PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++ git iproute2 docker-registry)
 PKGS+=(slirp4netns uidmap apache2-utils busybox-static nftables)
+# systemd: its systemd-analyze checks the unit `forkbox service install` writes (no systemd needs to run).
+PKGS+=(systemd)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do

@@ -21,12 +21,12 @@ export const sandboxCreate = defineTool({
     pids: boundedNumber(LIMITS.pids).optional().describe('Process limit (default 512)'),
     disk_mb: diskMbArg.describe('Disk limit, MiB (default 10240)'),
     disk_inodes: diskInodesArg,
-    ttl_s: boundedNumber(LIMITS.ttlSeconds).optional().describe('Seconds until it is killed'),
+    ttl_s: boundedNumber(LIMITS.ttlSeconds).optional().describe('Seconds to live'),
     env: envArg.optional().describe('Env of its commands, NAME=value'),
     labels: labelsArg.optional().describe('Labels, NAME=value'),
     persistent: z.boolean().optional().describe('Keep it after your session ends'),
     template: nameSchema().optional().describe('Template (see template_list)'),
-    network: z.string().max(SIZES.networkChars).optional().describe('none|allow:host,*.suffix,CIDR'),
+    network: z.string().max(SIZES.networkChars).optional().describe('none|open|allow:host,*.suffix,CIDR'),
     project: z
       .string()
       .max(2 * SIZES.pathChars)

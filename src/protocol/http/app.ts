@@ -23,23 +23,20 @@ import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
 import type { PoolStats } from '../../service/warm-pool.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
-import { createMcpHttp, type McpHttp, type McpHttpOptions } from '../mcp/http.ts';
 import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
-import { TOOLSETS } from '../mcp/toolsets.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
 import { toHttpError } from '../rest/errors.ts';
-import { EXEC_BODY_LIMIT } from '../rest/local-schemas.ts';
 import { CLIENT_HEADER } from '../rest/wire.ts';
 import { type GuardConfig, hostOriginGuard } from './guards.ts';
 import { createConcurrencyLimiter, DEFAULT_MAX_CONCURRENCY, onResponseDone } from './limits.ts';
+import { createMcpEndpoints, MCP_BODY_LIMIT } from './mcp-endpoints.ts';
 import { createMetrics, type HttpMetrics, instrumentApi } from './metrics.ts';
 import { looksLikeJwt, type OidcVerifier } from './oidc.ts';
 import { proxyToPort } from './port-proxy.ts';
 import type { Caller, TokenStore } from './tokens.ts';
 
-/** MCP bodies carry file contents and stdin inline (base64 in JSON): the sync-exec bound. */
-export const MCP_BODY_LIMIT = EXEC_BODY_LIMIT;
+export { MCP_BODY_LIMIT };
 
 export interface HttpAppOptions {
   engine: {
@@ -193,45 +190,8 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   };
   const callerOf = (): Caller => als.getStore()?.caller ?? ANONYMOUS;
 
-  const mcpOptions: Omit<McpHttpOptions, 'toolsets'> = {
-    sessionApi: (tenant, session, namespaces) =>
-      instrumentApi(
-        opts.engine.scoped({ tenant, session, remote: true, ...(namespaces ? { namespaces } : {}) }),
-        metrics,
-        noteError,
-      ),
-    attachSession: (id, o) => opts.engine.attachSession(id, o),
-    version: opts.version,
-    maxBodyBytes: MCP_BODY_LIMIT,
-    ...(opts.log ? { log: opts.log } : {}),
-    ...(opts.mcp?.sessionIdleMs !== undefined ? { sessionIdleMs: opts.mcp.sessionIdleMs } : {}),
-    ...(opts.mcp?.maxSessionsPerTenant !== undefined
-      ? { maxSessionsPerTenant: opts.mcp.maxSessionsPerTenant }
-      : {}),
-    ...(opts.mcp?.sessionGraceMs !== undefined ? { sessionGraceMs: opts.mcp.sessionGraceMs } : {}),
-    ...(opts.mcp?.outputBytes !== undefined ? { outputBytes: opts.mcp.outputBytes } : {}),
-    ...(opts.mcp?.fixtures ? { fixtures: true } : {}),
-  };
-  // /mcp: the toolsets chosen with `forkbox serve --toolset`; /mcp/<name>: that one toolset alone (made
-  // on its first request; each has its own sessions table, under the same per-tenant limits).
-  const mcp = createMcpHttp({ ...mcpOptions, ...(opts.toolsets ? { toolsets: opts.toolsets } : {}) });
-  const mcpByToolset = new Map<string, McpHttp>();
-  const mcpFor = (name: string): McpHttp => {
-    if (!Object.hasOwn(TOOLSETS, name)) {
-      throw new ForkboxError(
-        'not_found',
-        `no toolset '${name}' here. Toolsets: ${Object.keys(TOOLSETS)
-          .map((n) => `/mcp/${n}`)
-          .join(', ')}.`,
-      );
-    }
-    let m = mcpByToolset.get(name);
-    if (!m) {
-      m = createMcpHttp({ ...mcpOptions, toolsets: [name] });
-      mcpByToolset.set(name, m);
-    }
-    return m;
-  };
+  const mcpEndpoints = createMcpEndpoints(opts, (api) => instrumentApi(api, metrics, noteError));
+  const { mcp, mcpFor } = mcpEndpoints;
 
   const app = new OpenAPIHono();
   app.onError((err, c) => fail(c, als.getStore(), toForkboxError(err)));
@@ -377,8 +337,6 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
     app: app as unknown as Hono,
     metrics,
     drain: (timeoutMs) => limiter.drained(timeoutMs),
-    close: async () => {
-      await Promise.all([mcp, ...mcpByToolset.values()].map((m) => m.close()));
-    },
+    close: () => mcpEndpoints.close(),
   };
 }

@@ -38,8 +38,10 @@ export function watchUnborn(
         for (const c of childrenOf(p)) {
           let ns = nsOf.get(c);
           if (ns === undefined) {
+            // Cached only when read: a read that failed (the process between states) is tried again
+            // on the next poll instead of hiding that pid's child for the rest of the watch.
             ns = readProcStatus(c)?.nsPids ?? [];
-            nsOf.set(c, ns);
+            if (ns.length > 0) nsOf.set(c, ns);
           }
           if (ns.length === depth)
             queue.push(c); // same namespace as the parent: worker, middle process

@@ -21,7 +21,7 @@ const KINDS = {
   abuse: { dirs: ['test/abuse'] },
   // Client files run side by side: each starts its own daemon on its own state dir, and most of their time
   // is the silent 90 s calls (progress keep-alive), which wait rather than work.
-  clients: { dirs: ['test/clients'], concurrency: 4 },
+  clients: { dirs: ['test/clients'], concurrency: 2 },
   'native-copy': {
     dirs: ['test/integration'],
     filter: (f) => /\/native-[^/]+\.test\.ts$/.test(f),

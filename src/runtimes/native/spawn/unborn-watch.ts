@@ -20,7 +20,10 @@ export function watchUnborn(
   opts: { pollMs?: number; graceMs?: number } = {},
 ): UnbornWatch {
   const pollMs = opts.pollMs ?? 100;
-  const graceMs = opts.graceMs ?? 2000;
+  // Long enough that a scan racing a busy host (a /proc read or a children list taken while processes
+  // come and go) cannot call a live child dead; a child that did die is still reported long before the
+  // spawn's deadline.
+  const graceMs = opts.graceMs ?? 10_000;
   const depth = readProcStatus(parentHostPid)?.nsPids.length ?? 0;
   const nsOf = new Map<number, number[]>();
   const tracked = new Map<

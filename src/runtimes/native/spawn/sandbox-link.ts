@@ -22,17 +22,35 @@ export interface Expectation {
 }
 
 /**
- * Whether `pid` is `ancestor` or a process up to two generations below it. A new sandbox's PID 1 is
- * reparented to the parent's PID 1 once the forking middle process exits, but it may say hello first,
- * while its parent is still that middle process (whose parent is the REPL worker, a child of PID 1).
+ * Whether `pid` is `ancestor` or a process up to two generations below it: true, false, or null when a
+ * process on the way was gone before its parent could be read. A new sandbox's PID 1 is reparented to the
+ * parent's PID 1 once the forking middle process exits, but it may say hello first, while its parent is
+ * still that middle process (whose parent is the REPL worker, a child of PID 1).
  */
-function descendsFrom(pid: number, ancestor: number): boolean {
+function descendsFrom(pid: number, ancestor: number): boolean | null {
   let p = pid;
   for (let hops = 0; hops < 3 && p > 1; hops++) {
     if (p === ancestor) return true;
-    p = readProcStatus(p)?.ppid ?? 0;
+    const st = readProcStatus(p);
+    if (!st) return null;
+    p = st.ppid;
   }
   return p === ancestor;
+}
+
+/**
+ * Whether the peer `pid` was forked under `ancestor`. The middle process may exit and be reaped between
+ * reading the peer's parent and reading that parent's own: then the peer has been reparented, so its
+ * status is read again (a few times: each retry follows a reparenting, which happens at most twice).
+ */
+function forkedUnder(pid: number, ancestor: number): { ok: boolean; ppid: number; nsPids: number[] } | null {
+  for (let tries = 0; tries < 4; tries++) {
+    const st = readProcStatus(pid);
+    if (!st) return null;
+    const under = descendsFrom(st.ppid, ancestor);
+    if (under !== null) return { ok: under, ppid: st.ppid, nsPids: st.nsPids };
+  }
+  return null;
 }
 
 /** Why `cred` cannot be the agent of `sb`, or null when it can (checked before reading anything). */
@@ -41,9 +59,9 @@ function notTheAgent(sb: LiveSandbox, expect: Expectation | null, cred: PeerCred
     return cred.pid === sb.hostPid ? null : `peer pid ${cred.pid} is not the sandbox's PID 1 (${sb.hostPid})`;
   // First contact: the peer must be PID 1 of a pid namespace (NSpid ends in 1) forked under the parent's
   // PID 1.
-  const st = readProcStatus(cred.pid);
-  if (!expect || !st) return `unexpected first connection from pid ${cred.pid}`;
-  if (st.nsPids[st.nsPids.length - 1] !== 1 || !descendsFrom(st.ppid, expect.parentPid))
+  const st = expect ? forkedUnder(cred.pid, expect.parentPid) : null;
+  if (!st) return `unexpected first connection from pid ${cred.pid}`;
+  if (st.nsPids[st.nsPids.length - 1] !== 1 || !st.ok)
     return `peer pid ${cred.pid} (ppid ${st.ppid}, NSpid ${st.nsPids.join(' ')}) is not a new sandbox PID 1`;
   return null;
 }

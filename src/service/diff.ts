@@ -91,7 +91,8 @@ async function projectDiff(deps: DiffDeps, pc: ProjectChain, req: DiffRequest) {
 /** B's project directory on the host (A) against B's view of it; paths are relative to the project. */
 async function diffProject(deps: DiffDeps, b: string, req: DiffRequest): Promise<DiffResult> {
   const pc = projectOf(deps, b);
-  const d = await projectDiff(deps, pc, req);
+  const found = await projectDiff(deps, pc, req);
+  const d = deps.runtime.projectRenames ? await deps.runtime.projectRenames(pc, found) : found;
   const out: DiffResult = { a: pc.hostPath, b: deps.find(b).id, ...d };
   if (req.patch === true) {
     if (!deps.runtime.projectPatch) throw errors.invalid('this runtime cannot make patches.');

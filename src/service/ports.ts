@@ -455,6 +455,14 @@ export interface DiffEntry {
   changes?: string[];
 }
 
+/** A file the sandbox moved: removed at `from`, added at `to` with the same bytes (project diffs). */
+export interface RenamedEntry {
+  from: string;
+  to: string;
+  a: DiffSide;
+  b: DiffSide;
+}
+
 export interface LayerDiffOptions {
   /** Only paths equal to or under one of these absolute paths. */
   paths?: string[];
@@ -470,6 +478,8 @@ export interface LayerDiff {
   added: DiffEntry[];
   removed: DiffEntry[];
   modified: DiffEntry[];
+  /** Project diffs only: exact renames, listed here instead of in `added` and `removed`. */
+  renamed?: RenamedEntry[];
   truncated: boolean;
   unified?: string;
 }
@@ -577,6 +587,8 @@ export interface Runtime {
    * it as the sandbox sees its mount path (null: it has none). Runtimes without projects leave it out.
    */
   projectChain?(rec: SandboxRecord): ProjectChain | null;
+  /** The project diff with its exact renames paired (moved from added/removed into `renamed`). */
+  projectRenames?(p: ProjectChain, diff: LayerDiff): Promise<LayerDiff>;
   /** A `git apply`-able patch from the host directory to the sandbox's view, for a project diff's paths. */
   projectPatch?(p: ProjectChain, diff: LayerDiff): Promise<string>;
   /** Write a project diff's paths back to the host directory, refusing if the host changed them since. */

@@ -61,6 +61,7 @@ describe('a project directory in a sandbox', { skip: skip ?? false }, () => {
         'rm /work/pkg1/m5.py',
         'printf "\\377\\000\\001" >> /work/logo.bin',
         'chown 1000:1000 /work/pkg0/new.py',
+        'mv /work/pkg2/m7.py /work/pkg2/moved.py',
       ].join(' && '),
     );
     const d = cli.json<DiffResult>('diff', id, '--project');
@@ -73,6 +74,11 @@ describe('a project directory in a sandbox', { skip: skip ?? false }, () => {
       ['/pkg1/m5.py'],
     );
     assert.deepEqual(d.modified.map((e) => e.path).sort(), ['/README.md', '/logo.bin']);
+    assert.deepEqual(
+      d.renamed?.map((r) => [r.from, r.to]),
+      [['/pkg2/m7.py', '/pkg2/moved.py']],
+    );
+    assert.match(cli.ok('diff', id, '--project'), /R +\/pkg2\/m7\.py → \/pkg2\/moved\.py/);
     const text = cli.ok('diff', id, '--project', '--unified', '/README.md');
     assert.match(text, /-line two\n\+line 2\n/);
     assert.equal(treeDigest(project), before0, 'the sandbox wrote nothing to the host directory');
@@ -85,11 +91,14 @@ describe('a project directory in a sandbox', { skip: skip ?? false }, () => {
     cli.ok('export', id, '--patch', '-o', patchFile);
     const patch = readFileSync(patchFile, 'utf8');
     assert.match(patch, /GIT binary patch/);
+    assert.match(patch, /similarity index 100%\nrename from pkg2\/m7\.py\nrename to pkg2\/moved\.py\n/);
     const r = spawnSync('git', ['apply', patchFile], { cwd: clean, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(readFileSync(join(clean, 'README.md'), 'utf8'), 'line one\nline 2\nline three\n');
     assert.equal(readFileSync(join(clean, 'pkg0/new.py'), 'utf8'), 'NEW = 1\n');
     assert.equal(lstatSync(join(clean, 'pkg1/m5.py'), { throwIfNoEntry: false }), undefined);
+    assert.equal(lstatSync(join(clean, 'pkg2/m7.py'), { throwIfNoEntry: false }), undefined);
+    assert.equal(readFileSync(join(clean, 'pkg2/moved.py'), 'utf8'), '# module 2.7\nVALUE = 2007\n');
     assert.deepEqual(
       [...readFileSync(join(clean, 'logo.bin'))],
       [0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 1, 2, 3, 0xff, 0xff, 0, 1],

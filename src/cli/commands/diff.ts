@@ -9,11 +9,12 @@ import { formatBytes, table } from '../output.ts';
 
 const sizeOf = (s: DiffSide | undefined) => (!s ? '' : s.type === 'dir' ? 'dir' : formatBytes(s.size));
 
-/** git's --name-status letters: A added, D deleted, M modified. */
+/** git's --name-status letters: A added, D deleted, M modified, R renamed (a project's exact moves). */
 export function renderDiff(d: DiffResult): string {
   const rows: string[][] = [
     ...d.added.map((e) => ({ path: e.path, row: ['A', e.path, sizeOf(e.b), ''] })),
     ...d.removed.map((e) => ({ path: e.path, row: ['D', e.path, sizeOf(e.a), ''] })),
+    ...(d.renamed ?? []).map((r) => ({ path: r.to, row: ['R', `${r.from} → ${r.to}`, sizeOf(r.b), ''] })),
     ...d.modified.map((e) => ({
       path: e.path,
       row: ['M', e.path, `${sizeOf(e.a)} → ${sizeOf(e.b)}`, (e.changes ?? []).join(',')],

@@ -44,6 +44,7 @@ import { diffLayerChains } from './storage/layer-diff.ts';
 import { applyProject } from './storage/project-apply.ts';
 import { projectChain } from './storage/project-layer.ts';
 import { projectPatch } from './storage/project-patch.ts';
+import { projectRenames } from './storage/project-renames.ts';
 import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
 export { MAX_FORK_DEPTH } from './fork-sandbox.ts';
@@ -217,6 +218,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       const pc = projectChain(this.layerChain(rec));
       return pc && { ...pc, hostPath: pc.info.hostPath, mountPath: pc.info.mountPath };
     },
+    projectRenames: (p, diff) => projectRenames(p.hostPath, p, diff),
     projectPatch: (p, diff) => projectPatch(p.hostPath, p, diff),
     applyProject: (p, diff) => applyProject(p.hostPath, p.layer, p, diff),
 

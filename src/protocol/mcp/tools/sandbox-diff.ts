@@ -47,17 +47,22 @@ export const sandboxDiff = defineTool({
       ...(args.unified_for === undefined ? {} : { unifiedFor: args.unified_for }),
       ...(args.project ? { project: true } : {}),
     });
+    // A project's exact renames are listed as modified at their new path (the listing's shape is fixed).
+    const modified = [
+      ...(d.renamed ?? []).map((r) => ({ path: r.to, changes: [`renamed from ${r.from}`] })),
+      ...d.modified.map((e) => ({ path: e.path, changes: e.changes ?? [] })),
+    ];
     const listed =
-      d.added.length <= MAX_LISTED && d.removed.length <= MAX_LISTED && d.modified.length <= MAX_LISTED;
+      d.added.length <= MAX_LISTED && d.removed.length <= MAX_LISTED && modified.length <= MAX_LISTED;
     return {
       structured: {
         a: d.a,
         b: d.b,
         base: d.base,
-        counts: { added: d.added.length, removed: d.removed.length, modified: d.modified.length },
+        counts: { added: d.added.length, removed: d.removed.length, modified: modified.length },
         added: d.added.slice(0, MAX_LISTED).map((e) => one(e, e.b)),
         removed: d.removed.slice(0, MAX_LISTED).map((e) => one(e, e.a)),
-        modified: d.modified.slice(0, MAX_LISTED).map((e) => ({ path: e.path, changes: e.changes ?? [] })),
+        modified: modified.slice(0, MAX_LISTED),
         truncated: d.truncated || !listed,
         ...(d.unified === undefined ? {} : { unified: d.unified }),
       },

@@ -2,6 +2,7 @@
  * A sandbox's project changes as a patch `git apply` takes (docs/STORAGE.md, "Project directories"):
  * text files as unified diffs, binary files as git binary patches (a zlib-deflated literal in git's
  * base85), symlinks as git writes them (mode 120000, the target as content), mode changes as mode lines.
+ * Exact renames (project-renames.ts) as git's rename headers, first: their content is the same.
  * Paths are relative to the project directory (`a/`, `b/` prefixes: `git apply` with its default -p1).
  */
 import { createHash } from 'node:crypto';
@@ -9,7 +10,7 @@ import { deflateSync } from 'node:zlib';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { SIZES } from '../../../domain/limits.ts';
 import { unifiedDiff } from '../../../service/diff.ts';
-import type { LayerChain, LayerDiff } from '../../../service/ports.ts';
+import type { LayerChain, LayerDiff, RenamedEntry } from '../../../service/ports.ts';
 import { type ChainEntry, chainView } from './layer-diff.ts';
 
 /** Each side of a file in a patch is read up to this many bytes. */
@@ -95,6 +96,15 @@ function filePatch(rel: string, a: ChainEntry, b: ChainEntry): string {
   return head + body;
 }
 
+/** A regular file moved with its bytes unchanged, as git writes an exact rename. */
+function renamePatch(r: RenamedEntry): string {
+  const [from, to] = [r.from.slice(1), r.to.slice(1)];
+  const ma = r.a.mode & 0o111 ? '100755' : '100644';
+  const mb = r.b.mode & 0o111 ? '100755' : '100644';
+  const modes = ma === mb ? '' : `old mode ${ma}\nnew mode ${mb}\n`;
+  return `diff --git a/${from} b/${to}\n${modes}similarity index 100%\nrename from ${from}\nrename to ${to}\n`;
+}
+
 /**
  * The patch from the host directory (`host`) to the sandbox's view of it (`sandbox`, its project chain)
  * for the paths a project diff found. Directories are implied by their files, as in git.
@@ -103,7 +113,7 @@ export async function projectPatch(host: string, sandbox: LayerChain, diff: Laye
   const hv = await chainView({ upper: host, lowers: [] });
   const sv = await chainView(sandbox);
   const paths = [...diff.added, ...diff.removed, ...diff.modified].map((e) => e.path.slice(1)).sort();
-  let out = '';
+  let out = (diff.renamed ?? []).map(renamePatch).join('');
   for (const rel of paths) {
     const [a, b] = await Promise.all([hv.read(rel, MAX_FILE_BYTES), sv.read(rel, MAX_FILE_BYTES)]);
     out += filePatch(rel, a, b);

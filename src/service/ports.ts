@@ -553,6 +553,11 @@ export interface Runtime {
   usage(rec: SandboxRecord): Promise<SandboxUsage>;
 
   exec(rec: SandboxRecord, spec: ExecSpec, events?: ExecEvents): ExecHandle;
+  /**
+   * Make ready what a first exec would otherwise wait for (the native runtime: its spawner, started and
+   * placed in a fresh exec group), runs nothing. The warm pool calls it for the sandboxes it keeps ready.
+   */
+  prepareExecs?(rec: SandboxRecord): Promise<void>;
   /** End every process left of an exec's tree (ExecResult.tree); returns how many there were. */
   killExecTree(rec: SandboxRecord, tree: string): Promise<number>;
   /** Processes still running in an exec's tree. */

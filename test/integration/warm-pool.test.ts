@@ -56,6 +56,8 @@ describe('warm pool: forkbox serve --pool 2', () => {
     assert.equal(a.state, 'running');
     assert.deepEqual(a.labels, {});
     assert.equal(a.expiresAt, null);
+    // Its exec path was warmed while pooled (one `true`), which leaves no record a tenant could see.
+    assert.deepEqual(await api.listExecs(a.id), []);
     assert.equal((await api.exec(a.id, { argv: ['hostname'] })).stdout, `${a.id}\n`);
     assert.deepEqual(
       (await api.listSandboxes()).map((s) => s.id),

@@ -183,6 +183,17 @@ export function createExecOps(deps: ExecOpsDeps) {
   return {
     exec,
 
+    /**
+     * Ahead of a first exec: the spawner started and placed, then one `true` run through the whole exec
+     * path (the agent's and the host's first-use costs), recorded nowhere (the engine keeps exec records).
+     */
+    async prepareExecs(rec: SandboxRecord): Promise<void> {
+      await deps.spawners.prepare(deps.hostOf(rec), await deps.connOf(rec));
+      const r = await exec(rec, { argv: ['true'], timeoutMs: 10_000 }).result;
+      if (r.exitCode !== 0)
+        throw new ForkboxError('internal', `true exited ${r.exitCode} (signal ${r.signal})`);
+    },
+
     async killExecTree(rec: SandboxRecord, tree: string): Promise<number> {
       if (!TREE_NAME.test(tree)) return 0;
       return trees.kill(deps.hostOf(rec).cgroup, tree);

@@ -177,6 +177,30 @@ export function createExecSpawners(deps: { cgroups: Cgroups }) {
       }
     },
 
+    /**
+     * Start the spawner and place it in a fresh group now, ahead of a first exec (a pooled sandbox: the
+     * fork of the spawner off the agent and its first move then cost the first exec nothing).
+     */
+    async prepare(sb: SpawnHost, conn: AgentConnection): Promise<void> {
+      const st = stateOf(sb, conn);
+      const previous = st.turn;
+      let release: () => void = () => undefined;
+      st.turn = new Promise<void>((r) => {
+        release = r;
+      });
+      await previous;
+      try {
+        if (st.nsPid === null || st.next === null) await locate(sb, st);
+        await st.next?.placed;
+      } catch (e) {
+        st.nsPid = null;
+        st.next = null;
+        throw toForkboxError(e);
+      } finally {
+        release();
+      }
+    },
+
     /** The agent refused an exec because its spawner changed: find the new one next time. */
     invalidate(sandboxId: string): void {
       const st = states.get(sandboxId);

@@ -114,6 +114,32 @@ export function createExecSpawners(deps: { cgroups: Cgroups }) {
     st.next = place(sb, st);
   }
 
+  /** Wait for the previous spawn in this sandbox; returns what ends this turn. */
+  async function takeTurn(st: State): Promise<() => void> {
+    const previous = st.turn;
+    let release: () => void = () => undefined;
+    st.turn = new Promise<void>((r) => {
+      release = r;
+    });
+    await previous;
+    return release;
+  }
+
+  /** The spawner sitting in a fresh group: started and placed if it is not, started again if it ended. */
+  async function readySpawner(sb: SpawnHost, st: State): Promise<{ tree: string; placed: Promise<void> }> {
+    if (st.nsPid === null || st.next === null) await locate(sb, st);
+    let next = st.next as { tree: string; placed: Promise<void> };
+    try {
+      await next.placed;
+    } catch {
+      // The spawner ended since (killed with a group, OOM): the agent starts another.
+      await locate(sb, st);
+      next = st.next as { tree: string; placed: Promise<void> };
+      await next.placed;
+    }
+    return next;
+  }
+
   function stateOf(sb: SpawnHost, conn: AgentConnection): State {
     let st = states.get(sb.id);
     if (!st || st.conn !== conn) {
@@ -130,23 +156,9 @@ export function createExecSpawners(deps: { cgroups: Cgroups }) {
      */
     async acquire(sb: SpawnHost, conn: AgentConnection): Promise<SpawnSlot> {
       const st = stateOf(sb, conn);
-      const previous = st.turn;
-      let release: () => void = () => undefined;
-      st.turn = new Promise<void>((r) => {
-        release = r;
-      });
-      await previous;
+      const release = await takeTurn(st);
       try {
-        if (st.nsPid === null || st.next === null) await locate(sb, st);
-        let next = st.next as { tree: string; placed: Promise<void> };
-        try {
-          await next.placed;
-        } catch {
-          // The spawner ended since (killed with a group, OOM): the agent starts another.
-          await locate(sb, st);
-          next = st.next as { tree: string; placed: Promise<void> };
-          await next.placed;
-        }
+        const next = await readySpawner(sb, st);
         st.next = null;
         const spawner = st.nsPid as number;
         let left: Promise<void> = Promise.resolve();
@@ -183,15 +195,9 @@ export function createExecSpawners(deps: { cgroups: Cgroups }) {
      */
     async prepare(sb: SpawnHost, conn: AgentConnection): Promise<void> {
       const st = stateOf(sb, conn);
-      const previous = st.turn;
-      let release: () => void = () => undefined;
-      st.turn = new Promise<void>((r) => {
-        release = r;
-      });
-      await previous;
+      const release = await takeTurn(st);
       try {
-        if (st.nsPid === null || st.next === null) await locate(sb, st);
-        await st.next?.placed;
+        await readySpawner(sb, st);
       } catch (e) {
         st.nsPid = null;
         st.next = null;

@@ -112,6 +112,10 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
   it('the diff page shows the child’s change as a unified diff and names a binary file', async () => {
     await sh(child, "printf 'one\\nTWO\\n' > /work/note.txt && printf 'a\\000b' > /work/blob.bin");
     await page.goto(`${base}/console/sandboxes/${child}`);
+    const history = (await page.$$eval('main td code', (cs) => cs.map((c) => c.textContent ?? ''))).join(
+      '\n',
+    );
+    assert.match(history, /blob\.bin/, 'the exec history lists the child’s exec');
     await page.click('#diff-parent');
     await page.waitForSelector('pre.diff');
     const text = await page.textContent('main');
@@ -126,13 +130,22 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
     await page.screenshot({ path: join(out, 'diff.png'), fullPage: true });
   });
 
-  it('the fork form on the sandbox page forks; the page lists the new child', async () => {
+  it('the sandbox page’s forms fork, snapshot and kill', async () => {
     await page.goto(`${base}/console/sandboxes/${parent}`);
     await page.click('form[action$="/fork"] button');
     await page.waitForSelector('.notice');
     assert.match((await page.textContent('.notice')) ?? '', /Forked 1 of 1/);
     const kids = await page.$$eval('main li a', (as) => as.map((a) => a.textContent));
     assert.equal(kids.length, 2, `children: ${kids.join(', ')}`);
+    await page.fill('form[action$="/snapshot"] input[name=name]', 'console-snap');
+    await page.click('form[action$="/snapshot"] button');
+    await page.waitForSelector('.notice');
+    assert.match((await page.textContent('.notice')) ?? '', /Snapshot console-snap/);
+    await page.goto(`${base}/console/sandboxes/${child}`);
+    await page.click('form[action$="/kill"] button');
+    await page.waitForSelector('.notice');
+    assert.match((await page.textContent('.notice')) ?? '', /killed/);
+    assert.notEqual((await rest('GET', `/v1/sandboxes/${child}`, TOKEN_A)).state, 'running');
   });
 
   it('another tenant’s sandbox is not found and never shown', async () => {

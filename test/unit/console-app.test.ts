@@ -8,6 +8,7 @@ import { createHttpApp } from '../../src/protocol/http/app.ts';
 import { guardConfig } from '../../src/protocol/http/guards.ts';
 import { createTokenStore, parseTokenFile } from '../../src/protocol/http/tokens.ts';
 import { createTestEngine } from '../helpers/test-engine.ts';
+import { waitFor } from '../helpers/wait-for.ts';
 
 const TOKEN_A = 'alice-token-0123456789abcdef';
 const TOKEN_B = 'bob-token-0123456789abcdef';
@@ -103,5 +104,20 @@ describe('web console', () => {
     assert.equal((await req('GET', '/console/events', as(TOKEN_B))).status, 200);
     await http.close();
     await first.body?.cancel();
+  });
+
+  it('frees a stream’s place when its client goes away', async () => {
+    const { http, req, as } = setup(1);
+    const first = await req('GET', '/console/events', as(TOKEN_A));
+    await first.body?.cancel();
+    await waitFor(
+      async () => {
+        const r = await req('GET', '/console/events', as(TOKEN_A));
+        await r.body?.cancel();
+        return r.status === 200;
+      },
+      { what: 'the first stream’s place is free', timeoutMs: 5000, intervalMs: 100 },
+    );
+    await http.close();
   });
 });

@@ -67,6 +67,42 @@ describe('web console', () => {
     );
   });
 
+  it('ends the sessions of a token removed from the token file', async () => {
+    const t = createTestEngine();
+    let file = `${TOKEN_A} alice\n${TOKEN_B} bob\n`;
+    const tokens = createTokenStore(parseTokenFile(file), () => parseTokenFile(file));
+    const guard = guardConfig({ listenHost: '127.0.0.1', port: 7777 });
+    const http = createHttpApp({
+      engine: { scoped: t.scoped, attachSession: (id) => t.engine.attachSession(id) },
+      version: 't',
+      tokens,
+      guard: () => guard,
+    });
+    const get = () =>
+      http.app.request('/console', {
+        headers: { host: '127.0.0.1:7777', cookie: `forkbox_console=${TOKEN_A}` },
+      });
+    assert.equal((await get()).status, 200);
+    file = `${TOKEN_B} bob\n`;
+    tokens.reload();
+    const after = await get();
+    assert.equal(after.status, 303);
+    assert.equal(after.headers.get('location'), '/console/login');
+  });
+
+  it('needs no login on a listener without tokens (tenant default)', async () => {
+    const t = createTestEngine();
+    const guard = guardConfig({ listenHost: '127.0.0.1', port: 7777 });
+    const http = createHttpApp({
+      engine: { scoped: t.scoped, attachSession: (id) => t.engine.attachSession(id) },
+      version: 't',
+      guard: () => guard,
+    });
+    const r = await http.app.request('/console', { headers: { host: '127.0.0.1:7777' } });
+    assert.equal(r.status, 200);
+    assert.doesNotMatch(await r.text(), /Log out/);
+  });
+
   it('never takes the cookie as an API credential', async () => {
     const { req, as } = setup();
     assert.equal((await req('GET', '/v1/sandboxes', as(TOKEN_A))).status, 401);

@@ -79,7 +79,7 @@ export interface HttpAppOptions {
 export interface HttpApp {
   app: Hono;
   metrics: HttpMetrics;
-  /** Wait until no request is in flight, at most `timeoutMs`; true when drained. */
+  /** End the console's live streams, then wait until no request is in flight, at most `timeoutMs`; true when drained. */
   drain(timeoutMs: number): Promise<boolean>;
   /** End MCP sessions (their sandboxes end with them) and in-flight MCP exchanges. */
   close(): Promise<void>;
@@ -367,7 +367,11 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   return {
     app: app as unknown as Hono,
     metrics,
-    drain: (timeoutMs) => limiter.drained(timeoutMs),
+    drain: (timeoutMs) => {
+      // Live console streams are views, not work: end them now rather than hold the shutdown.
+      consoleStreams.closeAll();
+      return limiter.drained(timeoutMs);
+    },
     close: () => {
       consoleStreams.closeAll();
       return mcpEndpoints.close();

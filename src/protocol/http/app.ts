@@ -79,7 +79,7 @@ export interface HttpAppOptions {
 export interface HttpApp {
   app: Hono;
   metrics: HttpMetrics;
-  /** End the console's live streams, then wait until no request is in flight, at most `timeoutMs`; true when drained. */
+  /** End console streams, then wait until no request is in flight (at most `timeoutMs`); true when drained. */
   drain(timeoutMs: number): Promise<boolean>;
   /** End MCP sessions (their sandboxes end with them) and in-flight MCP exchanges. */
   close(): Promise<void>;

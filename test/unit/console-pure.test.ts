@@ -5,6 +5,7 @@ import { clearedCookie, cookieValue, isHttps, sessionCookie } from '../../src/pr
 import { fileDiffOf } from '../../src/protocol/console/diff-page.ts';
 import { bytes, duration, ttlLeft } from '../../src/protocol/console/format.ts';
 import { h } from '../../src/protocol/console/markup.ts';
+import { noticeQuery, noticeText } from '../../src/protocol/console/notice.ts';
 import { buildForest } from '../../src/protocol/console/tree.ts';
 
 describe('console session cookie', () => {
@@ -75,5 +76,22 @@ describe('console formatting and diffs', () => {
       h`<td>${'<script>"x"</script>'}</td>`.toString(),
       '<td>&lt;script&gt;&quot;x&quot;&lt;/script&gt;</td>',
     );
+  });
+});
+
+describe('console notices', () => {
+  const read = (q: string) => {
+    const p = new URLSearchParams(q);
+    return noticeText((k) => p.get(k) ?? undefined);
+  };
+  it('round-trips the notices actions give', () => {
+    assert.equal(read(noticeQuery({ done: 'forked', made: 2, of: 3 })), 'Forked 2 of 3.');
+    assert.equal(read(noticeQuery({ done: 'snapshot', name: 'snap-1' })), 'Snapshot snap-1 taken.');
+    assert.equal(read(noticeQuery({ done: 'killed' })), 'Sandbox killed.');
+  });
+  it('shows no text a crafted link supplies', () => {
+    assert.equal(read('done=snapshot&name=Your+session+expired,+log+in+at+evil.example'), undefined);
+    assert.equal(read('done=forked&made=1e9&of=1'), undefined);
+    assert.equal(read('notice=anything'), undefined);
   });
 });

@@ -46,16 +46,9 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
   app.onError((e, c) => errorPage(c, e, deps.caller() !== undefined));
   app.use('*', async (c, next) => {
     if (c.req.method === 'POST' && c.req.header('origin') === undefined) {
-      return errorPage(
-        c,
-        new ForkboxError(
-          'permission_denied',
-          'console forms must come from the console page (no Origin header).',
-        ),
-        false,
-      );
-    }
-    await next();
+      const why = 'console forms must come from the console page (no Origin header).';
+      c.res = errorPage(c, new ForkboxError('permission_denied', why), false);
+    } else await next();
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
   });
   app.get('/assets/console.js', (c) =>

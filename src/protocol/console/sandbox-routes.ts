@@ -3,10 +3,11 @@
  * answer 303 back to a page). Another tenant's sandbox is simply not found (404), as over the API.
  */
 import type { Context, Hono } from 'hono';
-import { ForkboxError } from '../../domain/errors.ts';
+import { ERROR_CODES, type ErrorCode, ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { diffBody, loadFileDiffs } from './diff-page.ts';
 import { page } from './markup.ts';
+import { type Notice, noticeQuery, noticeText } from './notice.ts';
 import { sandboxBody } from './sandbox-page.ts';
 
 export interface SandboxRouteDeps {
@@ -17,8 +18,8 @@ export interface SandboxRouteDeps {
 /** Children one fork form may ask for. */
 export const MAX_FORK_CHILDREN = 8;
 
-const here = (id: string, notice?: string) =>
-  `/console/sandboxes/${encodeURIComponent(id)}${notice ? `?notice=${encodeURIComponent(notice)}` : ''}`;
+const here = (id: string, notice: Notice) =>
+  `/console/sandboxes/${encodeURIComponent(id)}${noticeQuery(notice)}`;
 
 async function formOf(c: Context): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -43,7 +44,7 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
     const api = deps.api();
     const s = await api.getSandbox(c.req.param('id'), { usage: true });
     const execs = await api.listExecs(s.id).catch(() => []);
-    const notice = c.req.query('notice')?.slice(0, 300);
+    const notice = noticeText((k) => c.req.query(k));
     return c.html(page(`Sandbox ${s.name}`, sandboxBody(s, execs, Date.now(), notice), opts));
   });
   app.get('/sandboxes/:id/diff', async (c) => {
@@ -65,17 +66,22 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
     const n = forkCount((await formOf(c)).n);
     const r = await deps.api().forkSandbox(c.req.param('id'), { n });
     const made = r.children.filter((k) => k.ok).length;
-    const failed = r.children.find((k) => !k.ok)?.error?.message;
-    return c.redirect(here(r.source, `Forked ${made} of ${n}${failed ? `: ${failed}` : ''}.`), 303);
+    const failed = r.children.find((k) => !k.ok)?.error;
+    // Not one child: say why on an error page (a partial fork is shown as `Forked m of n`).
+    if (made === 0 && failed) {
+      const code = (failed.code in ERROR_CODES ? failed.code : 'internal') as ErrorCode;
+      throw new ForkboxError(code, failed.message);
+    }
+    return c.redirect(here(r.source, { done: 'forked', made, of: n }), 303);
   });
   app.post('/sandboxes/:id/snapshot', async (c) => {
     const name = (await formOf(c)).name?.trim();
     const snap = await deps.api().createSnapshot(c.req.param('id'), name ? { name } : {});
-    return c.redirect(here(c.req.param('id'), `Snapshot ${snap.name} (${snap.id}) taken.`), 303);
+    return c.redirect(here(c.req.param('id'), { done: 'snapshot', name: snap.name }), 303);
   });
   app.post('/sandboxes/:id/kill', async (c) => {
     const s = await deps.api().killSandbox(c.req.param('id'));
-    return c.redirect(here(s.id, `Sandbox ${s.name} killed.`), 303);
+    return c.redirect(here(s.id, { done: 'killed' }), 303);
   });
   app.get('/sandboxes', (c) => c.redirect('/console', 303));
 }

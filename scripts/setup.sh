@@ -16,6 +16,9 @@ PKGS=(runc debootstrap btrfs-progs attr util-linux python3 make g++ git iproute2
 PKGS+=(slirp4netns uidmap apache2-utils busybox-static nftables)
 # systemd: its systemd-analyze checks the unit `forkbox service install` writes (no systemd needs to run).
 PKGS+=(systemd)
+# chromium: the web console's browser tests (test/integration/console.test.ts) drive Debian's Chromium
+# through playwright-core, which never downloads a browser of its own.
+PKGS+=(chromium)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do

@@ -2,7 +2,8 @@
  * The TCP listener's app: /mcp (MCP Streamable HTTP, both eras, and plain JSON-RPC; /mcp/<toolset> for
  * one toolset, e.g. /mcp/forkd), /sse + /messages (MCP's 2024-11-05 HTTP+SSE transport), /v1 (the REST
  * API, tenant-scoped),
- * /openapi.json, /healthz and /metrics, behind the edge guards, in this order:
+ * /openapi.json, /healthz and /metrics, and /console (the web console: protocol/console/), behind the
+ * edge guards, in this order:
  *
  *   accounting (metrics, audit) → Host/Origin guard (403) → bearer auth (401; a token of the token
  *   file, or a JWT from the OIDC issuer: oidc.ts, 503 while its keys cannot be fetched) → per-tenant
@@ -23,6 +24,9 @@ import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
 import type { PoolStats } from '../../service/warm-pool.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
+import { cookieValue } from '../console/cookie.ts';
+import { createConsoleStreams } from '../console/events.ts';
+import { CONSOLE_BODY_LIMIT, createConsoleApp, isConsolePath } from '../console/routes.ts';
 import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
@@ -61,6 +65,8 @@ export interface HttpAppOptions {
   maxConcurrency?: number | undefined;
   toolsets?: string[] | undefined;
   log?: ToolLog | undefined;
+  /** The web console's bounds. */
+  console?: { maxStreamsPerTenant?: number };
   mcp?: {
     sessionIdleMs?: number;
     maxSessionsPerTenant?: number;
@@ -73,7 +79,7 @@ export interface HttpAppOptions {
 export interface HttpApp {
   app: Hono;
   metrics: HttpMetrics;
-  /** Wait until no request is in flight, at most `timeoutMs`; true when drained. */
+  /** End console streams, then wait until no request is in flight (at most `timeoutMs`); true when drained. */
   drain(timeoutMs: number): Promise<boolean>;
   /** End MCP sessions (their sandboxes end with them) and in-flight MCP exchanges. */
   close(): Promise<void>;
@@ -190,6 +196,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   };
   const callerOf = (): Caller => als.getStore()?.caller ?? ANONYMOUS;
 
+  const consoleStreams = createConsoleStreams(opts.console?.maxStreamsPerTenant);
   const mcpEndpoints = createMcpEndpoints(opts, (api) => instrumentApi(api, metrics, noteError));
   const { mcp, mcpFor } = mcpEndpoints;
 
@@ -250,10 +257,18 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
 
   // Bearer auth: every other route needs a token when a token file or an OIDC issuer is configured.
+  // The console authenticates by its session cookie instead (and only there); its routes decide what
+  // a request without a valid one gets (the login page, a redirect to it, or 401).
   app.use('*', async (c, next) => {
     const scope = als.getStore() as RequestScope;
     if (!opts.tokens && !opts.oidc) {
       scope.caller = ANONYMOUS;
+      return next();
+    }
+    if (isConsolePath(c.req.path)) {
+      const token = cookieValue(c.req.header('cookie'));
+      const who = token === undefined ? undefined : await authenticate(token, opts.tokens, opts.oidc);
+      if (who !== undefined && !(who instanceof ForkboxError)) scope.caller = who;
       return next();
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
@@ -289,7 +304,9 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   // Per-tenant concurrency. A legacy MCP session's GET stream (/mcp, /sse) lives as long as the session,
   // so it is bounded by the per-tenant session limit instead of holding a request slot.
   app.use('*', async (c, next) => {
-    if (c.req.method === 'GET' && (isMcpPath(c.req.path) || c.req.path === '/sse')) return next();
+    // The console's event streams are bounded per tenant by their own cap (console/events.ts).
+    const streaming = isMcpPath(c.req.path) || c.req.path === '/sse' || c.req.path === '/console/events';
+    if (c.req.method === 'GET' && streaming) return next();
     const release = limiter.acquire(callerOf().tenant);
     try {
       await next();
@@ -303,7 +320,11 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   app.use(
     '*',
     bodyLimits((method, path) =>
-      isMcpPath(path) || path === SSE_MESSAGES_PATH ? MCP_BODY_LIMIT : bodyLimitFor(method, path),
+      isMcpPath(path) || path === SSE_MESSAGES_PATH
+        ? MCP_BODY_LIMIT
+        : isConsolePath(path)
+          ? CONSOLE_BODY_LIMIT
+          : bodyLimitFor(method, path),
     ),
   );
 
@@ -332,11 +353,28 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}/*', (c) => proxyToPort(c.req.raw, apiFor(callerOf())));
   app.all('/v1/sandboxes/:id/ports/:port{[0-9]+}', (c) => proxyToPort(c.req.raw, apiFor(callerOf())));
   mountApiRoutes(app, { admin: false, api: () => apiFor(callerOf()) });
+  app.route(
+    '/console',
+    createConsoleApp({
+      authRequired: opts.tokens !== undefined || opts.oidc !== undefined,
+      authenticate: (token) => authenticate(token, opts.tokens, opts.oidc),
+      caller: () => als.getStore()?.caller,
+      api: apiFor,
+      streams: consoleStreams,
+    }),
+  );
 
   return {
     app: app as unknown as Hono,
     metrics,
-    drain: (timeoutMs) => limiter.drained(timeoutMs),
-    close: () => mcpEndpoints.close(),
+    drain: (timeoutMs) => {
+      // Live console streams are views, not work: end them now rather than hold the shutdown.
+      consoleStreams.closeAll();
+      return limiter.drained(timeoutMs);
+    },
+    close: () => {
+      consoleStreams.closeAll();
+      return mcpEndpoints.close();
+    },
   };
 }

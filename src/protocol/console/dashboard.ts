@@ -1,0 +1,49 @@
+/** The dashboard: the tenant's live sandboxes as a table and as a fork tree (both replaced live). */
+import type { SandboxInfo } from '../../service/api.ts';
+import { TEMPLATE_LABEL } from '../../service/template-configs.ts';
+import { bytes, cpuSeconds, duration, ttlLeft } from './format.ts';
+import { type Html, h, sandboxLink } from './markup.ts';
+import { buildForest, type TreeNode } from './tree.ts';
+
+export interface DashboardData {
+  sandboxes: SandboxInfo[];
+  /** More sandboxes than shown (the list is bounded). */
+  more: number;
+}
+
+function row(s: SandboxInfo, now: number): Html {
+  const u = s.usage;
+  return h`<tr data-id="${s.id}"><td>${sandboxLink(s.id)}</td><td>${s.name}</td>
+<td><span class="state ${s.state}">${s.state}</span></td><td>${s.image}</td>
+<td>${s.labels[TEMPLATE_LABEL] ?? ''}</td><td>${duration(now - Date.parse(s.createdAt))}</td>
+<td>${ttlLeft(s.expiresAt, now)}</td><td>${u ? cpuSeconds(u.cpuUsageNs) : ''}</td>
+<td>${u ? bytes(u.memoryBytes) : ''}</td></tr>`;
+}
+
+/** The table's rows (the live fragment). */
+export function sandboxRows(data: DashboardData, now: number): Html {
+  if (data.sandboxes.length === 0) return h`<tr><td colspan="9" class="muted">No sandboxes.</td></tr>`;
+  const more = data.more > 0 ? h`<tr><td colspan="9" class="muted">and ${data.more} more</td></tr>` : '';
+  return h`${data.sandboxes.map((s) => row(s, now))}${more}`;
+}
+
+function treeNode(n: TreeNode<SandboxInfo>): Html {
+  const s = n.sandbox;
+  const orphan = n.missingParent ? h` <span class="muted">(parent ${n.missingParent})</span>` : '';
+  const kids = n.children.length > 0 ? h`<ul>${n.children.map(treeNode)}</ul>` : '';
+  return h`<li data-id="${s.id}">${sandboxLink(s.id, `${s.name} (${s.id})`)} <span class="state ${s.state}">${s.state}</span>${orphan}${kids}</li>`;
+}
+
+/** The fork tree (the live fragment). */
+export function forkTree(data: DashboardData): Html {
+  const roots = buildForest(data.sandboxes);
+  if (roots.length === 0) return h`<p class="muted">No sandboxes.</p>`;
+  return h`<ul class="tree">${roots.map(treeNode)}</ul>`;
+}
+
+export function dashboardBody(data: DashboardData, now: number): Html {
+  return h`<section><h2>Sandboxes</h2><table><thead><tr><th>id</th><th>name</th><th>state</th>
+<th>image</th><th>template</th><th>age</th><th>TTL</th><th>CPU</th><th>memory</th></tr></thead>
+<tbody id="sandboxes">${sandboxRows(data, now)}</tbody></table></section>
+<section><h2>Fork tree</h2><div id="tree">${forkTree(data)}</div></section>`;
+}

@@ -1,0 +1,22 @@
+/** What the dashboard reads: the tenant's live sandboxes (bounded), with cgroup usage for running ones. */
+import type { ForkboxApi, SandboxInfo } from '../../service/api.ts';
+import type { DashboardData } from './dashboard.ts';
+
+/** Sandboxes shown on the dashboard (newest first past the bound). */
+export const MAX_SHOWN = 100;
+
+export async function loadDashboard(api: ForkboxApi): Promise<DashboardData> {
+  const all = await api.listSandboxes({ namespace: '*' });
+  const newest = [...all].sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, MAX_SHOWN);
+  const sandboxes: SandboxInfo[] = [];
+  for (const s of newest) {
+    if (s.state !== 'running') {
+      sandboxes.push(s);
+      continue;
+    }
+    // A sandbox may end between the list and this read: show it without usage then.
+    sandboxes.push(await api.getSandbox(s.id, { usage: true }).catch(() => s));
+  }
+  sandboxes.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  return { sandboxes, more: all.length - newest.length };
+}

@@ -1,0 +1,87 @@
+/**
+ * A sandbox's routes: its page, its diff page, and the fork / snapshot / kill actions (POST forms that
+ * answer 303 back to a page). Another tenant's sandbox is simply not found (404), as over the API.
+ */
+import type { Context, Hono } from 'hono';
+import { ERROR_CODES, type ErrorCode, ForkboxError } from '../../domain/errors.ts';
+import type { ForkboxApi } from '../../service/api.ts';
+import { diffBody, loadFileDiffs } from './diff-page.ts';
+import { page } from './markup.ts';
+import { type Notice, noticeQuery, noticeText } from './notice.ts';
+import { sandboxBody } from './sandbox-page.ts';
+
+export interface SandboxRouteDeps {
+  api(): ForkboxApi;
+  loggedIn: boolean;
+}
+
+/** Children one fork form may ask for. */
+export const MAX_FORK_CHILDREN = 8;
+
+const here = (id: string, notice: Notice) =>
+  `/console/sandboxes/${encodeURIComponent(id)}${noticeQuery(notice)}`;
+
+async function formOf(c: Context): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(await c.req.parseBody())) if (typeof v === 'string') out[k] = v;
+  return out;
+}
+
+function forkCount(raw: string | undefined): number {
+  const n = Number(raw ?? '1');
+  if (!Number.isInteger(n) || n < 1 || n > MAX_FORK_CHILDREN) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `fork into 1 to ${MAX_FORK_CHILDREN} children (got '${raw}').`,
+    );
+  }
+  return n;
+}
+
+export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
+  const opts = { loggedIn: deps.loggedIn };
+  app.get('/sandboxes/:id', async (c) => {
+    const api = deps.api();
+    const s = await api.getSandbox(c.req.param('id'), { usage: true });
+    const execs = await api.listExecs(s.id).catch(() => []);
+    const notice = noticeText((k) => c.req.query(k));
+    return c.html(page(`Sandbox ${s.name}`, sandboxBody(s, execs, Date.now(), notice), opts));
+  });
+  app.get('/sandboxes/:id/diff', async (c) => {
+    const api = deps.api();
+    const b = await api.getSandbox(c.req.param('id'));
+    const against = c.req.query('against')?.trim() || b.parentId;
+    if (!against) {
+      throw new ForkboxError(
+        'invalid_argument',
+        `sandbox ${b.id} has no parent: name one to diff against (?against=<id>).`,
+      );
+    }
+    const a = await api.getSandbox(against);
+    const d = await api.diffSandboxes(a.id, b.id);
+    const files = await loadFileDiffs(api, a.id, b.id, [...d.modified, ...d.added]);
+    return c.html(page(`Diff ${a.name} → ${b.name}`, diffBody(a.id, b.id, d, files), opts));
+  });
+  app.post('/sandboxes/:id/fork', async (c) => {
+    const n = forkCount((await formOf(c)).n);
+    const r = await deps.api().forkSandbox(c.req.param('id'), { n });
+    const made = r.children.filter((k) => k.ok).length;
+    const failed = r.children.find((k) => !k.ok)?.error;
+    // Not one child: say why on an error page (a partial fork is shown as `Forked m of n`).
+    if (made === 0 && failed) {
+      const code = (failed.code in ERROR_CODES ? failed.code : 'internal') as ErrorCode;
+      throw new ForkboxError(code, failed.message);
+    }
+    return c.redirect(here(r.source, { done: 'forked', made, of: n }), 303);
+  });
+  app.post('/sandboxes/:id/snapshot', async (c) => {
+    const name = (await formOf(c)).name?.trim();
+    const snap = await deps.api().createSnapshot(c.req.param('id'), name ? { name } : {});
+    return c.redirect(here(c.req.param('id'), { done: 'snapshot', name: snap.name }), 303);
+  });
+  app.post('/sandboxes/:id/kill', async (c) => {
+    const s = await deps.api().killSandbox(c.req.param('id'));
+    return c.redirect(here(s.id, { done: 'killed' }), 303);
+  });
+  app.get('/sandboxes', (c) => c.redirect('/console', 303));
+}

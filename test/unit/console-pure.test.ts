@@ -1,0 +1,97 @@
+/** The web console's pure parts: the session cookie, the fork forest, formatting, diff notes, escaping. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { clearedCookie, cookieValue, isHttps, sessionCookie } from '../../src/protocol/console/cookie.ts';
+import { fileDiffOf } from '../../src/protocol/console/diff-page.ts';
+import { bytes, duration, ttlLeft } from '../../src/protocol/console/format.ts';
+import { h } from '../../src/protocol/console/markup.ts';
+import { noticeQuery, noticeText } from '../../src/protocol/console/notice.ts';
+import { buildForest } from '../../src/protocol/console/tree.ts';
+
+describe('console session cookie', () => {
+  it('is HttpOnly, SameSite=Strict, Path=/console; Secure only over HTTPS', () => {
+    const c = sessionCookie('tok en;=', false);
+    assert.match(
+      c,
+      /^forkbox_console=tok%20en%3B%3D; Path=\/console; HttpOnly; SameSite=Strict; Max-Age=\d+$/,
+    );
+    assert.match(sessionCookie('t', true), /; Secure$/);
+    assert.match(clearedCookie(false), /^forkbox_console=; .*Max-Age=0$/);
+  });
+  it('reads its value back among other cookies, and ignores look-alikes and bad encodings', () => {
+    assert.equal(cookieValue('a=1; forkbox_console=tok%20en%3B%3D; b=2'), 'tok en;=');
+    assert.equal(cookieValue('xforkbox_console=1; forkbox_consolex=2'), undefined);
+    assert.equal(cookieValue('forkbox_console=%E0%A4%A'), undefined);
+    assert.equal(cookieValue('forkbox_console='), undefined);
+    assert.equal(cookieValue(undefined), undefined);
+  });
+  it('knows HTTPS from the URL or a proxy’s X-Forwarded-Proto', () => {
+    assert.equal(isHttps('https://x/console', undefined), true);
+    assert.equal(isHttps('http://x/console', 'https, http'), true);
+    assert.equal(isHttps('http://x/console', undefined), false);
+  });
+});
+
+describe('console fork forest', () => {
+  const sb = (id: string, parentId: string | null, t: number) => ({
+    id,
+    parentId,
+    createdAt: new Date(t * 1000).toISOString(),
+  });
+  it('nests children under parents in creation order; an unseen parent makes a named root', () => {
+    const forest = buildForest([sb('c2', 'p', 3), sb('p', null, 1), sb('c1', 'p', 2), sb('o', 'gone', 4)]);
+    assert.deepEqual(
+      forest.map((n) => [n.sandbox.id, n.missingParent, n.children.map((k) => k.sandbox.id)]),
+      [
+        ['p', null, ['c1', 'c2']],
+        ['o', 'gone', []],
+      ],
+    );
+  });
+  it('never loops on a sandbox that names itself as its parent', () => {
+    assert.equal(buildForest([sb('x', 'x', 1)]).length, 1);
+  });
+});
+
+describe('console formatting and diffs', () => {
+  it('formats durations, sizes and TTLs', () => {
+    assert.equal(duration(42_000), '42s');
+    assert.equal(duration(3_723_000), '1h 2m');
+    assert.equal(bytes(512), '512 B');
+    assert.equal(bytes(3 * 1024 * 1024), '3.0 MiB');
+    assert.equal(ttlLeft(null, 0), 'none');
+    assert.equal(ttlLeft(new Date(90_000).toISOString(), 0), '1m 30s');
+    assert.equal(ttlLeft(new Date(0).toISOString(), 1), 'expiring');
+  });
+  it('tells a unified diff from a note (binary, too large)', () => {
+    assert.equal(
+      fileDiffOf('/a', '--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n').unified?.startsWith('---'),
+      true,
+    );
+    assert.deepEqual(fileDiffOf('/b', '/b in B is binary\n'), { path: '/b', note: '/b in B is binary' });
+    assert.deepEqual(fileDiffOf('/c', ''), { path: '/c', note: 'no text difference' });
+  });
+  it('escapes every interpolated string', () => {
+    assert.equal(
+      h`<td>${'<script>"x"</script>'}</td>`.toString(),
+      '<td>&lt;script&gt;&quot;x&quot;&lt;/script&gt;</td>',
+    );
+  });
+});
+
+describe('console notices', () => {
+  const read = (q: string) => {
+    const p = new URLSearchParams(q);
+    return noticeText((k) => p.get(k) ?? undefined);
+  };
+  it('round-trips the notices actions give', () => {
+    assert.equal(read(noticeQuery({ done: 'forked', made: 2, of: 3 })), 'Forked 2 of 3.');
+    assert.equal(read(noticeQuery({ done: 'snapshot', name: 'snap-1' })), 'Snapshot snap-1 taken.');
+    assert.equal(read(noticeQuery({ done: 'killed' })), 'Sandbox killed.');
+  });
+  it('shows no text a crafted link supplies', () => {
+    assert.equal(read('done=snapshot&name=Your+session+expired,+log+in+at+evil.example'), undefined);
+    assert.equal(read('done=forked&made=1e9&of=1'), undefined);
+    assert.equal(read('notice=anything'), undefined);
+  });
+});

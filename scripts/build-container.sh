@@ -79,7 +79,8 @@ fi
 
 if ! "$DOCKER" image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
   say "docker import → $BASE_IMAGE"
-  "$DOCKER" import --change 'CMD ["/bin/bash"]' "$BASE_TAR" "$BASE_IMAGE" >/dev/null
+  "$DOCKER" import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["/bin/bash"]' "$BASE_TAR" "$BASE_IMAGE" >/dev/null
 fi
 
 NODE_DIR="$CACHE/node-$NODE_VERSION-npm-$NPM_VERSION"

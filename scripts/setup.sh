@@ -19,6 +19,10 @@ PKGS+=(systemd)
 # chromium: the web console's browser tests (test/integration/console.test.ts) drive Debian's Chromium
 # through playwright-core, which never downloads a browser of its own.
 PKGS+=(chromium)
+# docker.io: the container image test (test/integration/container-image.test.ts) starts its own private
+# dockerd to build and run forkbox's image (scripts/build-container.sh); the system's docker service is
+# neither needed nor started by forkbox.
+PKGS+=(docker.io)
 
 need_pkgs=()
 for p in "${PKGS[@]}"; do

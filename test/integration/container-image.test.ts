@@ -1,0 +1,232 @@
+/**
+ * forkbox as a container image (Dockerfile, scripts/build-container.sh, deploy/docker/entrypoint.sh),
+ * with Debian's docker.io: a private dockerd (test/helpers/dockerd.ts) builds the image without a
+ * registry, runs it privileged on a bind-mounted state dir, and the test drives it over HTTP with the
+ * token the entrypoint made: the default image is built on the first start; a sandbox's Python state is
+ * forked; a daemon killed inside the container is started again and re-adopts the live sandboxes; a
+ * container restart ends the sandboxes' processes — they are listed `lost`, with the reason — while
+ * images, the token and snapshots' files survive (docs/CONTAINER.md, "What survives a restart").
+ *
+ * Host networking, listener on 127.0.0.1:<free port>: see test/helpers/dockerd.ts for why there is no
+ * bridge. Everything is removed at the end: container, image, dockerd and its data root, the state dir,
+ * and what the container's daemon left on the host (cgroups, the btrfs loop device).
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { detachStateLoops, removeStateCgroups, stateLoops } from '../helpers/container-leftovers.ts';
+import { ROOT } from '../helpers/daemon.ts';
+import { dockerdMissing, type PrivateDockerd, runCmd, startDockerd } from '../helpers/dockerd.ts';
+import { waitFor } from '../helpers/wait-for.ts';
+
+// Without root it is skipped like every native test; as root a missing requirement fails (before()).
+const skip = process.getuid?.() === 0 ? false : 'needs root (dockerd, debootstrap, privileged containers)';
+
+const MIN = 60_000;
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const addr = srv.address();
+  await new Promise<void>((r) => srv.close(() => r()));
+  if (addr === null || typeof addr === 'string') throw new Error('no port');
+  return addr.port;
+}
+
+describe('forkbox as a container image (private dockerd)', { skip }, () => {
+  const tag = `forkbox-test:${randomBytes(4).toString('hex')}`;
+  const name = `forkbox-test-${randomBytes(4).toString('hex')}`;
+  let scratch = '';
+  let stateDir = '';
+  let d: PrivateDockerd | undefined;
+  let base = '';
+  let token = '';
+  let built = false;
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(120_000),
+    });
+    const text = await r.text();
+    let json: Record<string, unknown> = {};
+    try {
+      json = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      // not JSON: kept in text
+    }
+    return { status: r.status, text, json };
+  };
+  const code = async (sandbox: string, src: string) => {
+    const r = await call('POST', `/v1/sandboxes/${sandbox}/code`, { code: src });
+    assert.equal(r.status, 200, r.text);
+    return r.json as {
+      ok: boolean;
+      value: string | null;
+      error: { type: string } | null;
+      restarted: boolean;
+    };
+  };
+  const containerLog = async () =>
+    d ? (await d.docker(['logs', '--tail', '60', name], { allowFail: true })).stderr : '';
+  const healthy = async () => {
+    try {
+      return (await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) })).ok;
+    } catch {
+      return false;
+    }
+  };
+
+  before(async () => {
+    const missing = dockerdMissing();
+    if (missing) throw new Error(`the container image test cannot run: ${missing}`);
+    scratch = mkdtempSync('/var/tmp/forkbox-container-');
+    stateDir = join(scratch, 'state');
+    d = await startDockerd(join(scratch, 'dockerd'));
+    base = `http://127.0.0.1:${await freePort()}`;
+  });
+
+  after(async () => {
+    if (d) {
+      await d.docker(['rm', '-f', name], { allowFail: true });
+      await d.docker(['rmi', '-f', tag], { allowFail: true });
+      await d.stop();
+    }
+    await detachStateLoops(stateDir);
+    const left = stateDir ? removeStateCgroups(stateDir) : [];
+    rmSync(scratch, { recursive: true, force: true });
+    assert.deepEqual(left, [], 'cgroups the container left that could not be removed');
+  });
+
+  it('scripts/build-container.sh builds the image from the Dockerfile without a registry', {
+    timeout: 25 * MIN,
+  }, async (t) => {
+    const started = Date.now();
+    let tail = '';
+    const r = await runCmd('bash', [join(ROOT, 'scripts/build-container.sh'), tag], {
+      env: d?.env ?? process.env,
+      timeoutMs: 24 * MIN,
+      onStderr: (s) => {
+        tail = (tail + s).slice(-8000);
+      },
+    });
+    assert.equal(r.code, 0, `build-container.sh failed:\n${tail}`);
+    const size = (await d?.docker(['image', 'inspect', '--format', '{{.Size}}', tag]))?.stdout.trim();
+    t.diagnostic(`image built in ${Math.round((Date.now() - started) / 1000)} s, ${size} bytes`);
+    built = true;
+  });
+
+  it('serves over HTTP: the default image is built at first start; a fork carries Python state', {
+    timeout: 20 * MIN,
+  }, async (t) => {
+    assert.ok(built, 'the image was not built');
+    const started = Date.now();
+    const port = new URL(base).port;
+    await d?.docker([
+      'run',
+      '-d',
+      '--name',
+      name,
+      '--privileged',
+      '--network',
+      'host',
+      '-v',
+      `${stateDir}:/var/lib/forkbox`,
+      '-e',
+      `FORKBOX_LISTEN=127.0.0.1:${port}`,
+      tag,
+    ]);
+    await waitFor(healthy, { what: 'the container answers /healthz', timeoutMs: 2 * MIN, intervalMs: 500 });
+    token = readFileSync(join(stateDir, 'tokens'), 'utf8').split(/\s+/)[0] ?? '';
+    assert.match(token, /^[0-9a-f]{64}$/, 'the entrypoint made a token file in the state volume');
+    assert.equal((await fetch(`${base}/v1/sandboxes`)).status, 401, 'no token: 401');
+    await waitFor(
+      async () => {
+        const r = await call('GET', '/v1/images');
+        return r.status === 200 && (r.json as unknown as { name: string }[]).some((i) => i.name === 'debian');
+      },
+      { what: 'the default image is built inside the container', timeoutMs: 15 * MIN, intervalMs: 3000 },
+    ).catch(async (e: unknown) => {
+      throw new Error(`${String(e)}\n${await containerLog()}`);
+    });
+    t.diagnostic(`first start to the default image: ${Math.round((Date.now() - started) / 1000)} s`);
+
+    const c = await call('POST', '/v1/sandboxes', { name: 'box' });
+    assert.equal(c.status, 201, c.text);
+    assert.equal((await code('box', 'import os; x = 6 * 7')).ok, true);
+    const e = await call('POST', '/v1/sandboxes/box/exec', {
+      argv: ['sh', '-c', 'echo kept > /root/kept.txt'],
+    });
+    assert.equal(e.status, 200, e.text);
+    const f = await call('POST', '/v1/sandboxes/box/fork', { n: 1 });
+    assert.equal(f.status, 201, f.text);
+    const child = (f.json.children as { sandbox: { id: string } }[])[0]?.sandbox.id ?? '';
+    assert.equal((await code(child, 'x')).value, '42', 'the child has the source REPL variable');
+    const s = await call('POST', '/v1/sandboxes/box/snapshots', { name: 'keep' });
+    assert.equal(s.status, 201, s.text);
+  });
+
+  it('a daemon killed inside the container is started again and re-adopts the sandboxes', {
+    timeout: 5 * MIN,
+  }, async () => {
+    const pid = readFileSync(join(stateDir, 'lock.pid'), 'utf8').trim();
+    await d?.docker(['exec', name, 'kill', '-KILL', pid]);
+    await waitFor(
+      () => {
+        const now = readFileSync(join(stateDir, 'lock.pid'), 'utf8').trim();
+        return now !== pid && healthy();
+      },
+      { what: 'a new daemon answers', timeoutMs: 2 * MIN, intervalMs: 500 },
+    );
+    const r = await code('box', 'x + 1');
+    assert.equal(r.value, '43', 'the REPL state survived the daemon');
+    assert.equal(r.restarted, false);
+  });
+
+  it('a container restart: sandboxes are lost (listed, with the reason); snapshots keep files; images stay', {
+    timeout: 10 * MIN,
+  }, async () => {
+    await d?.docker(['restart', '-t', '30', name], { timeoutMs: 2 * MIN });
+    await waitFor(healthy, { what: 'the restarted container answers', timeoutMs: 3 * MIN, intervalMs: 500 });
+    const list = await call('GET', '/v1/sandboxes?all=true');
+    assert.equal(list.status, 200, list.text);
+    const rows = list.json as unknown as {
+      id: string;
+      name: string | null;
+      state: string;
+      endReason: string;
+    }[];
+    const box = rows.find((r) => r.name === 'box');
+    assert.equal(box?.state, 'lost', list.text);
+    assert.match(box?.endReason ?? '', /processes were gone after a daemon restart or reboot/);
+    assert.ok(rows.filter((r) => r.state === 'lost').length >= 2, 'the fork child is lost too');
+    const images = await call('GET', '/v1/images');
+    assert.ok((images.json as unknown as { name: string }[]).some((i) => i.name === 'debian'));
+
+    const snap = await call('GET', '/v1/snapshots/keep');
+    assert.equal(snap.status, 200, snap.text);
+    assert.equal(snap.json.pythonState, false, 'its live REPL copy ended with the container');
+    const restored = await call('POST', '/v1/snapshots/keep/restore', { n: 1 });
+    assert.equal(restored.status, 201, restored.text);
+    const id = (restored.json.children as { sandbox: { id: string } }[])[0]?.sandbox.id ?? '';
+    const cat = await call('POST', `/v1/sandboxes/${id}/exec`, { argv: ['cat', '/root/kept.txt'] });
+    assert.equal(cat.json.stdout, 'kept\n', cat.text);
+    assert.equal((await code(id, 'x')).error?.type, 'NameError', 'a fresh REPL');
+    const fresh = await call('POST', '/v1/sandboxes', { name: 'box' });
+    assert.equal(fresh.status, 201, `the name is free again: ${fresh.text}`);
+
+    for (const sb of [id, 'box']) assert.equal((await call('DELETE', `/v1/sandboxes/${sb}`)).status, 200);
+    assert.equal((await call('DELETE', '/v1/snapshots/keep')).status, 200);
+    await d?.docker(['stop', '-t', '30', name], { timeoutMs: 2 * MIN });
+    assert.ok(existsSync(join(stateDir, 'forkbox.db')));
+    assert.ok((await stateLoops(stateDir)).length <= 1, 'at most one loop device for the btrfs volume');
+  });
+});

@@ -17,11 +17,14 @@ FROM ${NODE_IMAGE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
  && rm -rf /var/lib/apt/lists/*
-# Native modules build against the headers of the Node that runs them (no header download).
-ENV npm_config_nodedir=/usr/local
+# Native modules build against the headers of the Node that runs them (no header download). Node trusts
+# the system's CAs as well as its own (a TLS-inspecting proxy's CA, added to the base's
+# /usr/local/share/ca-certificates, as scripts/build-container.sh does from the host).
+ENV npm_config_nodedir=/usr/local NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 WORKDIR /opt/forkbox
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# npm can end early yet exit 0 ("Exit handler never called"): the native module must load.
+RUN npm ci --no-audit --no-fund && node -e "new (require('better-sqlite3'))(':memory:').close()"
 COPY tsconfig.json tsconfig.build.json ./
 COPY bin bin
 COPY src src
@@ -40,7 +43,7 @@ COPY --from=build /usr/local/bin/node /usr/local/bin/node
 COPY --from=build /opt/forkbox /opt/forkbox
 COPY deploy/docker/entrypoint.sh /usr/local/bin/forkbox-entrypoint
 RUN ln -s /opt/forkbox/bin/forkbox.js /usr/local/bin/forkbox && forkbox --version
-ENV FORKBOX_STATE_DIR=/var/lib/forkbox
+ENV FORKBOX_STATE_DIR=/var/lib/forkbox NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 # Sandboxes' overlay and btrfs mounts cannot sit on the container's own overlay root: the state dir is a
 # volume (an anonymous one when `docker run` names none; name it to keep it: -v forkbox:/var/lib/forkbox).
 VOLUME /var/lib/forkbox

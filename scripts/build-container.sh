@@ -31,7 +31,7 @@ PKGS+=(slirp4netns uidmap nftables iproute2 kmod procps tini)
 NODE_VERSION="$(sed -n 's/^ARG NODE_IMAGE=node:\([0-9.]*\)-.*/\1/p' Dockerfile)"
 NPM_VERSION=10.8.2
 
-say() { echo "==> $*" >&2; }
+say() { echo "==> [${SECONDS}s] $*" >&2; }
 die() {
   echo "build-container: $*" >&2
   exit 1
@@ -55,8 +55,17 @@ mirror() {
 }
 MIRROR="$(mirror)"
 
+# The host's own CAs (a TLS-inspecting proxy's, without which npm cannot reach its registry from a
+# build step): added to the base as the host has them, under /usr/local/share/ca-certificates.
+LOCAL_CAS=(/usr/local/share/ca-certificates/*.crt)
+[ -e "${LOCAL_CAS[0]}" ] || LOCAL_CAS=()
+
 mkdir -p "$CACHE"
-KEY="$(printf '%s\n' "v1" "$SUITE" "$MIRROR" "${PKGS[@]}" | sha256sum | cut -c1-16)"
+KEY="$(
+  printf '%s\n' "v1" "$SUITE" "$MIRROR" "${PKGS[@]}"
+  [ "${#LOCAL_CAS[@]}" -eq 0 ] || cat "${LOCAL_CAS[@]}"
+)"
+KEY="$(printf '%s' "$KEY" | sha256sum | cut -c1-16)"
 BASE_TAR="$CACHE/base-$SUITE-$KEY.tar"
 BASE_IMAGE="forkbox-base:$SUITE-$KEY"
 NODE_IMAGE="forkbox-node:$NODE_VERSION-$KEY"
@@ -68,6 +77,10 @@ if [ ! -s "$BASE_TAR" ]; then
   debootstrap --variant=minbase --include="$(IFS=,; echo "${PKGS[*]}")" "$SUITE" "$work/root" "$MIRROR" >&2
   rm -rf "$work/root/var/cache/apt/archives/"*.deb "$work/root/var/lib/apt/lists/"* "$work/root/var/log/"*
   echo "deb $MIRROR $SUITE main" >"$work/root/etc/apt/sources.list"
+  if [ "${#LOCAL_CAS[@]}" -gt 0 ]; then
+    cp "${LOCAL_CAS[@]}" "$work/root/usr/local/share/ca-certificates/"
+    chroot "$work/root" update-ca-certificates >&2
+  fi
   : >"$work/root/etc/hostname"
   tar --numeric-owner --xattrs -C "$work/root" -cf "$BASE_TAR.tmp" .
   mv "$BASE_TAR.tmp" "$BASE_TAR"

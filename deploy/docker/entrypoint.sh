@@ -31,6 +31,15 @@ if [ "$(stat -f -c %T "$state")" = overlayfs ]; then
   exit 2
 fi
 
+# Loop devices (the btrfs volume; the copy driver's disk images): the kernel makes /dev/loopN on the
+# host's devtmpfs when loop-control hands out N, but a container's /dev is a copy made at its start.
+# Make the nodes here (a privileged container may; otherwise CAP_MKNOD and `b 7:* rwm` are needed).
+if [ -c /dev/loop-control ]; then
+  for i in $(seq 0 255); do
+    [ -e "/dev/loop$i" ] || mknod -m 0660 "/dev/loop$i" b 7 "$i" 2>/dev/null || break
+  done
+fi
+
 # cgroup v2 with a private cgroup namespace (Docker's default on v2 hosts): the namespace's root group
 # holds this container's processes, and v2 refuses to enable controllers for the children of a group
 # that has processes. Move them into a leaf first, as Docker-in-Docker does (docs/CONTAINER.md).
@@ -83,6 +92,20 @@ build_default_image() {
   fi
 }
 
+# cgroup v1's freezer holds a frozen process even against SIGKILL: paused sandboxes and snapshots'
+# holders would keep the container from ever ending when its init exits (`docker stop` then fails with
+# "did not receive an exit event"). Thawed once the daemon is gone, they end with the container.
+thaw_all() {
+  local id f
+  id="$(cat "$state/state-id" 2>/dev/null)" || return 0
+  for f in $(find "/sys/fs/cgroup/freezer/forkbox/$id" -name freezer.state 2>/dev/null); do
+    echo THAWED >"$f" 2>/dev/null
+  done
+  for f in $(find "/sys/fs/cgroup/forkbox/$id" -name cgroup.freeze 2>/dev/null); do
+    echo 0 >"$f" 2>/dev/null
+  done
+}
+
 restarts=0
 while :; do
   started=$(date +%s)
@@ -96,7 +119,10 @@ while :; do
     status=$?
     kill -0 "$daemon" 2>/dev/null || break
   done
-  [ "$stopping" -eq 1 ] && exit 0
+  if [ "$stopping" -eq 1 ]; then
+    thaw_all
+    exit 0
+  fi
   # A daemon that dies at once would only die again: give up then (the container's restart policy decides).
   if [ $(($(date +%s) - started)) -lt 10 ]; then
     say "forkbox serve exited ($status) within 10 s of starting; not starting it again."

@@ -9,7 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const DOCKERD = '/usr/bin/dockerd';
+export const DOCKERD = '/usr/sbin/dockerd';
 /** Debian's client, not another docker on PATH: it matches the daemon's API version. */
 export const DOCKER = '/usr/bin/docker';
 

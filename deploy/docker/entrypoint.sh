@@ -94,7 +94,8 @@ build_default_image() {
 
 # cgroup v1's freezer holds a frozen process even against SIGKILL: paused sandboxes and snapshots'
 # holders would keep the container from ever ending when its init exits (`docker stop` then fails with
-# "did not receive an exit event"). Thawed once the daemon is gone, they end with the container.
+# "did not receive an exit event"). Thawed whenever this script exits (the daemon is gone by then), they
+# end with the container.
 thaw_all() {
   local id f
   id="$(cat "$state/state-id" 2>/dev/null)" || return 0
@@ -105,6 +106,8 @@ thaw_all() {
     echo 0 >"$f" 2>/dev/null
   done
 }
+
+trap thaw_all EXIT
 
 restarts=0
 while :; do
@@ -119,15 +122,18 @@ while :; do
     status=$?
     kill -0 "$daemon" 2>/dev/null || break
   done
-  if [ "$stopping" -eq 1 ]; then
-    thaw_all
-    exit 0
-  fi
-  # A daemon that dies at once would only die again: give up then (the container's restart policy decides).
-  if [ $(($(date +%s) - started)) -lt 10 ]; then
+  [ "$stopping" -eq 1 ] && exit 0
+  # A daemon that exits by itself at once (a bad flag, a state dir it cannot use) would only do it again:
+  # give up then (the container's restart policy decides). Killed by a signal, it is started again.
+  if [ "$status" -lt 128 ] && [ $(($(date +%s) - started)) -lt 10 ]; then
     say "forkbox serve exited ($status) within 10 s of starting; not starting it again."
     exit "$status"
   fi
   restarts=$((restarts + 1))
+  if [ "$restarts" -gt 20 ]; then
+    say "forkbox serve exited ($status), its 20th restart; giving up (docker logs has why)."
+    exit 1
+  fi
   say "forkbox serve exited ($status); starting it again (its sandboxes are re-adopted)"
+  sleep 1
 done

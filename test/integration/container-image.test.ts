@@ -17,6 +17,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer } from 'node:net';
 import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { mountsUnder } from '../../src/util/mountinfo.ts';
 import { detachStateLoops, removeStateCgroups, stateLoops } from '../helpers/container-leftovers.ts';
 import { ROOT } from '../helpers/daemon.ts';
 import { dockerdMissing, type PrivateDockerd, runCmd, startDockerd } from '../helpers/dockerd.ts';
@@ -156,7 +157,9 @@ describe('forkbox as a container image (private dockerd)', { skip }, () => {
     }
     await detachStateLoops(stateDir);
     const left = stateDir ? removeStateCgroups(stateDir) : [];
-    rmSync(scratch, { recursive: true, force: true });
+    // dockerd leaves its default network namespace bind-mounted under its exec root.
+    for (const m of scratch ? mountsUnder(scratch) : []) await runCmd('umount', ['-l', m]);
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
     assert.deepEqual(left, [], 'cgroups the container left that could not be removed');
   });
 

@@ -1,11 +1,14 @@
 /**
  * A private Docker daemon for a test (Debian's docker.io): its own data root, exec root, pidfile, config
- * and socket under one directory, so it shares nothing with a system dockerd or another test. It makes no
- * bridge and no iptables rules (`--bridge none --iptables=false`): a second daemon's bridge and its
- * DOCKER chains would collide with a system dockerd's, and Docker sets the host's FORWARD policy to DROP.
- * Containers use the host's network; the test keeps their listeners on loopback.
+ * and socket under one directory, so it shares nothing with a system dockerd or another test. It writes
+ * no iptables rules (`--iptables=false --ip-masq=false`: its DOCKER chains would collide with a system
+ * dockerd's, and Docker sets the host's FORWARD policy to DROP) and uses a bridge of its own, made here
+ * on a free private /24 and removed at stop (docker0 may be a system dockerd's). Published ports work
+ * through docker-proxy (`-p 127.0.0.1:PORT:…`); containers have no way out (no masquerade), so builds
+ * use `--network host`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -80,13 +83,14 @@ export async function startDockerd(root: string): Promise<PrivateDockerd> {
   const config = join(root, 'daemon.json');
   writeFileSync(config, '{}\n');
   const logPath = join(root, 'dockerd.log');
+  const bridge = await makeBridge();
   const args = [
     `--data-root=${join(root, 'data')}`,
     `--exec-root=${join(root, 'exec')}`,
     `--pidfile=${join(root, 'dockerd.pid')}`,
     `--config-file=${config}`,
     `--host=${host}`,
-    '--bridge=none',
+    `--bridge=${bridge}`,
     '--iptables=false',
     '--ip-masq=false',
     '--storage-driver=overlay2',
@@ -110,13 +114,21 @@ export async function startDockerd(root: string): Promise<PrivateDockerd> {
   };
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (exited) throw new Error(`dockerd exited at start:\n${log.slice(-4000)}`);
+    const why = exited
+      ? 'dockerd exited at start'
+      : Date.now() > deadline
+        ? 'dockerd did not answer within 60 s'
+        : undefined;
+    if (why) {
+      child.kill('SIGKILL');
+      await runCmd('ip', ['link', 'del', bridge]);
+      throw new Error(`${why}:\n${log.slice(-4000)}`);
+    }
     const r = await runCmd(DOCKER, ['-H', host, 'version', '--format', '{{.Server.Version}}'], {
       env,
       timeoutMs: 10_000,
     });
     if (r.code === 0) break;
-    if (Date.now() > deadline) throw new Error(`dockerd did not answer within 60 s:\n${log.slice(-4000)}`);
     await new Promise((r) => setTimeout(r, 250));
   }
   return {
@@ -133,6 +145,24 @@ export async function startDockerd(root: string): Promise<PrivateDockerd> {
       await gone;
       clearTimeout(timer);
       writeFileSync(logPath, log);
+      await runCmd('ip', ['link', 'del', bridge]);
     },
   };
+}
+
+/** A bridge `fb<hex>` with 172.31.N.1/24, N not used by any address of the host. */
+async function makeBridge(): Promise<string> {
+  const used = (await runCmd('ip', ['-4', '-o', 'addr'])).stdout;
+  const octet = [...Array(50).keys()].map((i) => 200 + i).find((n) => !used.includes(`172.31.${n}.`));
+  if (octet === undefined) throw new Error('no free 172.31.200-249.0/24 for the test bridge');
+  const name = `fb${randomBytes(4).toString('hex')}`;
+  for (const args of [
+    ['link', 'add', name, 'type', 'bridge'],
+    ['addr', 'add', `172.31.${octet}.1/24`, 'dev', name],
+    ['link', 'set', name, 'up'],
+  ]) {
+    const r = await runCmd('ip', args);
+    if (r.code !== 0) throw new Error(`ip ${args.join(' ')} failed: ${r.stderr}`);
+  }
+  return name;
 }

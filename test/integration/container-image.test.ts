@@ -7,8 +7,8 @@
  * container restart ends the sandboxes' processes — they are listed ended, with the reason `lost` — while
  * images, the token and snapshots' files survive (docs/CONTAINER.md, "What survives a restart").
  *
- * Host networking, listener on 127.0.0.1:<free port>: see test/helpers/dockerd.ts for why there is no
- * bridge. Everything is removed at the end: container, image, dockerd and its data root, the state dir,
+ * As documented: the listener on the container's 0.0.0.0:7777, published on the host's 127.0.0.1:<free
+ * port> (through the private dockerd's own bridge: test/helpers/dockerd.ts). Everything is removed at the end: container, image, dockerd and its data root, the state dir,
  * and what the container's daemon left on the host (cgroups, the btrfs loop device).
  */
 import assert from 'node:assert/strict';
@@ -189,17 +189,12 @@ describe('forkbox as a container image (private dockerd)', { skip }, () => {
     const port = new URL(base).port;
     const run = (access: readonly string[]) =>
       d?.docker(
-        [
-          'run',
-          '-d',
-          '--name',
-          name,
-          ...access,
-          '--network',
-          'host',
+        ['run', '-d', '--name', name, ...access, '-p', `127.0.0.1:${port}:7777`].concat([
           '-v',
           `${stateDir}:/var/lib/forkbox`,
-        ].concat(seedMount, ['-e', `FORKBOX_LISTEN=127.0.0.1:${port}`, tag]),
+          ...seedMount,
+          tag,
+        ]),
         { allowFail: true },
       );
     let r = await run(['--privileged']);

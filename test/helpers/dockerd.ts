@@ -150,15 +150,18 @@ export async function startDockerd(root: string): Promise<PrivateDockerd> {
   };
 }
 
-/** A bridge `fb<hex>` with 172.31.N.1/24, N not used by any address of the host. */
+/**
+ * A bridge `fb<hex>` with 198.18.N.1/24 (RFC 2544's range for test networks, never a real LAN here: the
+ * machine's tests keep off private ranges), N not used by any address of the host.
+ */
 async function makeBridge(): Promise<string> {
   const used = (await runCmd('ip', ['-4', '-o', 'addr'])).stdout;
-  const octet = [...Array(50).keys()].map((i) => 200 + i).find((n) => !used.includes(`172.31.${n}.`));
-  if (octet === undefined) throw new Error('no free 172.31.200-249.0/24 for the test bridge');
+  const octet = [...Array(50).keys()].map((i) => 200 + i).find((n) => !used.includes(`198.18.${n}.`));
+  if (octet === undefined) throw new Error('no free 198.18.200-249.0/24 for the test bridge');
   const name = `fb${randomBytes(4).toString('hex')}`;
   for (const args of [
     ['link', 'add', name, 'type', 'bridge'],
-    ['addr', 'add', `172.31.${octet}.1/24`, 'dev', name],
+    ['addr', 'add', `198.18.${octet}.1/24`, 'dev', name],
     ['link', 'set', name, 'up'],
   ]) {
     const r = await runCmd('ip', args);

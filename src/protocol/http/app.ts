@@ -154,6 +154,51 @@ async function peekMcp(req: Request, scope: RequestScope): Promise<void> {
   }
 }
 
+/**
+ * Bearer auth: every route needs a token when a token file or an OIDC issuer is configured. The console
+ * authenticates by its session cookie instead (and only there); its routes decide what a request without
+ * a valid one gets (the login page, a redirect to it, or 401).
+ */
+function bearerAuth(opts: HttpAppOptions, scopeOf: () => RequestScope) {
+  return async (c: Context, next: () => Promise<void>) => {
+    const scope = scopeOf();
+    if (!opts.tokens && !opts.oidc) {
+      scope.caller = ANONYMOUS;
+      return next();
+    }
+    if (isConsolePath(c.req.path)) {
+      const token = cookieValue(c.req.header('cookie'));
+      const who = token === undefined ? undefined : await authenticate(token, opts.tokens, opts.oidc);
+      if (who !== undefined && !(who instanceof ForkboxError)) scope.caller = who;
+      return next();
+    }
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
+    if (m?.[1] === undefined) {
+      return fail(
+        c,
+        scope,
+        new ForkboxError(
+          'unauthenticated',
+          'this listener needs a token: send "Authorization: Bearer <token>".',
+        ),
+        { 'WWW-Authenticate': 'Bearer realm="forkbox"' },
+      );
+    }
+    const authenticated = await authenticate(m[1], opts.tokens, opts.oidc);
+    if (authenticated instanceof ForkboxError) {
+      const reason = authenticated.details?.reason;
+      const description = typeof reason === 'string' ? `, error_description="${reason}"` : '';
+      const headers =
+        authenticated.code === 'unauthenticated'
+          ? { 'WWW-Authenticate': `Bearer realm="forkbox", error="invalid_token"${description}` }
+          : undefined;
+      return fail(c, scope, authenticated, headers);
+    }
+    scope.caller = authenticated;
+    return next();
+  };
+}
+
 export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const als = new AsyncLocalStorage<RequestScope>();
   const limiter = createConcurrencyLimiter(opts.maxConcurrency ?? DEFAULT_MAX_CONCURRENCY);
@@ -256,46 +301,10 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   );
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
 
-  // Bearer auth: every other route needs a token when a token file or an OIDC issuer is configured.
-  // The console authenticates by its session cookie instead (and only there); its routes decide what
-  // a request without a valid one gets (the login page, a redirect to it, or 401).
-  app.use('*', async (c, next) => {
-    const scope = als.getStore() as RequestScope;
-    if (!opts.tokens && !opts.oidc) {
-      scope.caller = ANONYMOUS;
-      return next();
-    }
-    if (isConsolePath(c.req.path)) {
-      const token = cookieValue(c.req.header('cookie'));
-      const who = token === undefined ? undefined : await authenticate(token, opts.tokens, opts.oidc);
-      if (who !== undefined && !(who instanceof ForkboxError)) scope.caller = who;
-      return next();
-    }
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
-    if (m?.[1] === undefined) {
-      return fail(
-        c,
-        scope,
-        new ForkboxError(
-          'unauthenticated',
-          'this listener needs a token: send "Authorization: Bearer <token>".',
-        ),
-        { 'WWW-Authenticate': 'Bearer realm="forkbox"' },
-      );
-    }
-    const authenticated = await authenticate(m[1], opts.tokens, opts.oidc);
-    if (authenticated instanceof ForkboxError) {
-      const reason = authenticated.details?.reason;
-      const description = typeof reason === 'string' ? `, error_description="${reason}"` : '';
-      const headers =
-        authenticated.code === 'unauthenticated'
-          ? { 'WWW-Authenticate': `Bearer realm="forkbox", error="invalid_token"${description}` }
-          : undefined;
-      return fail(c, scope, authenticated, headers);
-    }
-    scope.caller = authenticated;
-    return next();
-  });
+  app.use(
+    '*',
+    bearerAuth(opts, () => als.getStore() as RequestScope),
+  );
 
   app.get('/metrics', async (c) =>
     c.body(await metrics.registry.metrics(), 200, { 'Content-Type': metrics.registry.contentType }),

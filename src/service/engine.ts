@@ -211,17 +211,9 @@ export function createEngine(deps: EngineDeps): Engine {
       const image = images.get(cfg ? cfg.image : defaultImage);
       return image ? `${image.id}|${(cfg?.prewarm ?? []).join(',')}` : null;
     },
-    async make(template) {
-      const rec = await create(
-        { tenant: POOL_TENANT },
-        { template, persistent: true, labels: { [POOL_LABEL]: template } },
-      );
-      // What a first exec would wait for is done now, off the path of the create that takes it.
-      await runtime.prepareExecs?.(rec).catch((e: unknown) => {
-        log.warn({ sandbox: rec.id, err: String(e) }, 'warm pool: could not prepare execs');
-      });
-      return rec;
-    },
+    make: (template) =>
+      create({ tenant: POOL_TENANT }, { template, persistent: true, labels: { [POOL_LABEL]: template } }),
+    prepare: async (rec) => runtime.prepareExecs?.(rec),
     kill: (rec, reason) => kill(rec, reason),
   });
 

@@ -64,6 +64,8 @@ export interface WarmPoolDeps {
   recipeOf(template: string): string | null;
   /** Create one pooled sandbox of a template (tenant POOL_TENANT, label POOL_LABEL). */
   make(template: string): Promise<SandboxRecord>;
+  /** Warm a made sandbox's exec path (the runtime's prepareExecs), so its first exec after a take is quick. */
+  prepare(rec: SandboxRecord): Promise<void>;
   kill(rec: SandboxRecord, reason: string): Promise<unknown>;
 }
 
@@ -149,6 +151,10 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
         return;
       }
       p.backoffMs = 0;
+      // What a first exec would wait for is done now, off the path of the create that takes it.
+      await deps.prepare(rec).catch((e: unknown) => {
+        log.warn({ sandbox: rec.id, err: String(e) }, 'warm pool: could not prepare execs');
+      });
       if (closed || gen !== p.generation || deps.recipeOf(template) !== recipe) {
         await discard([{ id: rec.id, recipe, image: rec.image }], 'warm pool drained');
         continue;

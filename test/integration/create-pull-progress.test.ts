@@ -2,7 +2,7 @@
  * A create whose image is a registry reference not yet in the store shows the pull's progress. MCP
  * `sandbox_create`: the
  * image is pulled on first use, and a client that gave a progressToken gets the pull's phases as
- * `notifications/progress` while it runs (through `forkbox mcp` over stdio, a client of a real daemon:
+ * `notifications/progress` while it runs (from a quarter second in) (through `forkbox mcp` over stdio, a client of a real daemon:
  * the daemon streams the pull's progress to it as NDJSON). The sandbox is then made from the pulled image;
  * a second create of the same reference pulls nothing, and a reference the registry lacks fails the call.
  * CLI `forkbox create --image REF`: the pull's phases on stderr, the sandbox on stdout. The registry is
@@ -97,10 +97,15 @@ describe('a create pulls its image on first use, showing progress', { skip: skip
     const seen: string[] = [];
     const first = await create(seen);
     const pulling = seen.filter((m) => m.includes(`pulling ${ref}: `));
-    // The first state is sent at once (resolving the reference), the last before the result (pulled).
-    assert.match(pulling[0] ?? '', /resolving /, JSON.stringify(seen));
+    // States go out from a quarter second into the call, at most one a second; the result is the last.
     console.error(`# ${first.progressed} progress notifications, ${pulling.length} of the pull`);
-    assert.match(pulling.at(-1) ?? '', / pulled as '/, JSON.stringify(seen));
+    assert.ok(pulling.length > 0, JSON.stringify(seen));
+    for (const m of pulling)
+      assert.match(
+        m,
+        /: (resolving|(downloading )?layer \d+\/\d+|extracting|shift|.* pulled as ')/,
+        JSON.stringify(seen),
+      );
     // Recorded under its local name (`<repository>-<tag>-<hash of the reference>`).
     assert.match(first.image, /^mcp-v1-[0-9a-f]{8}$/);
     const r = withBulk(
@@ -121,7 +126,7 @@ describe('a create pulls its image on first use, showing progress', { skip: skip
     );
   });
 
-  it('a reference the registry lacks fails the call with its error, after the progress so far', async () => {
+  it('a reference the registry lacks fails the call with its error', async () => {
     const missing = `${reg.host}/test/mcp:nope`;
     const seen: string[] = [];
     const r = (await client.callTool(
@@ -130,7 +135,9 @@ describe('a create pulls its image on first use, showing progress', { skip: skip
     )) as CallToolResult;
     assert.equal(r.isError, true, text(r));
     assert.match(text(r), /manifest unknown/);
-    assert.match(seen[0] ?? '', new RegExp(`pulling ${missing}: resolving `));
+    // A failure this quick (a few ms) usually comes before any state; one that comes is this pull's.
+    for (const m of seen.filter((x) => x.includes('; latest: ')))
+      assert.ok(m.includes(`pulling ${missing}: resolving `), JSON.stringify(seen));
   });
 
   it('forkbox create --image REF shows the pull on stderr and prints the sandbox', async () => {

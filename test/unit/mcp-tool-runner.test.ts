@@ -226,7 +226,7 @@ describe('progress and cancellation', () => {
 
   it('output reaches progress messages', async () => {
     const api = createTestEngine().api;
-    const c = await connect(api, { progressIntervalMs: 60_000 });
+    const c = await connect(api, { progressIntervalMs: 60_000, progressQuietMs: 0 });
     try {
       const beats: { message?: string | undefined }[] = [];
       await c.client.callTool(
@@ -237,6 +237,23 @@ describe('progress and cancellation', () => {
         beats.some((b) => /latest: tail-line/.test(b.message ?? '')),
         JSON.stringify(beats),
       );
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a call shorter than the quiet start answers with its result alone: no state is sent or flushed', async () => {
+    // A notification just before the result is dropped by SDK clients that read both at once (progress.ts).
+    const api = createTestEngine().api;
+    const c = await connect(api, { progressIntervalMs: 60_000, progressQuietMs: 60_000 });
+    try {
+      const r = await c.client.callTool(
+        { name: 'exec_run', arguments: { argv: ['echo', 'tail-line'] } },
+        { onprogress: () => undefined },
+      );
+      assert.match(JSON.stringify(r), /tail-line/);
+      await c.client.ping();
+      assert.equal(c.progressOnWire(), 0);
     } finally {
       await c.close();
     }

@@ -64,7 +64,13 @@ export function compatTool<I extends z.ZodObject>(def: CompatToolDef<I>, errorTe
       }));
       const max = opts.maxResultBytes ?? MAX_RESULT_BYTES;
       async function runCall(raw: unknown, ctx: ServerContext): Promise<CallToolResult> {
-        const progress = startProgress(ctx, def.name, base.log, opts.progressIntervalMs);
+        const progress = startProgress(
+          ctx,
+          def.name,
+          base.log,
+          opts.progressIntervalMs,
+          opts.progressQuietMs,
+        );
         try {
           const value = await def.run(args.parse(raw) as z.output<I>, {
             ...base,

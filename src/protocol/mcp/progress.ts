@@ -2,7 +2,12 @@
  * Progress notifications for one tool call, when its request carries a progressToken: a heartbeat every
  * `intervalMs` while the call runs (silent work included), so clients that reset their request timeout
  * on progress do not time out, plus the latest state the tool reports (e.g. the tail of its output),
- * sent at most once a second (the last state held back by that bound is sent when the call ends).
+ * sent at most once a second.
+ *
+ * No state is sent in a call's first `quietMs`, and none is flushed when the call ends: the result is the
+ * final state. A notification written just before the result is worse than none: the TypeScript SDK
+ * handles a notification a microtask after it reads it but a response at once, so when both arrive in one
+ * read the response removes the progress handler first and the notification is dropped (seen in CI).
  * Notifications are ordered, numbered upwards, bounded in size, and all sent before the result; none is
  * sent after the request was cancelled.
  */
@@ -13,6 +18,8 @@ import type { ToolLog } from './tool-kit.ts';
 /** Default heartbeat period: well under the 10 s the docs promise, whatever the scheduling jitter. */
 export const PROGRESS_INTERVAL_MS = 5000;
 const MIN_GAP_MS = 1000;
+/** A call's first milliseconds without state notifications: a call this short answers with its result. */
+export const PROGRESS_QUIET_MS = 250;
 /** Characters of reported state kept for a message (its tail: the newest output). */
 const MAX_MESSAGE = 2000;
 
@@ -30,6 +37,7 @@ export function startProgress(
   tool: string,
   log: ToolLog,
   intervalMs = PROGRESS_INTERVAL_MS,
+  quietMs = PROGRESS_QUIET_MS,
 ): ProgressReporter {
   const token = ctx.mcpReq._meta?.progressToken;
   if (token === undefined) return NOOP;
@@ -68,18 +76,20 @@ export function startProgress(
     update(message) {
       if (stopped) return;
       latest = message.length > MAX_MESSAGE ? `…${message.slice(-MAX_MESSAGE)}` : message;
-      if (Date.now() - lastSent >= MIN_GAP_MS) send();
+      const now = Date.now();
+      // The next moment a state may go out: after the quiet start, and a gap after the last one sent.
+      const due = Math.max(started + quietMs, lastSent + MIN_GAP_MS);
+      if (now >= due) send();
       else if (!pending) {
         pending = true;
-        trailing = setTimeout(send, MIN_GAP_MS - (Date.now() - lastSent));
+        trailing = setTimeout(send, due - now);
         trailing.unref?.();
       }
     },
     async stop() {
       clearInterval(beat);
       if (trailing) clearTimeout(trailing);
-      // A state held back by the rate bound is sent now, before the result: the caller sees the last one.
-      if (pending) send();
+      // A state still held back is not sent: the result, which follows, carries it.
       stopped = true;
       await chain;
     },

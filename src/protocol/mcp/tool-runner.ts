@@ -24,6 +24,8 @@ import { buildToolResult, MAX_RESULT_BYTES } from './tool-result.ts';
 export interface RunnerOptions {
   /** Heartbeat period of progress notifications (ms). */
   progressIntervalMs?: number;
+  /** A call's first milliseconds without state notifications (progress.ts; tests set 0). */
+  progressQuietMs?: number;
   /** Bound on one result's JSON (bytes). */
   maxResultBytes?: number;
   /** Told of every call in flight (settles when the call has ended, cancelled or not). */
@@ -108,7 +110,7 @@ export function registerTool(
   );
 
   async function runCall(raw: unknown, ctx: ServerContext): Promise<CallToolResult> {
-    const progress = startProgress(ctx, tool.name, base.log, opts.progressIntervalMs);
+    const progress = startProgress(ctx, tool.name, base.log, opts.progressIntervalMs, opts.progressQuietMs);
     try {
       const out = await tool.run(args.parse(raw) as never, {
         ...base,

@@ -20,8 +20,8 @@ const KINDS = {
   integration: { dirs: ['test/integration'] },
   abuse: { dirs: ['test/abuse'] },
   // Client files run side by side: each starts its own daemon on its own state dir, and most of their time
-  // is the silent 90 s calls (progress keep-alive), which wait rather than work.
-  clients: { dirs: ['test/clients'], concurrency: 2 },
+  // is the silent 90 s calls (progress keep-alive), which wait rather than work: four at a time.
+  clients: { dirs: ['test/clients'], concurrency: 4 },
   'native-copy': {
     dirs: ['test/integration'],
     filter: (f) => /\/native-[^/]+\.test\.ts$/.test(f),

@@ -1,6 +1,8 @@
 /**
  * A private Docker daemon for a test (Debian's docker.io): its own data root, exec root, pidfile, config
- * and socket under one directory, so it shares nothing with a system dockerd or another test. It writes
+ * and socket under one directory, so it shares nothing with a system dockerd or another test. The data
+ * root may instead be the cached one (takeCachedDataRoot), held by one test at a time, so that a later run
+ * on the same machine finds its images and build cache. It writes
  * no iptables rules (`--iptables=false --ip-masq=false`: its DOCKER chains would collide with a system
  * dockerd's, and Docker sets the host's FORWARD policy to DROP) and uses a bridge of its own, made here
  * on a free private /24 and removed at stop (docker0 may be a system dockerd's). Published ports work
@@ -9,7 +11,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const DOCKERD = '/usr/sbin/dockerd';
@@ -76,7 +78,31 @@ export interface PrivateDockerd {
   stop(): Promise<void>;
 }
 
-export async function startDockerd(root: string): Promise<PrivateDockerd> {
+/** Where a test dockerd may keep its data root between runs (its images and build cache). */
+export const DOCKERD_CACHE = '/var/cache/forkbox/test-dockerd';
+
+/**
+ * The cached data root, held by this process until `release` (a lock file with its pid; a lock whose
+ * process is gone is taken over), or undefined when another live process holds it: two dockerds never
+ * share a data root.
+ */
+export function takeCachedDataRoot(): { path: string; release: () => void } | undefined {
+  mkdirSync(DOCKERD_CACHE, { recursive: true, mode: 0o700 });
+  const lock = join(DOCKERD_CACHE, 'lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' });
+      return { path: join(DOCKERD_CACHE, 'data'), release: () => rmSync(lock, { force: true }) };
+    } catch {
+      const holder = Number.parseInt(readFileSync(lock, 'utf8'), 10);
+      if (Number.isInteger(holder) && holder > 0 && existsSync(`/proc/${holder}`)) return undefined;
+      rmSync(lock, { force: true }); // its holder is gone
+    }
+  }
+  return undefined;
+}
+
+export async function startDockerd(root: string, opts: { dataRoot?: string } = {}): Promise<PrivateDockerd> {
   mkdirSync(root, { recursive: true, mode: 0o700 });
   const sock = join(root, 'docker.sock');
   const host = `unix://${sock}`;
@@ -85,7 +111,7 @@ export async function startDockerd(root: string): Promise<PrivateDockerd> {
   const logPath = join(root, 'dockerd.log');
   const bridge = await makeBridge();
   const args = [
-    `--data-root=${join(root, 'data')}`,
+    `--data-root=${opts.dataRoot ?? join(root, 'data')}`,
     `--exec-root=${join(root, 'exec')}`,
     `--pidfile=${join(root, 'dockerd.pid')}`,
     `--config-file=${config}`,

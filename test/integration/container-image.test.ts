@@ -8,8 +8,11 @@
  * images, the token and snapshots' files survive (docs/CONTAINER.md, "What survives a restart").
  *
  * As documented: the listener on the container's 0.0.0.0:7777, published on the host's 127.0.0.1:<free
- * port> (through the private dockerd's own bridge: test/helpers/dockerd.ts). Everything is removed at the end: container, image, dockerd and its data root, the state dir,
- * and what the container's daemon left on the host (cgroups, the btrfs loop device).
+ * port> (through the private dockerd's own bridge: test/helpers/dockerd.ts). Removed at the end: the
+ * container, dockerd, the state dir, and what the container's daemon left on the host (cgroups, the btrfs
+ * loop device). The dockerd's data root is kept in /var/cache/forkbox/test-dockerd for the next run on
+ * this machine (its build cache: a rebuild with unchanged dependencies skips npm ci and apt-get), up to
+ * CACHE_MAX_BYTES.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -20,7 +23,13 @@ import { after, before, describe, it } from 'node:test';
 import { mountsUnder } from '../../src/util/mountinfo.ts';
 import { detachStateLoops, removeStateCgroups, stateLoops } from '../helpers/container-leftovers.ts';
 import { ROOT } from '../helpers/daemon.ts';
-import { dockerdMissing, type PrivateDockerd, runCmd, startDockerd } from '../helpers/dockerd.ts';
+import {
+  dockerdMissing,
+  type PrivateDockerd,
+  runCmd,
+  startDockerd,
+  takeCachedDataRoot,
+} from '../helpers/dockerd.ts';
 import { defaultImage, nativeUnavailable } from '../helpers/native.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
@@ -67,6 +76,19 @@ function explicitAccess(lacking: readonly string[]): string[] {
   ];
 }
 
+/** Bytes the cached data root may grow to before everything in it is dropped (boundCache). */
+const CACHE_MAX_BYTES = 8 * 1024 ** 3;
+
+/**
+ * The cached data root keeps the untagged images of earlier builds: the legacy builder's cache, the build
+ * stage's included (pruning dangling images would drop it). Past CACHE_MAX_BYTES it is emptied instead.
+ */
+async function boundCache(d: PrivateDockerd, dataRoot: string): Promise<void> {
+  const bytes = Number.parseInt((await runCmd('du', ['-sb', dataRoot])).stdout, 10);
+  if (bytes > CACHE_MAX_BYTES)
+    await d.docker(['system', 'prune', '-af'], { allowFail: true, timeoutMs: 10 * MIN });
+}
+
 async function freePort(): Promise<number> {
   const srv = createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
@@ -77,7 +99,9 @@ async function freePort(): Promise<number> {
 }
 
 describe('forkbox as a container image (private dockerd)', { skip }, () => {
-  const tag = `forkbox-test:${randomBytes(4).toString('hex')}`;
+  // With the cached data root the tag is fixed: this run's build replaces the last run's image.
+  let cache: ReturnType<typeof takeCachedDataRoot>;
+  let tag = `forkbox-test:${randomBytes(4).toString('hex')}`;
   const name = `forkbox-test-${randomBytes(4).toString('hex')}`;
   let scratch = '';
   let stateDir = '';
@@ -145,16 +169,20 @@ describe('forkbox as a container image (private dockerd)', { skip }, () => {
     scratch = mkdtempSync('/var/tmp/forkbox-container-');
     stateDir = join(scratch, 'state');
     seedDefaultImage();
-    d = await startDockerd(join(scratch, 'dockerd'));
+    cache = takeCachedDataRoot();
+    if (cache) tag = 'forkbox-test:cached';
+    d = await startDockerd(join(scratch, 'dockerd'), cache ? { dataRoot: cache.path } : {});
     base = `http://127.0.0.1:${await freePort()}`;
   });
 
   after(async () => {
     if (d) {
       await d.docker(['rm', '-f', name], { allowFail: true });
-      await d.docker(['rmi', '-f', tag], { allowFail: true });
+      if (cache) await boundCache(d, cache.path);
+      else await d.docker(['rmi', '-f', tag], { allowFail: true });
       await d.stop();
     }
+    cache?.release();
     await detachStateLoops(stateDir);
     const left = stateDir ? removeStateCgroups(stateDir) : [];
     // dockerd leaves its default network namespace bind-mounted under its exec root.

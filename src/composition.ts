@@ -14,7 +14,7 @@ import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore } from './images/index.ts';
 import { createEgressProxies } from './network/egress-proxies.ts';
 import { createResolver, parseHostsMap } from './network/egress-resolve.ts';
-import { installOpenFilter, removeOpenFilter } from './network/open-filter.ts';
+import { installOpenFilter, openFilterTable, removeOpenFilter } from './network/open-filter.ts';
 import { createOpenNats, type OpenNats } from './network/open-nat.ts';
 import type { AuditLog } from './protocol/audit.ts';
 import { agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
@@ -255,17 +255,18 @@ function startHousekeeping(
 
 /**
  * The cap with what `open` lacks on this daemon. Only a daemon capped at `open` touches the host filter:
- * it installs (replaces) the forkbox nftables table for the sandboxes' uid range and verifies it
+ * it installs (replaces) its nftables table for the sandboxes' uid range and verifies it
  * (network/open-filter.ts); only then may the runtime start user-mode NATs (network/open-nat.ts).
  */
 async function openNetworkCap(
   cap: NetworkCap | undefined,
+  table: string,
   range: { hostStart: number; size: number },
   nat: OpenNats | undefined,
   log: Logger,
 ): Promise<NetworkCap | undefined> {
   if (cap?.max !== 'open' || !nat) return cap;
-  const state = await installOpenFilter({ range });
+  const state = await installOpenFilter({ table, range });
   if (!state.ok) {
     log.warn({ missing: state.missing }, 'open network refused: the host filter is not in place');
     nat.setMissing(state.missing);
@@ -300,7 +301,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
   let inboxFs: InboxFs | null = null;
   try {
     const uidRange = { hostStart: 100000, size: 65536 };
-    const paths = nativePaths(stateDir, stateIdOf(stateDir));
+    const stateId = stateIdOf(stateDir);
+    const paths = nativePaths(stateDir, stateId);
     for (const d of ['templates', 'sandboxes', 'inbox', 'agent']) {
       mkdirSync(join(stateDir, d), { recursive: true, mode: 0o711 });
       chmodSync(join(stateDir, d), 0o711);
@@ -408,7 +410,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
       max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
     });
-    const networkCap = await openNetworkCap(opts.networkCap, uidRange, nat, log);
+    const filterTable = openFilterTable(stateId);
+    const networkCap = await openNetworkCap(opts.networkCap, filterTable, uidRange, nat, log);
     const engine = createEngine({
       disk,
       agentRuntimeImage: RUNTIME_IMAGE,
@@ -459,7 +462,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
         inboxFs?.close({ inUse: closeOpts?.killSandboxes !== true });
         store.close();
         // Only a daemon capped at open installed the table (openNetworkCap); a clean stop takes it away.
-        if (networkCap?.max === 'open') await removeOpenFilter();
+        if (networkCap?.max === 'open') await removeOpenFilter(filterTable);
         closeSync(lockFd);
       },
     };

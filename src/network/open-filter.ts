@@ -1,5 +1,7 @@
 /**
- * The host filter of the `open` network policy: one nftables table (`inet forkbox`) whose `output` chain
+ * The host filter of the `open` network policy: one nftables table per daemon (`inet forkbox_<state id>`:
+ * a daemon replaces and removes only its own, so a second daemon's stop never lifts another's filter;
+ * tables compose, a packet any of them drops is dropped) whose `output` chain
  * judges every packet sent by a socket owned by a host uid of the sandboxes' range (`meta skuid`; this host
  * has cgroups v1, so no cgroupv2 socket match). In the host's network namespace only the user-mode NATs
  * (network/open-nat.ts, running as the sandboxes' root uid) own such sockets: every sandbox process lives
@@ -9,7 +11,7 @@
  * /etc/resolv.conf (which may themselves be private). Sandbox root controls only its own namespace, which
  * the NAT turns into host sockets of that range: it cannot change these rules.
  *
- * Installed at daemon start (an atomic replace of the one table: a restart never stacks two), verified
+ * Installed at daemon start (an atomic replace of its table: a restart never stacks two), verified
  * (listed back, then a probe run as the range's first uid must fail to reach a host loopback listener), removed on a
  * clean stop. When any of that fails, `open` creates are refused naming what is missing.
  */
@@ -17,7 +19,11 @@ import { readFileSync } from 'node:fs';
 import { createServer, isIP } from 'node:net';
 import { run, which } from '../util/subprocess.ts';
 
-export const OPEN_FILTER_TABLE = 'forkbox';
+/** The table of the daemon of state dir `stateId` (state-id.ts: 12 hex digits). */
+export function openFilterTable(stateId: string): string {
+  if (!/^[0-9a-f]{1,32}$/.test(stateId)) throw new Error(`not a state id: ${stateId}`);
+  return `forkbox_${stateId}`;
+}
 /** Refused for the sandboxes' uid range (IPv4): every range that is not the public internet. */
 export const REFUSED_V4 = [
   '0.0.0.0/8',
@@ -45,8 +51,8 @@ export function resolversOf(text: string): string[] {
   return out;
 }
 
-/** The nft script that replaces the forkbox table in one transaction (declare, delete, define). */
-export function openFilterScript(range: UidRange, resolvers: readonly string[]): string {
+/** The nft script that replaces `table` in one transaction (declare, delete, define). */
+export function openFilterScript(table: string, range: UidRange, resolvers: readonly string[]): string {
   const v4 = resolvers.filter((a) => isIP(a) === 4);
   const v6 = resolvers.filter((a) => isIP(a) === 6);
   const dns = (fam: 'ip' | 'ip6', list: string[]) =>
@@ -54,9 +60,9 @@ export function openFilterScript(range: UidRange, resolvers: readonly string[]):
       ? []
       : [`    meta l4proto { tcp, udp } th dport 53 ${fam} daddr { ${list.join(', ')} } accept`];
   return [
-    `table inet ${OPEN_FILTER_TABLE}`,
-    `delete table inet ${OPEN_FILTER_TABLE}`,
-    `table inet ${OPEN_FILTER_TABLE} {`,
+    `table inet ${table}`,
+    `delete table inet ${table}`,
+    `table inet ${table} {`,
     '  chain nat-egress {',
     '    type filter hook output priority 0; policy accept;',
     `    meta skuid != ${skuidRange(range)} accept`,
@@ -114,8 +120,9 @@ async function loopbackReachableAs(uid: number): Promise<boolean> {
   }
 }
 
-/** Install (or replace) the forkbox table for `range` and verify it. Never throws: says what is missing. */
+/** Install (or replace) `table` for `range` and verify it. Never throws: says what is missing. */
 export async function installOpenFilter(opts: {
+  table: string;
   range: UidRange;
   resolvConf?: string;
 }): Promise<OpenFilterState> {
@@ -140,13 +147,13 @@ export async function installOpenFilter(opts: {
   ] as const)
     if (!which(tool)) return { ok: false, missing: `'${tool}' is not installed (apt-get install ${pkg})` };
   const resolvers = resolversOf(opts.resolvConf ?? read('/etc/resolv.conf'));
-  const r = await run('nft', ['-f', '-'], { input: openFilterScript(opts.range, resolvers) });
+  const r = await run('nft', ['-f', '-'], { input: openFilterScript(opts.table, opts.range, resolvers) });
   if (r.code !== 0)
     return {
       ok: false,
       missing: `the nftables host filter could not be installed: ${r.stderr.trim().slice(0, 300)}`,
     };
-  const listed = await run('nft', ['list', 'table', 'inet', OPEN_FILTER_TABLE]);
+  const listed = await run('nft', ['list', 'table', 'inet', opts.table]);
   if (
     listed.code !== 0 ||
     !listed.stdout.toString().includes(`meta skuid != ${skuidRange(opts.range)} accept`)
@@ -164,7 +171,7 @@ export async function installOpenFilter(opts: {
   return { ok: true };
 }
 
-/** Remove the forkbox table (a clean stop); absent is fine. */
-export async function removeOpenFilter(): Promise<void> {
-  await run('nft', ['delete', 'table', 'inet', OPEN_FILTER_TABLE]).catch(() => undefined);
+/** Remove `table` (a clean stop); absent is fine. */
+export async function removeOpenFilter(table: string): Promise<void> {
+  await run('nft', ['delete', 'table', 'inet', table]).catch(() => undefined);
 }

@@ -1,8 +1,9 @@
 /**
  * The `open` policy's host filter on a real daemon (engine on the native runtime, capped at `open`): at
- * start it installs the one forkbox nftables table for the sandboxes' host uid range (where their
- * user-mode NATs run), whose uids then reach neither host loopback nor the host's own uplink address while
- * other uids still do; a clean stop takes the table away. Only host addresses are connected to (listeners
+ * start it installs its own nftables table (`forkbox_<state id>`) for the sandboxes' host uid range (where
+ * their user-mode NATs run), whose uids then reach neither host loopback nor the host's own uplink address
+ * while other uids still do; a clean stop takes that table away, and only that one: a second daemon's stop
+ * leaves the first one's filter in place. Only host addresses are connected to (listeners
  * this test opens).
  */
 import assert from 'node:assert/strict';
@@ -10,6 +11,8 @@ import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { after, before, describe, it } from 'node:test';
+import { openFilterTable } from '../../src/network/open-filter.ts';
+import { stateIdOf } from '../../src/runtimes/native/host/state-id.ts';
 import { parseNetworkCap } from '../../src/service/network-cap.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
@@ -18,9 +21,10 @@ const skip = nativeUnavailable();
 const FIRST = 100000;
 const LAST = 165535;
 
-function table(): string {
+/** The listing of the open filter table of the daemon on `stateDir`, or '' when there is none. */
+function table(stateDir: string): string {
   try {
-    return execFileSync('nft', ['list', 'table', 'inet', 'forkbox'], {
+    return execFileSync('nft', ['list', 'table', 'inet', openFilterTable(stateIdOf(stateDir))], {
       stdio: ['ignore', 'pipe', 'ignore'],
     }).toString();
   } catch {
@@ -47,6 +51,7 @@ function connectAs(uid: number, addr: string, port: number): string {
 
 describe('network open: the host filter', { skip: skip ?? false }, () => {
   let fx: NativeFixture | undefined;
+  let stateDir = '';
   let server: Server;
   let port = 0;
   const uplink = Object.values(networkInterfaces())
@@ -58,6 +63,7 @@ describe('network open: the host filter', { skip: skip ?? false }, () => {
     const a = server.address();
     port = typeof a === 'object' && a ? a.port : 0;
     fx = await openNative({ networkCap: parseNetworkCap('open', undefined) });
+    stateDir = fx.stateDir;
   });
   after(async () => {
     await fx?.close();
@@ -65,7 +71,7 @@ describe('network open: the host filter', { skip: skip ?? false }, () => {
   });
 
   it("installs one table keyed to the sandboxes' uid range, which reaches neither loopback nor the uplink", () => {
-    assert.match(table(), new RegExp(`meta skuid != ${FIRST}-${LAST} accept`));
+    assert.match(table(stateDir), new RegExp(`meta skuid != ${FIRST}-${LAST} accept`));
     for (const uid of [FIRST, LAST]) assert.equal(connectAs(uid, '127.0.0.1', port), 'refused', `uid ${uid}`);
     assert.equal(connectAs(65534, '127.0.0.1', port), 'reached', 'other uids are not judged');
     assert.equal(
@@ -78,9 +84,18 @@ describe('network open: the host filter', { skip: skip ?? false }, () => {
     assert.equal(connectAs(65534, uplink, port), 'reached');
   });
 
+  it("a second open daemon's clean stop removes its own table only", async () => {
+    const second = await openNative({ networkCap: parseNetworkCap('open', undefined) });
+    assert.match(table(second.stateDir), new RegExp(`meta skuid != ${FIRST}-${LAST} accept`));
+    await second.close();
+    assert.equal(table(second.stateDir), '');
+    assert.match(table(stateDir), new RegExp(`meta skuid != ${FIRST}-${LAST} accept`));
+    assert.equal(connectAs(FIRST, '127.0.0.1', port), 'refused', 'the first daemon is still filtered');
+  });
+
   it('a clean stop removes the table', async () => {
     await fx?.close();
     fx = undefined;
-    assert.equal(table(), '');
+    assert.equal(table(stateDir), '');
   });
 });

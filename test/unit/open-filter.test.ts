@@ -1,5 +1,5 @@
 /**
- * The `open` policy's host filter as text and as checks: the nftables script (one table, replaced
+ * The `open` policy's host filter as text and as checks: the nftables script (one table per daemon, replaced
  * atomically, keyed to the sandboxes' host uid range, which only their user-mode NATs use in the host's
  * network namespace), the resolvers DNS may go to, and a range refused when it could hold host users — the
  * path where `open` creates are then refused.
@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import {
   installOpenFilter,
   openFilterScript,
+  openFilterTable,
   REFUSED_V4,
   resolversOf,
 } from '../../src/network/open-filter.ts';
@@ -16,14 +17,17 @@ import {
 const RANGE = { hostStart: 100000, size: 65536 };
 
 describe('open network host filter', () => {
-  it("replaces one forkbox table, judging only the sandboxes' uid range, DNS to the resolvers only", () => {
-    const s = openFilterScript(RANGE, ['10.255.255.53', 'fd00::53']);
+  it("replaces the daemon's own table, judging only the sandboxes' uid range, DNS to the resolvers only", () => {
+    const table = openFilterTable('0123456789ab');
+    assert.equal(table, 'forkbox_0123456789ab');
+    assert.throws(() => openFilterTable('x; flush ruleset'), /not a state id/);
+    const s = openFilterScript(table, RANGE, ['10.255.255.53', 'fd00::53']);
     const lines = s.split('\n');
     // declare + delete + define: nft applies the file as one transaction, so a restart replaces it.
     assert.deepEqual(lines.slice(0, 3), [
-      'table inet forkbox',
-      'delete table inet forkbox',
-      'table inet forkbox {',
+      'table inet forkbox_0123456789ab',
+      'delete table inet forkbox_0123456789ab',
+      'table inet forkbox_0123456789ab {',
     ]);
     const rules = lines.map((l) => l.trim());
     const at = (prefix: string) => rules.findIndex((l) => l.startsWith(prefix));
@@ -52,7 +56,7 @@ describe('open network host filter', () => {
       { hostStart: 0, size: 65536 },
       { hostStart: 100000, size: 0 },
     ]) {
-      const state = await installOpenFilter({ range });
+      const state = await installOpenFilter({ table: 'forkbox_0123456789ab', range });
       assert.equal(state.ok, false);
       assert.match(state.ok ? '' : state.missing, /not a subordinate range above 65535/);
     }

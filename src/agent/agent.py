@@ -21,7 +21,7 @@ import fileops  # noqa: E402
 import sysc  # noqa: E402
 from capture import valid_output_id  # noqa: E402
 from channel import AGENT_LOG, Channel, Loop, log  # noqa: E402
-from execs import Exec, OpError  # noqa: E402
+from execs import Exec, OpError, check_size  # noqa: E402
 from outstream import SPOOL_DIR  # noqa: E402
 from spawner import Spawner  # noqa: E402
 from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header, recv_frame, send_frame  # noqa: E402
@@ -451,6 +451,9 @@ class Agent:
             self.send_res(conn, rid, self._exec_results(a))
         elif op == "exec.stdin":
             self._find_exec(conn, a).write_stdin(rid, body, a.get("eof"))
+        elif op == "exec.resize":
+            self._find_exec(conn, a).resize(check_size(a))
+            self.send_res(conn, rid, {})
         elif op == "exec.signal":
             sig = a.get("signal")
             if not isinstance(sig, int) or isinstance(sig, bool) or not 1 <= sig <= 64:

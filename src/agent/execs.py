@@ -4,9 +4,12 @@ timeout or cancel. Exit statuses come from the spawner (which reaps its children
 agent's own waitpid loop. Standard library only, Python >= 3.8.
 """
 
+import fcntl
 import os
 import selectors
 import signal
+import struct
+import termios
 import time
 
 from outstream import DEFAULT_RATE, STREAMS, OutStream, valid_output_id
@@ -80,6 +83,11 @@ def check_args(a):
     tree = a.get("tree")
     if tree is not None and (not isinstance(tree, str) or not 0 < len(tree) <= 128):
         raise OpError("bad_request", "exec tree must be a string of 1 to 128 characters")
+    tty = a.get("tty")
+    if tty is not None:
+        if not isinstance(tty, dict):
+            raise OpError("bad_request", "exec tty must be an object with rows and cols")
+        tty = check_size(tty)
     return {
         "argv": argv,
         "cwd": os.path.join("/", cwd),  # relative to /, like every path of the protocol
@@ -93,7 +101,24 @@ def check_args(a):
         "rate": _int(a, "rate", DEFAULT_RATE, 1, 1 << 30),
         "tag": tag,
         "tree": tree,
+        "tty": tty,
     }
+
+
+MAX_TTY_SIDE = 1000
+
+
+def check_size(a):
+    """A terminal size: rows and cols, 1 to MAX_TTY_SIDE each."""
+    rows, cols = a.get("rows"), a.get("cols")
+    for v in (rows, cols):
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_TTY_SIDE:
+            raise OpError("bad_request", "a terminal's rows and cols must be integers from 1 to %d" % MAX_TTY_SIDE)
+    return (rows, cols)
+
+
+def set_size(fd, size):
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
 
 
 class Exec:
@@ -123,9 +148,29 @@ class Exec:
         self.streams = {s: OutStream(s, c["budget"], c["spool"], c["output_id"], c["mode"], c["rate"],
                                      agent.spool_files, agent.spool_dir) for s in STREAMS}
         self.pid = None
+        self.tty = False
+        spec = {"argv": c["argv"], "env": env, "cwd": c["cwd"]}
+        if EXEC_USER:
+            spec["user"] = EXEC_USER
+        if c["tty"] is not None:
+            child, mine = self._open_tty(c["tty"], spec)
+        else:
+            child, mine = self._open_pipes(c["stdin"])
+        try:
+            agent.spawner.spawn(spec, child, self._on_spawned)
+        except OSError as e:
+            for fd in mine + child + ((self.stdin_fd,) if self.stdin_fd is not None else ()):
+                os.close(fd)
+            raise OpError("busy", "cannot start the process that starts commands (%s): the sandbox may be at "
+                          "its process limit; end some of its processes and retry" % e.strerror)
+        if c["timeout_ms"]:
+            self.timers.append(agent.add_timer(c["timeout_ms"] / 1000.0, self._on_timeout))
+
+    def _open_pipes(self, stdin):
+        """Pipes for stdin (or /dev/null), stdout and stderr: (the command's ends, our read ends)."""
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        if c["stdin"]:
+        if stdin:
             in_r, self.stdin_fd = os.pipe2(os.O_CLOEXEC)
             os.set_blocking(self.stdin_fd, False)
         else:
@@ -133,18 +178,30 @@ class Exec:
         for fd in (out_r, err_r):
             os.set_blocking(fd, False)
         self.open_fds = {out_r: "stdout", err_r: "stderr"}  # read fd -> stream, read once started
-        spec = {"argv": c["argv"], "env": env, "cwd": c["cwd"]}
-        if EXEC_USER:
-            spec["user"] = EXEC_USER
+        return (in_r, out_w, err_w), (out_r, err_r)
+
+    def _open_tty(self, size, spec):
+        """A pseudo-terminal: the command's stdin, stdout and stderr are its side (the spawner opens it by
+        name after setsid, so it is the command's controlling terminal); what it prints comes back as
+        stdout, stdin writes are keystrokes, and resize() sets its size."""
+        master, slave = os.openpty()  # both close-on-exec
         try:
-            agent.spawner.spawn(spec, (in_r, out_w, err_w), self._on_spawned)
-        except OSError as e:
-            for fd in (out_r, err_r, in_r, out_w, err_w) + ((self.stdin_fd,) if self.stdin_fd is not None else ()):
-                os.close(fd)
-            raise OpError("busy", "cannot start the process that starts commands (%s): the sandbox may be at "
-                          "its process limit; end some of its processes and retry" % e.strerror)
-        if c["timeout_ms"]:
-            self.timers.append(agent.add_timer(c["timeout_ms"] / 1000.0, self._on_timeout))
+            set_size(master, size)
+            spec["tty"] = os.ttyname(slave)
+            os.set_blocking(master, False)
+            self.stdin_fd = os.dup(master)
+        except OSError:
+            os.close(master)
+            os.close(slave)
+            raise
+        self.tty = True
+        self.open_fds = {master: "stdout"}
+        return (slave, os.dup(slave), os.dup(slave)), (master,)
+
+    def resize(self, size):
+        if not self.tty or self.stdin_fd is None or self.done:
+            raise OpError("not_found", "exec %s has no terminal (not started with tty, or ended)" % self.id)
+        set_size(self.stdin_fd, size)
 
     def _next_seq(self):
         s = self.seq

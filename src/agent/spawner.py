@@ -370,6 +370,11 @@ def _spawn(spec, stdin, stdout, stderr):
     try:
         path = resolve(argv[0], env.get("PATH", os.defpath))
         actions = [(os.POSIX_SPAWN_DUP2, stdin, 0), (os.POSIX_SPAWN_DUP2, stdout, 1), (os.POSIX_SPAWN_DUP2, stderr, 2)]
+        if spec.get("tty"):
+            # Opened by name after setsid (posix_spawn's order), the terminal becomes the command's
+            # controlling terminal: job control, ^C as SIGINT to its foreground group.
+            actions = [(os.POSIX_SPAWN_OPEN, 0, spec["tty"], os.O_RDWR, 0), (os.POSIX_SPAWN_DUP2, 0, 1),
+                       (os.POSIX_SPAWN_DUP2, 0, 2)]
         try:
             if spec.get("user"):  # a pulled image's User (runas.py): posix_spawn cannot change the user
                 return runas.spawn_as(path, argv, env, (stdin, stdout, stderr), spec["user"], SIGDEF)

@@ -58,6 +58,9 @@ export const LIMITS = {
   mcpPollWaitMs: bound('wait_ms', 0, 25_000),
   /** A poll returns chunks after this sequence number (-1: from the start). */
   afterSeq: bound('after_seq', -1, Number.MAX_SAFE_INTEGER),
+  /** A terminal's size (an exec with a tty), in character cells. */
+  ttyRows: bound('rows', 1, 1000),
+  ttyCols: bound('cols', 1, 1000),
   /** A port inside a sandbox to publish. */
   port: bound('port', 1, 65_535),
   /** The host port asked for (none: the daemon picks a free one); never a privileged one. */

@@ -9,7 +9,15 @@ import { checkRunBounds } from './validate.ts';
 
 type ExecApi = Pick<
   ForkboxApi,
-  'exec' | 'startExec' | 'pollExec' | 'writeExecStdin' | 'cancelExec' | 'listExecs' | 'runCode' | 'resetCode'
+  | 'exec'
+  | 'startExec'
+  | 'pollExec'
+  | 'writeExecStdin'
+  | 'resizeExec'
+  | 'cancelExec'
+  | 'listExecs'
+  | 'runCode'
+  | 'resetCode'
 >;
 
 /** A bash snippet runs as a fresh process; its outcome in the shape of a REPL result. */
@@ -62,6 +70,7 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
       execs.poll(find(idOrName), execId, opts?.afterSeq ?? -1, opts?.waitMs ?? 0),
     writeExecStdin: async (idOrName, execId, data, eof) =>
       execs.writeStdin(running(idOrName), execId, data, eof ?? false),
+    resizeExec: async (idOrName, execId, size) => execs.resize(running(idOrName), execId, size),
     cancelExec: async (idOrName, execId) => execs.cancel(find(idOrName), execId),
     listExecs: async (idOrName) => execs.list(find(idOrName)),
 

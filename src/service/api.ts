@@ -193,6 +193,12 @@ export interface ForkResult {
   children: ForkChildResult[];
 }
 
+/** A terminal's size in character cells. */
+export interface TtySize {
+  rows: number;
+  cols: number;
+}
+
 export interface ExecRequest {
   /** argv form; exactly one of argv / cmd. */
   argv?: string[];
@@ -212,6 +218,11 @@ export interface ExecRequest {
   /** Bytes of each stream kept in the spool file inside the sandbox (default: the daemon's, 256 MiB, at most a sixteenth of the sandbox's disk limit). */
   spoolBytes?: number;
   idempotencyKey?: string;
+  /**
+   * Run under a pseudo-terminal of this size (its controlling terminal): output comes as stdout (the
+   * terminal's, with its escape sequences), stdin writes are keystrokes, resizeExec changes the size.
+   */
+  tty?: TtySize;
 }
 
 /** Options of calls that run work in a sandbox. */
@@ -409,6 +420,8 @@ export interface ForkboxApi {
     opts?: { afterSeq?: number; waitMs?: number },
   ): Promise<ExecPollResult>;
   writeExecStdin(idOrName: string, execId: string, data: Buffer, eof?: boolean): Promise<void>;
+  /** The terminal size of a running exec started with `tty`. */
+  resizeExec(idOrName: string, execId: string, size: TtySize): Promise<void>;
   cancelExec(idOrName: string, execId: string): Promise<ExecRecord>;
   listExecs(idOrName: string): Promise<ExecRecord[]>;
 

@@ -8,14 +8,14 @@ import { EventEmitter } from 'node:events';
 import { ForkboxError } from '../domain/errors.ts';
 import { LIMITS } from '../domain/limits.ts';
 import type { ExecRecord, SandboxRecord } from '../domain/types.ts';
-import type { ExecOutcome, ExecPollResult, ExecRequest, RunOptions } from './api.ts';
+import type { ExecOutcome, ExecPollResult, ExecRequest, RunOptions, TtySize } from './api.ts';
 import { createExecLaunch, type ExecSettings } from './exec-launch.ts';
 import { outcome, storedOutcome } from './exec-outcome.ts';
 import { createExecOutputBuffer } from './exec-output-buffer.ts';
 import { createExecPoller, POLL_PAGE_BYTES } from './exec-poll.ts';
 import { recoverExecs } from './exec-recovery.ts';
 import type { Runtime, Store } from './ports.ts';
-import { checkBound, DEFAULT_OUTPUT_BYTES, DEFAULT_SPOOL_BYTES } from './validate.ts';
+import { checkBound, checkTty, DEFAULT_OUTPUT_BYTES, DEFAULT_SPOOL_BYTES } from './validate.ts';
 
 /**
  * The longest a poll waits for news: well under the 60 s request timeout of common MCP clients. A
@@ -163,6 +163,13 @@ export function createExecManager(deps: ExecManagerDeps) {
           exec: execId,
         });
       await h.writeStdin(data, eof);
+    },
+
+    async resize(rec: SandboxRecord, execId: string, size: TtySize): Promise<void> {
+      mine(rec, execId);
+      const h = running.get(execId);
+      if (!h) throw new ForkboxError('conflict', `exec '${execId}' has ended.`, { exec: execId });
+      await h.resize(checkTty(size));
     },
 
     /** Cancel a running exec (its whole process tree), or end what an ended one left running. */

@@ -279,6 +279,8 @@ export interface ExecSpec {
    * faster, the newest bytes are (chunk offsets show the gaps; the spool file has everything).
    */
   mode?: 'head' | 'latest';
+  /** Under a pseudo-terminal of this size (stdin is then the terminal's input). */
+  tty?: { rows: number; cols: number };
 }
 
 export interface ExecEvents {
@@ -313,6 +315,8 @@ export interface ExecHandle {
   readonly result: Promise<ExecResult>;
   writeStdin(data: Buffer, eof?: boolean): Promise<void>;
   signal(sig: number): Promise<void>;
+  /** Set the terminal size of an exec started with `tty`. */
+  resize(size: { rows: number; cols: number }): Promise<void>;
   /** End the exec's whole process tree; its result then says cancelled. */
   cancel(): void;
 }

@@ -13,7 +13,7 @@ import {
   withinBound,
 } from '../domain/limits.ts';
 import { DEFAULT_LIMITS, type Limits } from '../domain/types.ts';
-import type { CodeRunRequest, CreateSandboxRequest, ExecRequest } from './api.ts';
+import type { CodeRunRequest, CreateSandboxRequest, ExecRequest, TtySize } from './api.ts';
 import { type DiskPolicy, diskLimitsFrom } from './disk-limits.ts';
 
 export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
@@ -117,6 +117,13 @@ export function checkRunBounds(req: Pick<CodeRunRequest, 'timeoutSeconds' | 'max
   optional(LIMITS.maxOutputBytes, req.maxOutputBytes);
 }
 
+/** A terminal size within its bounds. */
+export function checkTty(size: TtySize): TtySize {
+  checkBound(LIMITS.ttyRows, size.rows);
+  checkBound(LIMITS.ttyCols, size.cols);
+  return size;
+}
+
 export function checkExec(req: Omit<ExecRequest, 'stdin'>): { argv?: string[]; cmd?: string } {
   const hasArgv = req.argv !== undefined && req.argv.length > 0;
   const hasCmd = typeof req.cmd === 'string' && req.cmd.length > 0;
@@ -124,6 +131,7 @@ export function checkExec(req: Omit<ExecRequest, 'stdin'>): { argv?: string[]; c
     throw errors.invalid('give exactly one of argv (a list of strings) or cmd (a shell command string).');
   checkRunBounds(req);
   optional(LIMITS.spoolBytes, req.spoolBytes);
+  if (req.tty !== undefined) checkTty(req.tty);
   if (hasArgv) {
     const argv = req.argv as string[];
     if (argv.length > SIZES.argvEntries || argv.some((a) => a.length > SIZES.argChars))

@@ -99,7 +99,15 @@ function outputLines(onOutput: (c: ExecOutputChunk) => void) {
 export function execCalls(
   rq: Requester,
 ): Calls<
-  'exec' | 'startExec' | 'pollExec' | 'writeExecStdin' | 'cancelExec' | 'listExecs' | 'runCode' | 'resetCode'
+  | 'exec'
+  | 'startExec'
+  | 'pollExec'
+  | 'writeExecStdin'
+  | 'resizeExec'
+  | 'cancelExec'
+  | 'listExecs'
+  | 'runCode'
+  | 'resetCode'
 > {
   const { call, streamCall } = rq;
   const cancelExec = (id: string, execId: string): Promise<ExecRecord> =>
@@ -150,6 +158,9 @@ export function execCalls(
       }),
     async writeExecStdin(id, execId, data, eof) {
       await call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/stdin`), query: { eof }, raw: data });
+    },
+    async resizeExec(id, execId, size) {
+      await call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/resize`), json: size });
     },
     cancelExec,
     listExecs: (id) => call({ method: 'GET', path: sb(id, '/execs') }),

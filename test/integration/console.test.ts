@@ -1,12 +1,14 @@
 /**
  * The web console in a real browser: a listener over the real engine with a token file of two tenants,
  * headless Chromium (Debian's, through playwright-core) logging in, watching a sandbox made over REST
- * appear without a reload, a fork appear in the tree, a diff of the child's change, and the refusals:
- * another tenant's sandbox, a foreign Origin, the cookie used as an API credential. Screenshots of the
- * fork tree and the diff go to test-output/console/ (or $FORKBOX_TEST_OUTPUT/console/).
+ * appear without a reload, a fork appear in the tree, a diff of the child's change, the REPL keeping
+ * Python state, the TTL form, the file browser (upload, view, download; a sandbox's HTML never served as
+ * a page), and the refusals: another tenant's sandbox, a foreign Origin, the cookie used as an API
+ * credential. Screenshots of the fork tree, the diff and the file browser go to test-output/console/ (or
+ * $FORKBOX_TEST_OUTPUT/console/).
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -146,6 +148,104 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
     await page.waitForSelector('.notice');
     assert.match((await page.textContent('.notice')) ?? '', /killed/);
     assert.notEqual((await rest('GET', `/v1/sandboxes/${child}`, TOKEN_A)).state, 'running');
+  });
+
+  it('the REPL runs Python in the live interpreter, output escaped; the TTL form sets when it ends', async () => {
+    await page.goto(`${base}/console/sandboxes/${parent}`);
+    const run = async (code: string) => {
+      await page.fill('form[action$="/repl"] textarea', code);
+      await page.click('form[action$="/repl"] button');
+      await page.waitForSelector('#repl-result');
+    };
+    await run('x = 6 * 7\nprint("side <b>effect</b>")');
+    assert.equal((await page.textContent('#repl-result pre.stdout'))?.trim(), 'side <b>effect</b>');
+    assert.equal(await page.$$eval('#repl-result b', (bs) => bs.length), 0, 'output is text, not markup');
+    await run('x + 1');
+    assert.equal((await page.textContent('#repl-value'))?.trim(), '43');
+    await run('1 / 0');
+    assert.match((await page.textContent('#repl-error')) ?? '', /ZeroDivisionError/);
+    await page.fill('form[action$="/ttl"] input[name=minutes]', '90');
+    await page.click('form[action$="/ttl"] button');
+    await page.waitForSelector('.notice');
+    assert.match((await page.textContent('.notice')) ?? '', /ends in 90 minutes/);
+    const left =
+      Date.parse(String((await rest('GET', `/v1/sandboxes/${parent}`, TOKEN_A)).expiresAt)) - Date.now();
+    assert.ok(left > 88 * 60_000 && left <= 90 * 60_000, `${left} ms left`);
+  });
+
+  it('the file browser lists, shows, uploads and downloads; a sandbox’s HTML is never served as a page', async () => {
+    await sh(parent, `printf '<script>document.title="pwned"</script>' > /work/page.html`);
+    await page.goto(`${base}/console/sandboxes/${parent}`);
+    await page.click('#files-link');
+    await page.click('#files a:text-is("work/")');
+    await page.waitForSelector('#files a:text-is("note.txt")');
+    await page.setInputFiles('form[action$="/upload"] input[type=file]', {
+      name: 'hello.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.from('uploaded from the console\n'),
+    });
+    await page.click('form[action$="/upload"] button');
+    await page.waitForSelector('.notice');
+    assert.match((await page.textContent('.notice')) ?? '', /Uploaded hello\.txt/);
+    assert.match(JSON.stringify(await sh(parent, 'cat /work/hello.txt')), /uploaded from the console/);
+    await page.screenshot({ path: join(out, 'files.png'), fullPage: true });
+    await page.click('#files a:text-is("hello.txt")');
+    assert.equal(await page.textContent('#content'), 'uploaded from the console\n');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download')]);
+    assert.equal(download.suggestedFilename(), 'hello.txt');
+    assert.equal(readFileSync(await download.path(), 'utf8'), 'uploaded from the console\n');
+    // The sandbox's HTML: shown as text on its view page, downloaded as bytes, never run on our origin.
+    await page.goto(`${base}/console/sandboxes/${parent}/file?path=/work/page.html`);
+    assert.match((await page.textContent('#content')) ?? '', /<script>/);
+    assert.notEqual(await page.title(), 'pwned');
+    const cookie = `forkbox_console=${TOKEN_A}`;
+    const raw = await fetch(`${base}/console/sandboxes/${parent}/download?path=/work/page.html`, {
+      headers: { cookie },
+    });
+    assert.equal(raw.headers.get('content-type'), 'application/octet-stream');
+    assert.match(raw.headers.get('content-disposition') ?? '', /^attachment; filename="page\.html"$/);
+    assert.equal(raw.headers.get('x-content-type-options'), 'nosniff');
+  });
+
+  it('the terminal runs a shell in the sandbox: typed keys reach it, output shows, a resize reaches stty', async () => {
+    await page.goto(`${base}/console/sandboxes/${parent}`);
+    await page.click('#terminal-link');
+    await page.waitForSelector('#term-state:text-is("connected")', { timeout: 15_000 });
+    const screen = () =>
+      page.$$eval('#terminal .xterm-rows > div', (rows) => rows.map((r) => r.textContent ?? '').join('\n'));
+    const typed = async (line: string, re: RegExp) => {
+      await page.click('#terminal');
+      await page.keyboard.type(line);
+      await page.keyboard.press('Enter');
+      // The terminal's rows are divs, one line each (a function: the page's CSP refuses eval'd strings).
+      await page.waitForFunction(
+        (src) => {
+          type Rows = { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> };
+          const doc = (globalThis as unknown as { document: Rows }).document;
+          const rows = Array.from(
+            doc.querySelectorAll('#terminal .xterm-rows > div'),
+            (r) => r.textContent ?? '',
+          );
+          return new RegExp(src, 'm').test(rows.join('\n'));
+        },
+        re.source,
+        { timeout: 15_000 },
+      );
+      return screen();
+    };
+    await typed('echo "term""inal-ok $((6*7))"; cat /work/note.txt', /terminal-ok 42/);
+    await page.screenshot({ path: join(out, 'terminal.png'), fullPage: true });
+    const size = async () => {
+      const m = [...(await typed('clear; stty size', /^\d+ \d+/m)).matchAll(/(\d+) (\d+)/g)].at(-1);
+      return m ? `${m[1]} ${m[2]}` : '';
+    };
+    const before = await size();
+    await page.setViewportSize({ width: 700, height: 900 });
+    await page.waitForTimeout(500); // the page's resize is debounced
+    let after = before;
+    for (let i = 0; i < 5 && after === before; i++) after = await size();
+    assert.notEqual(after, before, `stty size stayed ${before}`);
+    await page.setViewportSize({ width: 1280, height: 720 });
   });
 
   it('another tenant’s sandbox is not found and never shown', async () => {

@@ -1,11 +1,18 @@
-/** The web console's pure parts: the session cookie, the fork forest, formatting, diff notes, escaping. */
+/**
+ * The web console's pure parts: the session cookie, the fork forest, formatting, diff notes, escaping,
+ * notices, the file browser's paths and names, and the body bounds.
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { clearedCookie, cookieValue, isHttps, sessionCookie } from '../../src/protocol/console/cookie.ts';
 import { fileDiffOf } from '../../src/protocol/console/diff-page.ts';
+import { downloadName, isText, parentOf, UPLOAD_BYTES } from '../../src/protocol/console/files-page.ts';
+import { sandboxPath, uploadName } from '../../src/protocol/console/files-routes.ts';
 import { bytes, duration, ttlLeft } from '../../src/protocol/console/format.ts';
 import { h } from '../../src/protocol/console/markup.ts';
 import { noticeQuery, noticeText } from '../../src/protocol/console/notice.ts';
+import { CONSOLE_BODY_LIMIT, consoleBodyLimit } from '../../src/protocol/console/routes.ts';
+import { loadTerminalAssets, TERMINAL_CSP } from '../../src/protocol/console/terminal-page.ts';
 import { buildForest } from '../../src/protocol/console/tree.ts';
 
 describe('console session cookie', () => {
@@ -88,10 +95,66 @@ describe('console notices', () => {
     assert.equal(read(noticeQuery({ done: 'forked', made: 2, of: 3 })), 'Forked 2 of 3.');
     assert.equal(read(noticeQuery({ done: 'snapshot', name: 'snap-1' })), 'Snapshot snap-1 taken.');
     assert.equal(read(noticeQuery({ done: 'killed' })), 'Sandbox killed.');
+    assert.equal(read(noticeQuery({ done: 'uploaded', name: 'data.csv' })), 'Uploaded data.csv.');
+    assert.equal(read(noticeQuery({ done: 'uploaded', name: 'a b <i>.txt' })), 'File uploaded.');
+    assert.equal(
+      read(noticeQuery({ done: 'ttl', minutes: 90 })),
+      'It now ends in 90 minutes unless extended.',
+    );
   });
   it('shows no text a crafted link supplies', () => {
     assert.equal(read('done=snapshot&name=Your+session+expired,+log+in+at+evil.example'), undefined);
     assert.equal(read('done=forked&made=1e9&of=1'), undefined);
     assert.equal(read('notice=anything'), undefined);
+    assert.equal(read('done=ttl&minutes=soon'), undefined);
+  });
+});
+
+describe('console file browser', () => {
+  it('takes absolute sandbox paths only', () => {
+    assert.equal(sandboxPath(undefined), '/');
+    assert.equal(sandboxPath('/work/a b'), '/work/a b');
+    for (const bad of ['work', '../etc', '/a\0b', `/${'x'.repeat(5000)}`])
+      assert.throws(() => sandboxPath(bad), /not an absolute path/);
+  });
+  it('writes an upload under its last name component, never a path the browser sent', () => {
+    assert.equal(uploadName('report.pdf'), 'report.pdf');
+    assert.equal(uploadName('C:\\Users\\me\\report.pdf'), 'report.pdf');
+    assert.equal(uploadName('../../etc/passwd'), 'passwd');
+    for (const bad of ['', '..', 'dir/', '.']) assert.throws(() => uploadName(bad), /cannot be a file name/);
+  });
+  it('names downloads in safe characters and walks up paths', () => {
+    assert.equal(downloadName('/work/out.csv'), 'out.csv');
+    assert.equal(downloadName('/work/a"b;c\r\n.txt'), 'a_b_c__.txt');
+    assert.equal(downloadName('/'), 'file');
+    assert.equal(parentOf('/a/b/c'), '/a/b');
+    assert.equal(parentOf('/a'), '/');
+    assert.equal(parentOf('/a/b/'), '/a');
+  });
+  it('tells text from binary, a multi-byte character cut at the end included', () => {
+    assert.equal(isText(Buffer.from('héllo\n')), true);
+    assert.equal(isText(Buffer.from('héllo').subarray(0, 2)), false);
+    assert.equal(isText(Buffer.concat([Buffer.from('abcd'), Buffer.from('é').subarray(0, 1)])), true);
+    assert.equal(isText(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00])), false);
+  });
+  it('bounds an upload by the file size it allows, every other console body by the form bound', () => {
+    assert.equal(consoleBodyLimit('/console/sandboxes/abc/upload'), UPLOAD_BYTES + 64 * 1024);
+    assert.equal(consoleBodyLimit('/console/sandboxes/abc/repl'), CONSOLE_BODY_LIMIT);
+    assert.equal(consoleBodyLimit('/console/sandboxes/a/b/upload'), CONSOLE_BODY_LIMIT);
+  });
+});
+
+describe('console terminal page', () => {
+  it("loosens only styles (xterm.js's <style> elements): scripts stay the daemon's own", () => {
+    assert.match(TERMINAL_CSP, /style-src 'self' 'unsafe-inline';/);
+    assert.match(TERMINAL_CSP, /script-src 'self';/);
+    assert.doesNotMatch(TERMINAL_CSP.replace("style-src 'self' 'unsafe-inline'", ''), /unsafe/);
+  });
+  it('serves xterm.js and its fit add-on from node_modules, without source-map links', () => {
+    const a = loadTerminalAssets();
+    assert.match(a.xtermJs, /Terminal/);
+    assert.match(a.fitJs, /FitAddon/);
+    assert.match(a.xtermCss, /\.xterm/);
+    assert.doesNotMatch(a.xtermJs + a.fitJs, /sourceMappingURL/);
   });
 });

@@ -20,6 +20,7 @@ import {
   extendBody,
   forkBody,
   pollQuery,
+  resizeBody,
 } from '../../src/protocol/rest/local-schemas.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { createTestEngine, type TestEngine } from '../helpers/test-engine.ts';
@@ -153,6 +154,19 @@ const SURFACES: Surface[] = [
     mcp: [],
     rest: [{ schema: execBody, field: 'spoolBytes', base: { argv: ['true'] } }],
     engine: [(api, c, v) => api.exec(c.sandbox, { argv: ['true'], spoolBytes: v })],
+  },
+  {
+    bound: LIMITS.ttyRows,
+    // Not an MCP argument: terminals are the console's and REST's.
+    mcp: [],
+    rest: [{ schema: resizeBody, field: 'rows', base: { cols: 80 } }],
+    engine: [(api, c, v) => api.startExec(c.sandbox, { argv: ['true'], tty: { rows: v, cols: 80 } })],
+  },
+  {
+    bound: LIMITS.ttyCols,
+    mcp: [],
+    rest: [{ schema: resizeBody, field: 'cols', base: { rows: 24 } }],
+    engine: [(api, c, v) => api.startExec(c.sandbox, { argv: ['true'], tty: { rows: 24, cols: v } })],
   },
   {
     bound: LIMITS.forkChildren,

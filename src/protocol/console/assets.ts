@@ -53,4 +53,8 @@ ul.tree,ul.tree ul{list-style:none;padding-left:1.2rem}ul.tree li{margin:.2rem 0
 .error{color:#b00020}.muted{color:#6b7280}pre.diff{background:#fff;border:1px solid #d5d9e0;padding:.5rem;overflow:auto}
 pre.diff .add{color:#1b5e20;background:#e8f5e9}pre.diff .del{color:#b71c1c;background:#ffebee}pre.diff .hunk{color:#1565c0}
 form.inline{display:inline-block;margin-right:1rem}section{margin-bottom:1.5rem}
+#repl-result pre,pre#content{background:#fff;border:1px solid #d5d9e0;padding:.5rem;overflow:auto;max-height:40rem}
+pre.stderr{color:#8a4b00}pre.value{font-weight:600}textarea{font:13px/1.4 ui-monospace,monospace;width:100%}
+.crumbs{font-family:ui-monospace,monospace}
+#terminal{height:28rem;background:#000;padding:.25rem}
 `;

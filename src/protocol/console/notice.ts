@@ -8,7 +8,9 @@ const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 export type Notice =
   | { done: 'forked'; made: number; of: number }
   | { done: 'snapshot'; name: string }
-  | { done: 'killed' };
+  | { done: 'killed' }
+  | { done: 'uploaded'; name: string }
+  | { done: 'ttl'; minutes: number };
 
 /** The query string (with `?`) for a notice. */
 export function noticeQuery(n: Notice): string {
@@ -17,11 +19,13 @@ export function noticeQuery(n: Notice): string {
     q.set('made', String(n.made));
     q.set('of', String(n.of));
   }
-  if (n.done === 'snapshot') q.set('name', n.name);
+  if (n.done === 'snapshot' || n.done === 'uploaded') q.set('name', n.name);
+  if (n.done === 'ttl') q.set('minutes', String(n.minutes));
   return `?${q}`;
 }
 
-const count = (v: string | undefined) => (v !== undefined && /^[0-9]{1,2}$/.test(v) ? Number(v) : undefined);
+const count = (v: string | undefined, digits = 2) =>
+  v !== undefined && new RegExp(`^[0-9]{1,${digits}}$`).test(v) ? Number(v) : undefined;
 
 /** The notice's text, or undefined when the query names none (or a malformed one). */
 export function noticeText(query: (name: string) => string | undefined): string | undefined {
@@ -37,6 +41,14 @@ export function noticeText(query: (name: string) => string | undefined): string 
     }
     case 'killed':
       return 'Sandbox killed.';
+    case 'uploaded': {
+      const name = query('name');
+      return name !== undefined && NAME_RE.test(name) ? `Uploaded ${name}.` : 'File uploaded.';
+    }
+    case 'ttl': {
+      const minutes = count(query('minutes'), 6);
+      return minutes === undefined ? undefined : `It now ends in ${minutes} minutes unless extended.`;
+    }
     default:
       return undefined;
   }

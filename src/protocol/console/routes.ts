@@ -15,9 +15,12 @@ import { cookieValue } from './cookie.ts';
 import { dashboardBody } from './dashboard.ts';
 import { loadDashboard } from './data.ts';
 import type { ConsoleStreams } from './events.ts';
+import { UPLOAD_BYTES } from './files-page.ts';
 import { type LoginDeps, mountLogin } from './login.ts';
 import { h, page } from './markup.ts';
 import { mountSandboxRoutes } from './sandbox-routes.ts';
+import { loadTerminalAssets, TERMINAL_JS } from './terminal-page.ts';
+import { mountTerminalRoutes } from './terminal-routes.ts';
 
 export interface ConsoleDeps extends LoginDeps {
   /** The caller the session cookie stands for, or undefined when not logged in. */
@@ -26,8 +29,13 @@ export interface ConsoleDeps extends LoginDeps {
   streams: ConsoleStreams;
 }
 
-/** Body bound of console POSTs (forms of a few fields). */
-export const CONSOLE_BODY_LIMIT = 16 * 1024;
+/** Body bound of console POSTs (forms of a few fields, the REPL's code). */
+export const CONSOLE_BODY_LIMIT = 128 * 1024;
+
+/** The body bound of a console path: an upload's is the file's bound plus the form's own bytes. */
+export function consoleBodyLimit(path: string): number {
+  return /^\/console\/sandboxes\/[^/]+\/upload$/.test(path) ? UPLOAD_BYTES + 64 * 1024 : CONSOLE_BODY_LIMIT;
+}
 
 export const isConsolePath = (path: string) => path === '/console' || path.startsWith('/console/');
 
@@ -49,14 +57,18 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
       const why = 'console forms must come from the console page (no Origin header).';
       c.res = errorPage(c, new ForkboxError('permission_denied', why), false);
     } else await next();
-    for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
+    // A page that set its own policy keeps it (the terminal's: terminal-page.ts says why).
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) if (!c.res.headers.has(k)) c.res.headers.set(k, v);
   });
-  app.get('/assets/console.js', (c) =>
-    c.body(CONSOLE_JS, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }),
-  );
-  app.get('/assets/console.css', (c) =>
-    c.body(CONSOLE_CSS, 200, { 'Content-Type': 'text/css; charset=utf-8' }),
-  );
+  const term = loadTerminalAssets();
+  const JS = { 'Content-Type': 'text/javascript; charset=utf-8' };
+  const CSS = { 'Content-Type': 'text/css; charset=utf-8' };
+  app.get('/assets/console.js', (c) => c.body(CONSOLE_JS, 200, JS));
+  app.get('/assets/console.css', (c) => c.body(CONSOLE_CSS, 200, CSS));
+  app.get('/assets/terminal.js', (c) => c.body(TERMINAL_JS, 200, JS));
+  app.get('/assets/xterm.js', (c) => c.body(term.xtermJs, 200, JS));
+  app.get('/assets/addon-fit.js', (c) => c.body(term.fitJs, 200, JS));
+  app.get('/assets/xterm.css', (c) => c.body(term.xtermCss, 200, CSS));
   mountLogin(app, deps);
   app.use('*', async (c, next) => {
     if (deps.caller()) return next();
@@ -73,17 +85,28 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
       page('Sandboxes', dashboardBody(data, Date.now()), { loggedIn: deps.authRequired, live: true }),
     );
   });
+  /** Whether the session cookie of a long-lived stream's request still logs in (a token may be revoked). */
+  const stillValid = async (c: Context) => {
+    const token = cookieValue(c.req.header('cookie'));
+    return (
+      !deps.authRequired ||
+      (token !== undefined && !((await deps.authenticate(token)) instanceof ForkboxError))
+    );
+  };
   app.get('/events', (c) => {
     const { caller, api } = callerApi();
-    const token = cookieValue(c.req.header('cookie'));
     return deps.streams.open(c, {
       tenant: caller.tenant,
       load: () => loadDashboard(api),
-      stillValid: async () =>
-        !deps.authRequired ||
-        (token !== undefined && !((await deps.authenticate(token)) instanceof ForkboxError)),
+      stillValid: () => stillValid(c),
     });
   });
   mountSandboxRoutes(app, { api: () => callerApi().api, loggedIn: deps.authRequired });
+  mountTerminalRoutes(app, {
+    api: () => callerApi().api,
+    tenant: () => callerApi().caller.tenant,
+    loggedIn: deps.authRequired,
+    stillValid,
+  });
   return app;
 }

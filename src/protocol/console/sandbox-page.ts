@@ -1,10 +1,15 @@
-/** A sandbox's page: its details, children, exec history, and the fork / snapshot / kill actions. */
+/**
+ * A sandbox's page: its details, children, exec history, the REPL, a link to its files, and the fork /
+ * snapshot / TTL / kill actions.
+ */
 
 import type { ExecRecord } from '../../domain/types.ts';
 import type { SandboxInfo } from '../../service/api.ts';
 import { TEMPLATE_LABEL } from '../../service/template-configs.ts';
+import { filesHref } from './files-page.ts';
 import { bytes, cpuSeconds, duration, ttlLeft } from './format.ts';
 import { type Html, h, sandboxLink } from './markup.ts';
+import { type ReplShown, replPanel } from './repl-panel.ts';
 
 /** Exec records shown, newest first. */
 export const EXECS_SHOWN = 50;
@@ -43,13 +48,25 @@ function actions(s: SandboxInfo): Html {
 <input type="number" name="n" min="1" max="8" value="1"> children</label> <button type="submit">Fork</button></form>
 <form class="inline" method="post" action="${base}/snapshot"><label>Snapshot name
 <input type="text" name="name" maxlength="63"></label> <button type="submit">Snapshot</button></form>
+<form class="inline" method="post" action="${base}/ttl"><label>End in
+<input type="number" name="minutes" min="1" max="${MAX_TTL_MINUTES}" value="60"> minutes</label> <button type="submit">Set TTL</button></form>
 <form class="inline" method="post" action="${base}/kill"><button type="submit">Kill</button></form>
 <form class="inline" method="get" action="${base}/diff"><label>Diff against
 <input type="text" name="against" maxlength="200" placeholder="${s.parentId ?? 'sandbox id'}"></label>
 <button type="submit">Diff</button></form></section>`;
 }
 
-export function sandboxBody(s: SandboxInfo, execs: ExecRecord[], now: number, notice?: string): Html {
+/** The longest TTL the page's form offers (the API enforces its own bound). */
+export const MAX_TTL_MINUTES = 7 * 24 * 60;
+
+export function sandboxBody(
+  s: SandboxInfo,
+  execs: ExecRecord[],
+  now: number,
+  extra: { notice?: string | undefined; repl?: ReplShown } = {},
+): Html {
+  const { notice } = extra;
+  const live = s.state === 'running';
   const shown = [...execs].sort((a, b) => b.startedAt - a.startedAt).slice(0, EXECS_SHOWN);
   const kids = s.children.length
     ? h`<ul>${s.children.map((id) => h`<li>${sandboxLink(id)}</li>`)}</ul>`
@@ -62,6 +79,7 @@ export function sandboxBody(s: SandboxInfo, execs: ExecRecord[], now: number, no
 <tbody>${shown.map(execRow)}</tbody></table>`
     : h`<p class="muted">No execs yet.</p>`;
   return h`<h2>Sandbox ${s.name}</h2>${notice ? h`<p class="notice">${notice}</p>` : ''}
-${details(s, now)}${diffLink}${s.state === 'running' ? actions(s) : ''}
+${details(s, now)}${diffLink}${live ? h`<p><a id="files-link" href="${filesHref(s.id, '/')}">Files</a> · <a id="terminal-link" href="/console/sandboxes/${encodeURIComponent(s.id)}/terminal">Terminal</a></p>` : ''}
+${live ? actions(s) : ''}${live ? replPanel(s.id, extra.repl) : ''}
 <section><h3>Children</h3>${kids}</section><section><h3>Exec history</h3>${execTable}</section>`;
 }

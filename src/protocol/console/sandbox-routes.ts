@@ -1,14 +1,17 @@
 /**
- * A sandbox's routes: its page, its diff page, and the fork / snapshot / kill actions (POST forms that
- * answer 303 back to a page). Another tenant's sandbox is simply not found (404), as over the API.
+ * A sandbox's routes: its page, its diff page, the fork / snapshot / TTL / kill actions (POST forms that
+ * answer 303 back to a page), the REPL (a POST answered with the page and the run's result) and the file
+ * browser (files-routes.ts). Another tenant's sandbox is simply not found (404), as over the API.
  */
 import type { Context, Hono } from 'hono';
 import { ERROR_CODES, type ErrorCode, ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { diffBody, loadFileDiffs } from './diff-page.ts';
+import { mountFileRoutes } from './files-routes.ts';
 import { page } from './markup.ts';
 import { type Notice, noticeQuery, noticeText } from './notice.ts';
-import { sandboxBody } from './sandbox-page.ts';
+import { REPL_CODE_CHARS, REPL_OUTPUT_BYTES, REPL_TIMEOUT_S } from './repl-panel.ts';
+import { MAX_TTL_MINUTES, sandboxBody } from './sandbox-page.ts';
 
 export interface SandboxRouteDeps {
   api(): ForkboxApi;
@@ -38,6 +41,14 @@ function forkCount(raw: string | undefined): number {
   return n;
 }
 
+function ttlMinutes(raw: string | undefined): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_TTL_MINUTES) {
+    throw new ForkboxError('invalid_argument', `a TTL of 1 to ${MAX_TTL_MINUTES} minutes (got '${raw}').`);
+  }
+  return n;
+}
+
 export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
   const opts = { loggedIn: deps.loggedIn };
   app.get('/sandboxes/:id', async (c) => {
@@ -45,7 +56,28 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
     const s = await api.getSandbox(c.req.param('id'), { usage: true });
     const execs = await api.listExecs(s.id).catch(() => []);
     const notice = noticeText((k) => c.req.query(k));
-    return c.html(page(`Sandbox ${s.name}`, sandboxBody(s, execs, Date.now(), notice), opts));
+    return c.html(page(`Sandbox ${s.name}`, sandboxBody(s, execs, Date.now(), { notice }), opts));
+  });
+  app.post('/sandboxes/:id/repl', async (c) => {
+    const code = (await formOf(c)).code ?? '';
+    if (code.trim() === '' || code.length > REPL_CODE_CHARS) {
+      throw new ForkboxError('invalid_argument', `type 1 to ${REPL_CODE_CHARS} characters of Python.`);
+    }
+    const api = deps.api();
+    const result = await api.runCode(c.req.param('id'), {
+      code,
+      timeoutSeconds: REPL_TIMEOUT_S,
+      maxOutputBytes: REPL_OUTPUT_BYTES,
+    });
+    const s = await api.getSandbox(c.req.param('id'), { usage: true });
+    const execs = await api.listExecs(s.id).catch(() => []);
+    const body = sandboxBody(s, execs, Date.now(), { repl: { code, result } });
+    return c.html(page(`Sandbox ${s.name}`, body, opts));
+  });
+  app.post('/sandboxes/:id/ttl', async (c) => {
+    const minutes = ttlMinutes((await formOf(c)).minutes);
+    const s = await deps.api().extendSandbox(c.req.param('id'), minutes * 60);
+    return c.redirect(here(s.id, { done: 'ttl', minutes }), 303);
   });
   app.get('/sandboxes/:id/diff', async (c) => {
     const api = deps.api();
@@ -83,5 +115,6 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
     const s = await deps.api().killSandbox(c.req.param('id'));
     return c.redirect(here(s.id, { done: 'killed' }), 303);
   });
+  mountFileRoutes(app, deps);
   app.get('/sandboxes', (c) => c.redirect('/console', 303));
 }

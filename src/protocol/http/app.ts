@@ -26,7 +26,7 @@ import type { PoolStats } from '../../service/warm-pool.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
 import { cookieValue } from '../console/cookie.ts';
 import { createConsoleStreams } from '../console/events.ts';
-import { CONSOLE_BODY_LIMIT, createConsoleApp, isConsolePath } from '../console/routes.ts';
+import { consoleBodyLimit, createConsoleApp, isConsolePath } from '../console/routes.ts';
 import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
@@ -332,7 +332,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
       isMcpPath(path) || path === SSE_MESSAGES_PATH
         ? MCP_BODY_LIMIT
         : isConsolePath(path)
-          ? CONSOLE_BODY_LIMIT
+          ? consoleBodyLimit(path)
           : bodyLimitFor(method, path),
     ),
   );

@@ -12,7 +12,15 @@ import {
   stripUndefined,
   wantsNdjson,
 } from './handler-support.ts';
-import { codeBody, execBody, parseOrThrow, pollQuery, startExecBody, stdinQuery } from './local-schemas.ts';
+import {
+  codeBody,
+  execBody,
+  parseOrThrow,
+  pollQuery,
+  resizeBody,
+  startExecBody,
+  stdinQuery,
+} from './local-schemas.ts';
 
 export function execHandlers(A: ApiFor) {
   return {
@@ -49,6 +57,11 @@ export function execHandlers(A: ApiFor) {
     writeStdin: async (c) => {
       const q = parseOrThrow(stdinQuery, c.req.query(), 'query');
       await A(c).writeExecStdin(idParam(c), execIdParam(c), await rawBody(c), q.eof ?? false);
+      return c.json({ ok: true });
+    },
+    resizeExec: async (c) => {
+      const size = parseOrThrow(resizeBody, await jsonBody(c), 'terminal size');
+      await A(c).resizeExec(idParam(c), execIdParam(c), size);
       return c.json({ ok: true });
     },
     cancelExec: async (c) => c.json(await A(c).cancelExec(idParam(c), execIdParam(c))),

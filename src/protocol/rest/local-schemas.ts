@@ -135,6 +135,10 @@ const execCommon = {
   /** Bytes of each stream kept in the spool file inside the sandbox. */
   spoolBytes: boundedNumber(LIMITS.spoolBytes).optional(),
   idempotencyKey: z.string().min(1).max(SIZES.idempotencyKeyChars).optional(),
+  /** Run under a pseudo-terminal of this size. */
+  tty: z
+    .strictObject({ rows: boundedNumber(LIMITS.ttyRows), cols: boundedNumber(LIMITS.ttyCols) })
+    .optional(),
 };
 const oneCommand = (b: { argv?: string[] | undefined; cmd?: string | undefined }) =>
   (b.argv === undefined) !== (b.cmd === undefined);
@@ -189,6 +193,12 @@ export const listSandboxesQuery = z.object({
     .optional(),
 });
 export const usageQuery = z.object({ usage: flag.optional() });
+/** A terminal's new size (POST /v1/sandboxes/{id}/execs/{execId}/resize). */
+export const resizeBody = z.strictObject({
+  rows: boundedNumber(LIMITS.ttyRows),
+  cols: boundedNumber(LIMITS.ttyCols),
+});
+
 export const pollQuery = z.object({
   after_seq: boundedQueryNumber(LIMITS.afterSeq).optional(),
   wait_ms: boundedQueryNumber(LIMITS.pollWaitMs).optional(),

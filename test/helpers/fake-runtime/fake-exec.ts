@@ -154,6 +154,11 @@ export function startFakeExec(host: FakeProcessHost, spec: ExecSpec, events?: Ex
     async signal(sig) {
       kill('signal', sig);
     },
+    async resize() {
+      // A fake program has no terminal to size; an exec asked without one has none at all.
+      if (!spec.tty)
+        throw new ForkboxError('not_found', 'the exec has no terminal', { agentCode: 'not_found' });
+    },
     cancel() {
       kill('cancelled', 9);
     },

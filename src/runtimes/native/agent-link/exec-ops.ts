@@ -39,6 +39,7 @@ function execArgs(spec: ExecSpec, slot: SpawnSlot): Record<string, unknown> {
     spool_bytes: spec.execId ? (spec.spoolBytes ?? 0) : 0,
     ...(spec.execId ? { output_id: spec.execId, tag: spec.execId } : {}),
     mode: spec.mode ?? 'head',
+    ...(spec.tty ? { tty: { rows: spec.tty.rows, cols: spec.tty.cols } } : {}),
     spawner: slot.spawner,
     tree: slot.tree,
   };
@@ -168,6 +169,11 @@ export function createExecOps(deps: ExecOpsDeps) {
       async signal(sig) {
         const { conn: c } = await started;
         if (streamId !== null) await c.request('exec.signal', { exec_id: streamId, signal: sig });
+      },
+      async resize(size) {
+        const { conn: c } = await started;
+        while (streamId === null) await new Promise((r) => setImmediate(r));
+        await c.request('exec.resize', { exec_id: streamId, rows: size.rows, cols: size.cols });
       },
       cancel() {
         if (cancelled) return;

@@ -150,6 +150,21 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
     assert.notEqual((await rest('GET', `/v1/sandboxes/${child}`, TOKEN_A)).state, 'running');
   });
 
+  it('the tree shows a sandbox’s snapshots; Restore makes a sandbox from one, listed under it', async () => {
+    await page.goto(`${base}/console`);
+    const node = `#tree li[data-id="${parent}"] > ul > li.snap`;
+    await page.waitForSelector(`${node}:has-text("console-snap")`);
+    await page.click(`${node}:has-text("console-snap") button`);
+    await page.waitForSelector('.notice');
+    assert.match((await page.textContent('.notice')) ?? '', /Restored from snapshot console-snap\./);
+    const restored = /\/console\/sandboxes\/([^/?]+)/.exec(page.url())?.[1] ?? '';
+    assert.notEqual(restored, parent);
+    const note = await rest('POST', `/v1/sandboxes/${restored}/exec`, TOKEN_A, { cmd: 'cat /work/note.txt' });
+    assert.equal(note.stdout, 'one\ntwo\n');
+    await page.goto(`${base}/console`);
+    await page.waitForSelector(`${node} a[href$="/${restored}"]`);
+  });
+
   it('the REPL runs Python in the live interpreter, output escaped; the TTL form sets when it ends', async () => {
     await page.goto(`${base}/console/sandboxes/${parent}`);
     const run = async (code: string) => {
@@ -171,6 +186,19 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
     const left =
       Date.parse(String((await rest('GET', `/v1/sandboxes/${parent}`, TOKEN_A)).expiresAt)) - Date.now();
     assert.ok(left > 88 * 60_000 && left <= 90 * 60_000, `${left} ms left`);
+  });
+
+  it('an exec’s page shows its output live, stderr marked, and how it ended', async () => {
+    const cmd = 'for i in 1 2 3; do echo "line-$i <b>"; sleep 0.4; done; echo oops >&2; exit 3';
+    const ex = await rest('POST', `/v1/sandboxes/${parent}/execs`, TOKEN_A, { cmd });
+    await page.goto(`${base}/console/sandboxes/${parent}`);
+    await page.click(`a[href$="/execs/${ex.id}"]`);
+    await page.waitForSelector('#exec-output span');
+    await page.waitForSelector('#exec-state:has-text("exit 3")', { timeout: 15_000 });
+    const text = (await page.textContent('#exec-output')) ?? '';
+    assert.match(text, /line-1 <b>\nline-2 <b>\nline-3 <b>\n/);
+    assert.equal(await page.$$eval('#exec-output b', (bs) => bs.length), 0, 'output is text, not markup');
+    assert.equal((await page.textContent('#exec-output span.stderr'))?.trim(), 'oops');
   });
 
   it('the file browser lists, shows, uploads and downloads; a sandbox’s HTML is never served as a page', async () => {

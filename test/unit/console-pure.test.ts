@@ -96,6 +96,7 @@ describe('console notices', () => {
     assert.equal(read(noticeQuery({ done: 'snapshot', name: 'snap-1' })), 'Snapshot snap-1 taken.');
     assert.equal(read(noticeQuery({ done: 'killed' })), 'Sandbox killed.');
     assert.equal(read(noticeQuery({ done: 'uploaded', name: 'data.csv' })), 'Uploaded data.csv.');
+    assert.equal(read(noticeQuery({ done: 'restored', name: 'snap-1' })), 'Restored from snapshot snap-1.');
     assert.equal(read(noticeQuery({ done: 'uploaded', name: 'a b <i>.txt' })), 'File uploaded.');
     assert.equal(
       read(noticeQuery({ done: 'ttl', minutes: 90 })),

@@ -1,5 +1,9 @@
-/** The dashboard: the tenant's live sandboxes as a table and as a fork tree (both replaced live). */
-import type { SandboxInfo } from '../../service/api.ts';
+/**
+ * The dashboard: the tenant's live sandboxes as a table and as a fork tree (both replaced live); each
+ * sandbox's snapshots in the tree under it (with the sandboxes restored from them and a restore button),
+ * and the snapshots of sandboxes no longer shown in a list of their own.
+ */
+import type { SandboxInfo, SnapshotInfo } from '../../service/api.ts';
 import { TEMPLATE_LABEL } from '../../service/template-configs.ts';
 import { bytes, cpuSeconds, duration, ttlLeft } from './format.ts';
 import { type Html, h, sandboxLink } from './markup.ts';
@@ -9,6 +13,15 @@ export interface DashboardData {
   sandboxes: SandboxInfo[];
   /** More sandboxes than shown (the list is bounded). */
   more: number;
+  snapshots: SnapshotInfo[];
+}
+
+function snapshotNode(snap: SnapshotInfo): Html {
+  const restored = snap.dependents.length
+    ? h` <span class="muted">restored as</span> ${snap.dependents.map((id) => h`${sandboxLink(id)} `)}`
+    : '';
+  return h`<li class="snap" data-snapshot="${snap.id}"><span class="state snapshot">snapshot</span> ${snap.name}
+<form class="inline" method="post" action="/console/snapshots/${encodeURIComponent(snap.id)}/restore"><button type="submit">Restore</button></form>${restored}</li>`;
 }
 
 function row(s: SandboxInfo, now: number): Html {
@@ -27,18 +40,30 @@ export function sandboxRows(data: DashboardData, now: number): Html {
   return h`${data.sandboxes.map((s) => row(s, now))}${more}`;
 }
 
-function treeNode(n: TreeNode<SandboxInfo>): Html {
+function treeNode(n: TreeNode<SandboxInfo>, snapsOf: Map<string, SnapshotInfo[]>): Html {
   const s = n.sandbox;
   const orphan = n.missingParent ? h` <span class="muted">(parent ${n.missingParent})</span>` : '';
-  const kids = n.children.length > 0 ? h`<ul>${n.children.map(treeNode)}</ul>` : '';
+  const snaps = snapsOf.get(s.id) ?? [];
+  const kids =
+    n.children.length + snaps.length > 0
+      ? h`<ul>${n.children.map((k) => treeNode(k, snapsOf))}${snaps.map(snapshotNode)}</ul>`
+      : '';
   return h`<li data-id="${s.id}">${sandboxLink(s.id, `${s.name} (${s.id})`)} <span class="state ${s.state}">${s.state}</span>${orphan}${kids}</li>`;
 }
 
 /** The fork tree (the live fragment). */
 export function forkTree(data: DashboardData): Html {
   const roots = buildForest(data.sandboxes);
-  if (roots.length === 0) return h`<p class="muted">No sandboxes.</p>`;
-  return h`<ul class="tree">${roots.map(treeNode)}</ul>`;
+  const shown = new Set(data.sandboxes.map((s) => s.id));
+  const snapsOf = new Map<string, SnapshotInfo[]>();
+  for (const snap of [...data.snapshots].reverse())
+    if (shown.has(snap.source)) snapsOf.set(snap.source, [...(snapsOf.get(snap.source) ?? []), snap]);
+  const others = data.snapshots.filter((snap) => !shown.has(snap.source));
+  const rest = others.length
+    ? h`<h3>Snapshots of ended sandboxes</h3><ul class="tree">${others.map(snapshotNode)}</ul>`
+    : '';
+  if (roots.length === 0) return h`<p class="muted">No sandboxes.</p>${rest}`;
+  return h`<ul class="tree">${roots.map((r) => treeNode(r, snapsOf))}</ul>${rest}`;
 }
 
 export function dashboardBody(data: DashboardData, now: number): Html {

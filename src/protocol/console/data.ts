@@ -1,8 +1,11 @@
-/** What the dashboard reads: the tenant's live sandboxes (bounded), with cgroup usage for running ones. */
+/**
+ * What the dashboard reads: the tenant's live sandboxes (bounded), with cgroup usage for running ones,
+ * and its snapshots (bounded, newest).
+ */
 import type { ForkboxApi, SandboxInfo } from '../../service/api.ts';
 import type { DashboardData } from './dashboard.ts';
 
-/** Sandboxes shown on the dashboard (newest first past the bound). */
+/** Sandboxes shown on the dashboard (newest first past the bound); snapshots likewise. */
 export const MAX_SHOWN = 100;
 
 export async function loadDashboard(api: ForkboxApi): Promise<DashboardData> {
@@ -18,5 +21,7 @@ export async function loadDashboard(api: ForkboxApi): Promise<DashboardData> {
     sandboxes.push(await api.getSandbox(s.id, { usage: true }).catch(() => s));
   }
   sandboxes.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-  return { sandboxes, more: all.length - newest.length };
+  const snaps = await api.listSnapshots().catch(() => []);
+  const snapshots = [...snaps].sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, MAX_SHOWN);
+  return { sandboxes, more: all.length - newest.length, snapshots };
 }

@@ -10,6 +10,7 @@ export type Notice =
   | { done: 'snapshot'; name: string }
   | { done: 'killed' }
   | { done: 'uploaded'; name: string }
+  | { done: 'restored'; name: string }
   | { done: 'ttl'; minutes: number };
 
 /** The query string (with `?`) for a notice. */
@@ -19,7 +20,7 @@ export function noticeQuery(n: Notice): string {
     q.set('made', String(n.made));
     q.set('of', String(n.of));
   }
-  if (n.done === 'snapshot' || n.done === 'uploaded') q.set('name', n.name);
+  if (n.done === 'snapshot' || n.done === 'uploaded' || n.done === 'restored') q.set('name', n.name);
   if (n.done === 'ttl') q.set('minutes', String(n.minutes));
   return `?${q}`;
 }
@@ -44,6 +45,10 @@ export function noticeText(query: (name: string) => string | undefined): string 
     case 'uploaded': {
       const name = query('name');
       return name !== undefined && NAME_RE.test(name) ? `Uploaded ${name}.` : 'File uploaded.';
+    }
+    case 'restored': {
+      const name = query('name');
+      return name !== undefined && NAME_RE.test(name) ? `Restored from snapshot ${name}.` : undefined;
     }
     case 'ttl': {
       const minutes = count(query('minutes'), 6);

@@ -15,6 +15,7 @@ import { cookieValue } from './cookie.ts';
 import { dashboardBody } from './dashboard.ts';
 import { loadDashboard } from './data.ts';
 import type { ConsoleStreams } from './events.ts';
+import { EXEC_JS } from './exec-page.ts';
 import { UPLOAD_BYTES } from './files-page.ts';
 import { type LoginDeps, mountLogin } from './login.ts';
 import { h, page } from './markup.ts';
@@ -66,6 +67,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
   app.get('/assets/console.js', (c) => c.body(CONSOLE_JS, 200, JS));
   app.get('/assets/console.css', (c) => c.body(CONSOLE_CSS, 200, CSS));
   app.get('/assets/terminal.js', (c) => c.body(TERMINAL_JS, 200, JS));
+  app.get('/assets/exec.js', (c) => c.body(EXEC_JS, 200, JS));
   app.get('/assets/xterm.js', (c) => c.body(term.xtermJs, 200, JS));
   app.get('/assets/addon-fit.js', (c) => c.body(term.fitJs, 200, JS));
   app.get('/assets/xterm.css', (c) => c.body(term.xtermCss, 200, CSS));
@@ -101,7 +103,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
       stillValid: () => stillValid(c),
     });
   });
-  mountSandboxRoutes(app, { api: () => callerApi().api, loggedIn: deps.authRequired });
+  mountSandboxRoutes(app, { api: () => callerApi().api, loggedIn: deps.authRequired, stillValid });
   mountTerminalRoutes(app, {
     api: () => callerApi().api,
     tenant: () => callerApi().caller.tenant,

@@ -37,7 +37,8 @@ function details(s: SandboxInfo, now: number): Html {
 function execRow(e: ExecRecord): Html {
   const took = e.endedAt === null ? 'running' : duration(e.endedAt - e.startedAt);
   const exit = e.exitCode ?? (e.signal === null ? '' : `signal ${e.signal}`);
-  return h`<tr><td>${e.id}</td><td><code>${e.command.join(' ')}</code></td><td>${e.state}</td>
+  const href = `/console/sandboxes/${encodeURIComponent(e.sandboxId)}/execs/${encodeURIComponent(e.id)}`;
+  return h`<tr><td><a href="${href}">${e.id}</a></td><td><code>${e.command.join(' ')}</code></td><td>${e.state}</td>
 <td>${exit}</td><td>${new Date(e.startedAt).toISOString()}</td><td>${took}</td></tr>`;
 }
 

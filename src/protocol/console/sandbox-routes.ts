@@ -5,8 +5,10 @@
  */
 import type { Context, Hono } from 'hono';
 import { ERROR_CODES, type ErrorCode, ForkboxError } from '../../domain/errors.ts';
-import type { ForkboxApi } from '../../service/api.ts';
+import type { ForkboxApi, ForkResult, SandboxInfo } from '../../service/api.ts';
 import { diffBody, loadFileDiffs } from './diff-page.ts';
+import { execBody } from './exec-page.ts';
+import { execEventStream } from './exec-stream.ts';
 import { mountFileRoutes } from './files-routes.ts';
 import { page } from './markup.ts';
 import { type Notice, noticeQuery, noticeText } from './notice.ts';
@@ -16,6 +18,8 @@ import { MAX_TTL_MINUTES, sandboxBody } from './sandbox-page.ts';
 export interface SandboxRouteDeps {
   api(): ForkboxApi;
   loggedIn: boolean;
+  /** Whether the session of a long-lived stream's request still logs in. */
+  stillValid(c: Context): Promise<boolean>;
 }
 
 /** Children one fork form may ask for. */
@@ -39,6 +43,15 @@ function forkCount(raw: string | undefined): number {
     );
   }
   return n;
+}
+
+/** The sandboxes a fork or restore made; when it made none, its first child's error, thrown. */
+function madeOrThrow(r: ForkResult): SandboxInfo[] {
+  const made = r.children.flatMap((k) => (k.ok && k.sandbox ? [k.sandbox] : []));
+  if (made.length > 0) return made;
+  const failed = r.children.find((k) => !k.ok)?.error;
+  const code = (failed && failed.code in ERROR_CODES ? failed.code : 'internal') as ErrorCode;
+  throw new ForkboxError(code, failed?.message ?? 'no sandbox was made.');
 }
 
 function ttlMinutes(raw: string | undefined): number {
@@ -97,13 +110,8 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
   app.post('/sandboxes/:id/fork', async (c) => {
     const n = forkCount((await formOf(c)).n);
     const r = await deps.api().forkSandbox(c.req.param('id'), { n });
-    const made = r.children.filter((k) => k.ok).length;
-    const failed = r.children.find((k) => !k.ok)?.error;
-    // Not one child: say why on an error page (a partial fork is shown as `Forked m of n`).
-    if (made === 0 && failed) {
-      const code = (failed.code in ERROR_CODES ? failed.code : 'internal') as ErrorCode;
-      throw new ForkboxError(code, failed.message);
-    }
+    // A partial fork is shown as `Forked m of n`.
+    const made = madeOrThrow(r).length;
     return c.redirect(here(r.source, { done: 'forked', made, of: n }), 303);
   });
   app.post('/sandboxes/:id/snapshot', async (c) => {
@@ -115,6 +123,29 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
     const s = await deps.api().killSandbox(c.req.param('id'));
     return c.redirect(here(s.id, { done: 'killed' }), 303);
   });
+  app.get('/sandboxes/:id/execs/:exec', async (c) => {
+    const api = deps.api();
+    const s = await api.getSandbox(c.req.param('id'));
+    const e = (await api.listExecs(s.id)).find((x) => x.id === c.req.param('exec'));
+    if (!e) throw new ForkboxError('not_found', `sandbox ${s.id} has no exec ${c.req.param('exec')}.`);
+    return c.html(page(`Exec ${e.id}`, execBody(s.id, e, Date.now()), opts));
+  });
+  app.get('/sandboxes/:id/execs/:exec/output', async (c) => {
+    const api = deps.api();
+    const s = await api.getSandbox(c.req.param('id'));
+    return execEventStream(c, {
+      api,
+      sandbox: s.id,
+      exec: c.req.param('exec'),
+      stillValid: () => deps.stillValid(c),
+    });
+  });
   mountFileRoutes(app, deps);
   app.get('/sandboxes', (c) => c.redirect('/console', 303));
+  app.post('/snapshots/:id/restore', async (c) => {
+    const api = deps.api();
+    const snap = await api.getSnapshot(c.req.param('id'));
+    const [made] = madeOrThrow(await api.restoreSnapshot(snap.id, { n: 1 }));
+    return c.redirect(here(made?.id ?? '', { done: 'restored', name: snap.name }), 303);
+  });
 }

@@ -65,7 +65,7 @@ export const TERMINAL_JS = `'use strict';
       var path = '/terminal/' + encodeURIComponent(exec);
       el.setAttribute('data-exec', exec);
       var es = new EventSource(base + path + '/events');
-      es.addEventListener('out', function (e) { term.write(JSON.parse(e.data)); });
+      es.addEventListener('out', function (e) { term.write(JSON.parse(e.data).data); });
       es.addEventListener('end', function (e) {
         es.close();
         say('the shell ended: ' + JSON.parse(e.data), 'muted');

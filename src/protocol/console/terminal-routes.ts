@@ -6,18 +6,16 @@
  * (a reconnecting page keeps it). Only shells this console started can be typed into or resized here.
  */
 import type { Context, Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
 import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import { toHttpError } from '../rest/errors.ts';
+import { execEventStream } from './exec-stream.ts';
 import { page } from './markup.ts';
 import { TERMINAL_CSP, terminalBody } from './terminal-page.ts';
 
 export const MAX_PER_SANDBOX = 4;
 export const MAX_INPUT_CHARS = 64 * 1024;
 export const CLOSE_GRACE_MS = 15_000;
-/** How long one poll of the shell's output waits (the session is checked again between polls). */
-const POLL_WAIT_MS = 5000;
 
 interface Terminal {
   sandbox: string;
@@ -109,32 +107,19 @@ export function mountTerminalRoutes(app: Hono, deps: TerminalDeps): void {
   app.get('/sandboxes/:id/terminal/:exec/events', async (c) => {
     const exec = c.req.param('exec');
     const t = mine(c.req.param('id'), exec);
-    const api = deps.api();
     if (t.grace) clearTimeout(t.grace);
     t.readers++;
-    return streamSSE(c, async (s) => {
-      let afterSeq = -1;
-      try {
-        while (!s.aborted && terminals.get(exec) === t) {
-          if (!(await deps.stillValid(c))) break;
-          const p = await api.pollExec(t.sandbox, exec, { afterSeq, waitMs: POLL_WAIT_MS });
-          for (const ch of p.chunks) {
-            afterSeq = Math.max(afterSeq, ch.seq);
-            await s.writeSSE({ event: 'out', data: JSON.stringify(ch.data) });
-          }
-          if (p.done) {
-            const how = p.exec.exitCode !== null ? `exit ${p.exec.exitCode}` : p.exec.state;
-            await s.writeSSE({ event: 'end', data: JSON.stringify(how) });
-            end(exec, t);
-            break;
-          }
-        }
-      } catch (e) {
-        await s.writeSSE({ event: 'end', data: JSON.stringify(toForkboxError(e).message) }).catch(() => {});
-      } finally {
+    return execEventStream(c, {
+      api: deps.api(),
+      sandbox: t.sandbox,
+      exec,
+      stillValid: () => deps.stillValid(c),
+      live: () => terminals.get(exec) === t,
+      onEnd: () => end(exec, t),
+      onClose: () => {
         t.readers--;
         if (t.readers === 0 && terminals.get(exec) === t) t.grace = graceFor(exec, t);
-      }
+      },
     });
   });
 

@@ -90,9 +90,36 @@ export function auditLine(e: AuditEntry, now = new Date()): AuditLine {
   return line;
 }
 
+/** Which recent lines to read back: one tenant's, optionally of one sandbox, door or outcome. */
+export interface AuditQuery {
+  tenant: string;
+  sandbox?: string | undefined;
+  door?: AuditDoor | undefined;
+  /** `ok`, or `error` for every other outcome. */
+  outcome?: 'ok' | 'error' | undefined;
+  /** At most this many, newest first. */
+  limit: number;
+}
+
 export interface AuditLog {
   write(e: AuditEntry): void;
+  /** The newest lines matching `q` among the recent ones the log still holds (newest first). */
+  recent(q: AuditQuery): AuditLine[];
   close(): Promise<void>;
+}
+
+/** The lines of `lines` (oldest first) that match `q`, newest first. */
+export function matchAudit(lines: readonly AuditLine[], q: AuditQuery): AuditLine[] {
+  const out: AuditLine[] = [];
+  for (let i = lines.length - 1; i >= 0 && out.length < q.limit; i--) {
+    const l = lines[i] as AuditLine;
+    if (l.tenant !== q.tenant) continue;
+    if (q.sandbox !== undefined && l.sandbox !== q.sandbox) continue;
+    if (q.door !== undefined && l.door !== q.door) continue;
+    if (q.outcome !== undefined && (l.outcome === 'ok') !== (q.outcome === 'ok')) continue;
+    out.push(l);
+  }
+  return out;
 }
 
 /** An audit log kept in memory (tests, and listeners started without a state dir). */
@@ -103,6 +130,7 @@ export function memoryAuditLog(): AuditLog & { lines: AuditLine[] } {
     write: (e) => {
       lines.push(auditLine(e));
     },
+    recent: (q) => matchAudit(lines, q),
     close: async () => undefined,
   };
 }

@@ -9,10 +9,10 @@
  * order and a crash loses none that a response already reflected. Files are created 0600: they name
  * tenants, uids and sandboxes. A failing write is reported to `onError` and the next write retries.
  */
-import { closeSync, fstatSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, renameSync, writeSync } from 'node:fs';
 import { ForkboxError } from '../domain/errors.ts';
 import { parseSize } from '../domain/sizes.ts';
-import { type AuditLog, auditLine } from '../protocol/audit.ts';
+import { type AuditLine, type AuditLog, auditLine, matchAudit } from '../protocol/audit.ts';
 
 export const DEFAULT_AUDIT_MAX_BYTES = 64 * 1024 * 1024;
 /** Smallest cap accepted: a few lines must fit before rotating. */
@@ -30,6 +30,44 @@ export function auditMaxBytes(flag?: string, env = process.env.FORKBOX_AUDIT_MAX
     );
   }
   return n;
+}
+
+/** Bytes at the end of the log read back for `recent` (a few thousand lines). */
+export const AUDIT_RECENT_BYTES = 1024 * 1024;
+
+/** The whole lines among the last `bytes` of the file at `path` (oldest first; unreadable ones skipped). */
+export function tailLines(path: string, bytes = AUDIT_RECENT_BYTES): AuditLine[] {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return [];
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const start = Math.max(0, size - bytes);
+    const buf = Buffer.alloc(size - start);
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, start + got);
+      if (n === 0) break;
+      got += n;
+    }
+    const lines = buf.subarray(0, got).toString('utf8').split('\n');
+    if (start > 0) lines.shift(); // cut through the middle of a line
+    const out: AuditLine[] = [];
+    for (const l of lines) {
+      if (!l) continue;
+      try {
+        out.push(JSON.parse(l) as AuditLine);
+      } catch {
+        // a line cut by a crash mid-write
+      }
+    }
+    return out;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export interface AuditFileOptions {
@@ -70,6 +108,7 @@ export function createAuditFile(path: string, opts: AuditFileOptions = {}): Audi
         opts.onError?.(err as Error);
       }
     },
+    recent: (q) => matchAudit(tailLines(path), q),
     async close() {
       if (fd !== undefined) closeSync(fd);
       fd = undefined;

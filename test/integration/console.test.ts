@@ -276,8 +276,10 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
     await page.setViewportSize({ width: 1280, height: 720 });
   });
 
+  let bobBox = '';
   it('another tenant’s sandbox is not found and never shown', async () => {
     const bob = (await rest('POST', '/v1/sandboxes', TOKEN_B, { name: 'bob-secret-box' })).id as string;
+    bobBox = bob;
     const r = await page.goto(`${base}/console/sandboxes/${bob}`);
     assert.equal(r?.status(), 404);
     assert.doesNotMatch((await page.content()) ?? '', /bob-secret-box/);
@@ -298,6 +300,37 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
     assert.equal(s.state, 'running');
     const res = await fetch(`${base}/console`, { headers: { cookie } });
     assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+  });
+
+  it('the audit page lists the tenant’s own calls, newest first, filtered by sandbox and outcome', async () => {
+    await page.goto(`${base}/console/audit`);
+    const rows = async () =>
+      page.$$eval('#audit tbody tr', (trs) =>
+        trs.map((tr) =>
+          Array.from(
+            tr.querySelectorAll('td'),
+            (td) => (td as { textContent: string | null }).textContent ?? '',
+          ).join(' | '),
+        ),
+      );
+    const all = await rows();
+    assert.ok(
+      all.some((r) => r.includes('POST /v1/sandboxes/:id/fork')),
+      all.slice(0, 5).join('\n'),
+    );
+    assert.ok(!all.some((r) => r.includes(bobBox)), 'bob’s calls are not alice’s to see');
+    await page.fill('input[name=sandbox]', parent);
+    await page.selectOption('select[name=outcome]', 'ok');
+    await page.click('#audit ~ form button, form[action="/console/audit"] button');
+    await page.waitForURL(/sandbox=/);
+    const mine = await rows();
+    assert.ok(mine.length > 0);
+    assert.ok(
+      mine.every((r) => r.includes(parent) && /\bok\b/.test(r)),
+      mine.join('\n'),
+    );
+    const bad = await page.goto(`${base}/console/audit?door=carrier-pigeon`);
+    assert.equal(bad?.status(), 400);
   });
 
   it('logs out; no request ever left the console’s origin', async () => {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { auditLine } from '../../src/protocol/audit.ts';
-import { auditMaxBytes, createAuditFile } from '../../src/transports/audit-file.ts';
+import { auditFilters } from '../../src/protocol/console/audit-page.ts';
+import { auditMaxBytes, createAuditFile, tailLines } from '../../src/transports/audit-file.ts';
 
 describe('audit log', () => {
   it('keeps only allow-listed fields', () => {
@@ -122,5 +123,60 @@ describe('audit log', () => {
     assert.equal(auditMaxBytes(undefined, '8k'), 8192);
     assert.equal(auditMaxBytes(undefined, undefined), 64 * 1024 * 1024);
     assert.throws(() => auditMaxBytes('100b', undefined), /at least 4096 bytes/);
+  });
+
+  it('reads back one tenant’s newest lines, filtered, from the tail of the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fb-audit-'));
+    try {
+      const path = join(dir, 'audit.log');
+      const log = createAuditFile(path);
+      const call = (tenant: string, sandbox: string, outcome: string, door: 'http' | 'socket' = 'http') =>
+        log.write({
+          door,
+          tenant,
+          route: 'POST /v1/sandboxes/:id/exec',
+          sandbox,
+          outcome,
+          status: 200,
+          durationMs: 1,
+        });
+      for (let i = 0; i < 5; i++) call('alice', `sb-a${i}`, i === 3 ? 'not_found' : 'ok');
+      call('bob', 'sb-b0', 'ok');
+      call('alice', 'sb-a0', 'ok', 'socket');
+      appendFileSync(path, '{"time":"cut by a cra'); // a line a crash cut: skipped
+      const q = { tenant: 'alice', limit: 10 };
+      assert.deepEqual(
+        log.recent(q).map((l) => l.sandbox),
+        ['sb-a0', 'sb-a4', 'sb-a3', 'sb-a2', 'sb-a1', 'sb-a0'],
+      );
+      assert.deepEqual(log.recent({ ...q, limit: 2 }).length, 2);
+      assert.deepEqual(
+        log.recent({ ...q, outcome: 'error' }).map((l) => l.sandbox),
+        ['sb-a3'],
+      );
+      assert.deepEqual(log.recent({ ...q, sandbox: 'sb-a0', door: 'http' }).length, 1);
+      assert.deepEqual(
+        log.recent({ tenant: 'bob', limit: 10 }).map((l) => l.sandbox),
+        ['sb-b0'],
+      );
+      // Only whole lines of the last bytes: the first, cut in the middle, is dropped.
+      assert.ok(tailLines(path, 200).length < 7);
+      assert.deepEqual(tailLines(join(dir, 'absent.log')), []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('takes the console’s audit filters from a closed set', () => {
+    const q = (o: Record<string, string>) => (k: string) => o[k];
+    assert.deepEqual(auditFilters(q({ sandbox: 'sb-1', door: 'socket', outcome: 'error' })), {
+      sandbox: 'sb-1',
+      door: 'socket',
+      outcome: 'error',
+    });
+    assert.deepEqual(auditFilters(q({})), { sandbox: undefined, door: undefined, outcome: undefined });
+    assert.throws(() => auditFilters(q({ door: 'pigeon' })), /door is one of/);
+    assert.throws(() => auditFilters(q({ outcome: 'maybe' })), /ok or error/);
+    assert.throws(() => auditFilters(q({ sandbox: '../x' })), /sandbox id/);
   });
 });

@@ -19,7 +19,7 @@ export function page(title: string, body: Html, opts: { loggedIn: boolean; live?
   return h`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>${title} · forkbox</title><link rel="stylesheet" href="/console/assets/console.css"></head>
-<body><header><strong>forkbox</strong><a href="/console">Sandboxes</a>${live}${logout}</header>
+<body><header><strong>forkbox</strong><a href="/console">Sandboxes</a><a href="/console/audit">Audit</a>${live}${logout}</header>
 <main>${body}</main><script src="/console/assets/console.js"></script></body></html>`.toString();
 }
 

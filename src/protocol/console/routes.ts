@@ -8,9 +8,11 @@
 import { type Context, Hono } from 'hono';
 import { ForkboxError, toForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
+import type { AuditLog } from '../audit.ts';
 import type { Caller } from '../http/tokens.ts';
 import { toHttpError } from '../rest/errors.ts';
 import { CONSOLE_CSS, CONSOLE_JS, SECURITY_HEADERS } from './assets.ts';
+import { mountAuditRoute } from './audit-page.ts';
 import { cookieValue } from './cookie.ts';
 import { dashboardBody } from './dashboard.ts';
 import { loadDashboard } from './data.ts';
@@ -24,6 +26,8 @@ import { loadTerminalAssets, TERMINAL_JS } from './terminal-page.ts';
 import { mountTerminalRoutes } from './terminal-routes.ts';
 
 export interface ConsoleDeps extends LoginDeps {
+  /** The daemon's audit log, read back for the audit page (absent: the page lists nothing). */
+  audit?: AuditLog | undefined;
   /** The caller the session cookie stands for, or undefined when not logged in. */
   caller(): Caller | undefined;
   api(caller: Caller): ForkboxApi;
@@ -104,6 +108,11 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
     });
   });
   mountSandboxRoutes(app, { api: () => callerApi().api, loggedIn: deps.authRequired, stillValid });
+  mountAuditRoute(app, {
+    audit: deps.audit,
+    tenant: () => callerApi().caller.tenant,
+    loggedIn: deps.authRequired,
+  });
   mountTerminalRoutes(app, {
     api: () => callerApi().api,
     tenant: () => callerApi().caller.tenant,

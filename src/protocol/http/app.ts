@@ -370,6 +370,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
       caller: () => als.getStore()?.caller,
       api: apiFor,
       streams: consoleStreams,
+      audit: opts.audit,
     }),
   );
 

@@ -130,6 +130,12 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
       `binary files: ${binary.join('; ')}`,
     );
     await page.screenshot({ path: join(out, 'diff.png'), fullPage: true });
+    await page.click('#view-split');
+    await page.waitForSelector('table.split');
+    const pair = await page.$$eval('table.split tr', (trs) =>
+      trs.map((tr) => tr.textContent ?? '').filter((t) => t.includes('two') || t.includes('TWO')),
+    );
+    assert.deepEqual(pair, ['2two2TWO'], 'the changed line, each side numbered');
   });
 
   it('the sandbox page’s forms fork, snapshot and kill', async () => {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { clearedCookie, cookieValue, isHttps, sessionCookie } from '../../src/protocol/console/cookie.ts';
 import { fileDiffOf } from '../../src/protocol/console/diff-page.ts';
+import { splitRows } from '../../src/protocol/console/diff-split.ts';
 import { downloadName, isText, parentOf, UPLOAD_BYTES } from '../../src/protocol/console/files-page.ts';
 import { sandboxPath, uploadName } from '../../src/protocol/console/files-routes.ts';
 import { bytes, duration, ttlLeft } from '../../src/protocol/console/format.ts';
@@ -157,5 +158,22 @@ describe('console terminal page', () => {
     assert.match(a.fitJs, /FitAddon/);
     assert.match(a.xtermCss, /\.xterm/);
     assert.doesNotMatch(a.xtermJs + a.fitJs, /sourceMappingURL/);
+  });
+});
+
+describe('console side-by-side diff', () => {
+  it('pairs a run of removed lines with the added run after it, numbering each side', () => {
+    const u =
+      '--- a/f\n+++ b/f\n@@ -1,4 +1,4 @@\n keep\n-two\n-three\n+TWO\n same\n@@ -10 +10,2 @@\n ten\n+eleven\n\\ No newline at end of file\n';
+    assert.deepEqual(splitRows(u), [
+      { kind: 'hunk', text: '@@ -1,4 +1,4 @@' },
+      { kind: 'same', left: { n: 1, text: 'keep' }, right: { n: 1, text: 'keep' } },
+      { kind: 'change', left: { n: 2, text: 'two' }, right: { n: 2, text: 'TWO' } },
+      { kind: 'change', left: { n: 3, text: 'three' } },
+      { kind: 'same', left: { n: 4, text: 'same' }, right: { n: 3, text: 'same' } },
+      { kind: 'hunk', text: '@@ -10 +10,2 @@' },
+      { kind: 'same', left: { n: 10, text: 'ten' }, right: { n: 10, text: 'ten' } },
+      { kind: 'change', right: { n: 11, text: 'eleven' } },
+    ]);
   });
 });

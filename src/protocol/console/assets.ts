@@ -56,5 +56,8 @@ form.inline{display:inline-block;margin-right:1rem}section{margin-bottom:1.5rem}
 #repl-result pre,pre#content{background:#fff;border:1px solid #d5d9e0;padding:.5rem;overflow:auto;max-height:40rem}
 pre.stderr,pre.output .stderr{color:#8a4b00}pre.output{background:#fff;border:1px solid #d5d9e0;padding:.5rem;overflow:auto;max-height:40rem;min-height:2rem}pre.value{font-weight:600}textarea{font:13px/1.4 ui-monospace,monospace;width:100%}
 .crumbs{font-family:ui-monospace,monospace}
+table.split{font:13px/1.4 ui-monospace,monospace;table-layout:fixed}table.split td{white-space:pre-wrap;word-break:break-all;border:none;padding:0 .4rem}
+table.split td.ln{width:3.5rem;color:#6b7280;text-align:right;background:#f3f4f6}table.split .del{background:#ffebee}
+table.split .add{background:#e8f5e9}table.split .empty{background:#f9fafb}table.split tr.hunk td{color:#1565c0;background:#eef4fb}
 #terminal{height:28rem;background:#000;padding:.25rem}
 `;

@@ -5,6 +5,7 @@
  */
 import type { ForkboxApi } from '../../service/api.ts';
 import type { DiffEntry } from '../../service/ports.ts';
+import { splitTable } from './diff-split.ts';
 import { type Html, h, sandboxLink } from './markup.ts';
 
 /** Changed files given a unified diff on one page; the rest are listed only. */
@@ -65,19 +66,33 @@ function pathList(title: string, id: string, entries: DiffEntry[]): Html {
     .map((e) => h`<li><code>${e.path}</code></li>`)}${more}</ul>`;
 }
 
+/** How file diffs are shown: unified (default) or side by side. */
+export type DiffView = 'unified' | 'split';
+
+function viewLinks(a: string, b: string, view: DiffView): Html {
+  const href = (v: DiffView) =>
+    `/console/sandboxes/${encodeURIComponent(b)}/diff?against=${encodeURIComponent(a)}&view=${v}`;
+  const link = (v: DiffView, label: string) =>
+    v === view ? h`<strong>${label}</strong>` : h`<a id="view-${v}" href="${href(v)}">${label}</a>`;
+  return h`<p class="muted">File diffs: ${link('unified', 'unified')} · ${link('split', 'side by side')}</p>`;
+}
+
 export function diffBody(
   a: string,
   b: string,
   d: { added: DiffEntry[]; removed: DiffEntry[]; modified: DiffEntry[]; truncated: boolean },
   files: FileDiff[],
+  view: DiffView = 'unified',
 ): Html {
   const none = d.added.length + d.removed.length + d.modified.length === 0;
+  const shown = (u: string) =>
+    view === 'split' ? splitTable(u) : h`<pre class="diff">${diffLines(u)}</pre>`;
   const fileSections = files.map((f) =>
     f.unified !== undefined
-      ? h`<section class="file"><h4><code>${f.path}</code></h4><pre class="diff">${diffLines(f.unified)}</pre></section>`
+      ? h`<section class="file"><h4><code>${f.path}</code></h4>${shown(f.unified)}</section>`
       : h`<section class="file"><h4><code>${f.path}</code></h4><p class="binary">${f.note}</p></section>`,
   );
-  return h`<h2>Diff ${sandboxLink(a)} → ${sandboxLink(b)}</h2>
+  return h`<h2>Diff ${sandboxLink(a)} → ${sandboxLink(b)}</h2>${files.length ? viewLinks(a, b, view) : ''}
 ${d.truncated ? h`<p class="error">The comparison stopped early (too many entries): the lists are partial.</p>` : ''}
 ${none ? h`<p class="muted">No differences.</p>` : ''}
 ${pathList('Added', 'added', d.added)}${pathList('Removed', 'removed', d.removed)}${pathList('Modified', 'modified', d.modified)}

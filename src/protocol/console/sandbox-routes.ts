@@ -105,7 +105,8 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
     const a = await api.getSandbox(against);
     const d = await api.diffSandboxes(a.id, b.id);
     const files = await loadFileDiffs(api, a.id, b.id, [...d.modified, ...d.added]);
-    return c.html(page(`Diff ${a.name} → ${b.name}`, diffBody(a.id, b.id, d, files), opts));
+    const view = c.req.query('view') === 'split' ? 'split' : 'unified';
+    return c.html(page(`Diff ${a.name} → ${b.name}`, diffBody(a.id, b.id, d, files, view), opts));
   });
   app.post('/sandboxes/:id/fork', async (c) => {
     const n = forkCount((await formOf(c)).n);

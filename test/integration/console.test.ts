@@ -1,11 +1,12 @@
 /**
  * The web console in a real browser: a listener over the real engine with a token file of two tenants,
  * headless Chromium (Debian's, through playwright-core) logging in, watching a sandbox made over REST
- * appear without a reload, a fork appear in the tree, a diff of the child's change, the REPL keeping
+ * appear without a reload, a fork appear in the tree (snapshots, restores and merges too), a diff of the
+ * child's change (unified and side by side), an exec's live output, the terminal, the REPL keeping
  * Python state, the TTL form, the file browser (upload, view, download; a sandbox's HTML never served as
- * a page), and the refusals: another tenant's sandbox, a foreign Origin, the cookie used as an API
- * credential. Screenshots of the fork tree, the diff and the file browser go to test-output/console/ (or
- * $FORKBOX_TEST_OUTPUT/console/).
+ * a page), the audit page, and the refusals: another tenant's sandbox, a foreign Origin, the cookie used
+ * as an API credential. Screenshots of the fork tree, the diff, the terminal and the file browser go to
+ * test-output/console/ (or $FORKBOX_TEST_OUTPUT/console/).
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -169,6 +170,18 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
     assert.equal(note.stdout, 'one\ntwo\n');
     await page.goto(`${base}/console`);
     await page.waitForSelector(`${node} a[href$="/${restored}"]`);
+  });
+
+  it('a child merged back into its parent shows in the tree under it', async () => {
+    const fork = await rest('POST', `/v1/sandboxes/${parent}/fork`, TOKEN_A, { n: 1 });
+    const winner = (fork.children as { sandbox: { id: string } }[])[0]?.sandbox.id ?? '';
+    await sh(winner, 'echo merged > /work/merged.txt');
+    await rest('POST', `/v1/sandboxes/${parent}/merge`, TOKEN_A, { winner });
+    await page.goto(`${base}/console`);
+    await page.waitForSelector(`#tree li[data-id="${parent}"] > ul > li.merge[data-merged="${winner}"]`, {
+      timeout: 10_000,
+    });
+    assert.match(JSON.stringify(await sh(parent, 'cat /work/merged.txt')), /merged/);
   });
 
   it('the REPL runs Python in the live interpreter, output escaped; the TTL form sets when it ends', async () => {

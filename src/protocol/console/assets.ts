@@ -49,7 +49,7 @@ header a{color:#fff}header form{margin-left:auto}main{padding:1rem}
 table{border-collapse:collapse;background:#fff;width:100%}th,td{border:1px solid #d5d9e0;padding:.25rem .5rem;text-align:left}
 th{background:#eef0f4}.live{font-size:12px;padding:0 .4rem;border-radius:3px}.on{background:#2e7d32}.off{background:#b26a00}
 ul.tree,ul.tree ul{list-style:none;padding-left:1.2rem}ul.tree li{margin:.2rem 0}
-.state{font-size:12px;padding:0 .3rem;border-radius:3px;background:#dde3ec}.state.running{background:#c8e6c9}.state.snapshot{background:#e1d5f5}
+.state{font-size:12px;padding:0 .3rem;border-radius:3px;background:#dde3ec}.state.running{background:#c8e6c9}.state.snapshot{background:#e1d5f5}.state.merge{background:#ffe0b2}
 .error{color:#b00020}.muted{color:#6b7280}pre.diff{background:#fff;border:1px solid #d5d9e0;padding:.5rem;overflow:auto}
 pre.diff .add{color:#1b5e20;background:#e8f5e9}pre.diff .del{color:#b71c1c;background:#ffebee}pre.diff .hunk{color:#1565c0}
 form.inline{display:inline-block;margin-right:1rem}section{margin-bottom:1.5rem}

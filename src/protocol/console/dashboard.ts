@@ -1,6 +1,7 @@
 /**
  * The dashboard: the tenant's live sandboxes as a table and as a fork tree (both replaced live); each
- * sandbox's snapshots in the tree under it (with the sandboxes restored from them and a restore button),
+ * sandbox's snapshots and the children merged back into it in the tree under it (snapshots with the
+ * sandboxes restored from them and a restore button),
  * and the snapshots of sandboxes no longer shown in a list of their own.
  */
 import type { SandboxInfo, SnapshotInfo } from '../../service/api.ts';
@@ -14,6 +15,12 @@ export interface DashboardData {
   /** More sandboxes than shown (the list is bounded). */
   more: number;
   snapshots: SnapshotInfo[];
+  /** Children merged back into a shown sandbox: the winner's old id, and the sandbox it went into. */
+  merges: { winner: string; into: string }[];
+}
+
+function mergeNode(winner: string): Html {
+  return h`<li class="merge" data-merged="${winner}"><span class="state merge">merged</span> ${winner} <span class="muted">(its files and state are this sandbox's now)</span></li>`;
 }
 
 function snapshotNode(snap: SnapshotInfo): Html {
@@ -40,13 +47,19 @@ export function sandboxRows(data: DashboardData, now: number): Html {
   return h`${data.sandboxes.map((s) => row(s, now))}${more}`;
 }
 
-function treeNode(n: TreeNode<SandboxInfo>, snapsOf: Map<string, SnapshotInfo[]>): Html {
+interface Extras {
+  snapsOf: Map<string, SnapshotInfo[]>;
+  mergesOf: Map<string, string[]>;
+}
+
+function treeNode(n: TreeNode<SandboxInfo>, x: Extras): Html {
   const s = n.sandbox;
   const orphan = n.missingParent ? h` <span class="muted">(parent ${n.missingParent})</span>` : '';
-  const snaps = snapsOf.get(s.id) ?? [];
+  const snaps = x.snapsOf.get(s.id) ?? [];
+  const merged = x.mergesOf.get(s.id) ?? [];
   const kids =
-    n.children.length + snaps.length > 0
-      ? h`<ul>${n.children.map((k) => treeNode(k, snapsOf))}${snaps.map(snapshotNode)}</ul>`
+    n.children.length + snaps.length + merged.length > 0
+      ? h`<ul>${n.children.map((k) => treeNode(k, x))}${merged.map(mergeNode)}${snaps.map(snapshotNode)}</ul>`
       : '';
   return h`<li data-id="${s.id}">${sandboxLink(s.id, `${s.name} (${s.id})`)} <span class="state ${s.state}">${s.state}</span>${orphan}${kids}</li>`;
 }
@@ -58,12 +71,14 @@ export function forkTree(data: DashboardData): Html {
   const snapsOf = new Map<string, SnapshotInfo[]>();
   for (const snap of [...data.snapshots].reverse())
     if (shown.has(snap.source)) snapsOf.set(snap.source, [...(snapsOf.get(snap.source) ?? []), snap]);
+  const mergesOf = new Map<string, string[]>();
+  for (const m of data.merges) mergesOf.set(m.into, [...(mergesOf.get(m.into) ?? []), m.winner]);
   const others = data.snapshots.filter((snap) => !shown.has(snap.source));
   const rest = others.length
     ? h`<h3>Snapshots of ended sandboxes</h3><ul class="tree">${others.map(snapshotNode)}</ul>`
     : '';
   if (roots.length === 0) return h`<p class="muted">No sandboxes.</p>${rest}`;
-  return h`<ul class="tree">${roots.map((r) => treeNode(r, snapsOf))}</ul>${rest}`;
+  return h`<ul class="tree">${roots.map((r) => treeNode(r, { snapsOf, mergesOf }))}</ul>${rest}`;
 }
 
 export function dashboardBody(data: DashboardData, now: number): Html {

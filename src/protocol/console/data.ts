@@ -1,12 +1,13 @@
 /**
  * What the dashboard reads: the tenant's live sandboxes (bounded), with cgroup usage for running ones,
- * and its snapshots (bounded, newest).
+ * its snapshots (bounded, newest), and the merges into shown sandboxes (bounded).
  */
 import type { ForkboxApi, SandboxInfo } from '../../service/api.ts';
 import type { DashboardData } from './dashboard.ts';
 
-/** Sandboxes shown on the dashboard (newest first past the bound); snapshots likewise. */
+/** Sandboxes shown on the dashboard (newest first past the bound); snapshots and merges likewise. */
 export const MAX_SHOWN = 100;
+const MERGED_INTO = /^merged into (\S+)$/;
 
 export async function loadDashboard(api: ForkboxApi): Promise<DashboardData> {
   const all = await api.listSandboxes({ namespace: '*' });
@@ -21,7 +22,14 @@ export async function loadDashboard(api: ForkboxApi): Promise<DashboardData> {
     sandboxes.push(await api.getSandbox(s.id, { usage: true }).catch(() => s));
   }
   sandboxes.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  // Merges: a merged winner's record ends as `merged into <parent>` (service/lineage-merge.ts).
+  const shown = new Set(sandboxes.map((s) => s.id));
+  const merges: DashboardData['merges'] = [];
+  for (const s of await api.listSandboxes({ namespace: '*', all: true })) {
+    const into = MERGED_INTO.exec(s.endReason ?? '')?.[1];
+    if (into !== undefined && shown.has(into)) merges.push({ winner: s.id, into });
+  }
   const snaps = await api.listSnapshots().catch(() => []);
   const snapshots = [...snaps].sort((a, b) => b.createdAt.localeCompare(a.createdAt)).slice(0, MAX_SHOWN);
-  return { sandboxes, more: all.length - newest.length, snapshots };
+  return { sandboxes, more: all.length - newest.length, snapshots, merges: merges.slice(-MAX_SHOWN) };
 }

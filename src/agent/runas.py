@@ -4,8 +4,10 @@ started with fork + setgroups/setgid/setuid + exec: posix_spawn cannot change th
 capabilities (setuid from root to another uid clears them). Standard library only, Python >= 3.8.
 """
 
+import fcntl
 import os
 import signal
+import termios
 
 MAX_TABLE = 1 << 20  # bytes of /etc/passwd or /etc/group read
 MAX_ID = (1 << 32) - 2
@@ -56,8 +58,9 @@ def resolve_user(spec):
     return uid, (0 if gid is None else gid), home
 
 
-def spawn_as(path, argv, env, fds, user, sigdef):
-    """Start `path` as `user` with fds (stdin, stdout, stderr) in a new session; returns its pid."""
+def spawn_as(path, argv, env, fds, user, sigdef, tty=False):
+    """Start `path` as `user` with fds (stdin, stdout, stderr) in a new session; returns its pid. With
+    `tty`, stdin is a terminal, made the new session's controlling terminal."""
     uid, gid, home = resolve_user(user)
     if home and uid != 0 and env.get("HOME") == "/root":
         env = dict(env, HOME=home)
@@ -69,6 +72,8 @@ def spawn_as(path, argv, env, fds, user, sigdef):
             for i, fd in enumerate(fds):
                 os.dup2(fd, i)
             os.setsid()
+            if tty:
+                fcntl.ioctl(0, termios.TIOCSCTTY, 0)
             for s in sigdef:
                 signal.signal(s, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, [])

@@ -377,7 +377,8 @@ def _spawn(spec, stdin, stdout, stderr):
                        (os.POSIX_SPAWN_DUP2, 0, 2)]
         try:
             if spec.get("user"):  # a pulled image's User (runas.py): posix_spawn cannot change the user
-                return runas.spawn_as(path, argv, env, (stdin, stdout, stderr), spec["user"], SIGDEF)
+                return runas.spawn_as(path, argv, env, (stdin, stdout, stderr), spec["user"], SIGDEF,
+                                      tty=bool(spec.get("tty")))
             return os.posix_spawn(path, argv, env, file_actions=actions, setsid=True, setsigdef=SIGDEF,
                                   setsigmask=())
         except runas.RunAsError as e:

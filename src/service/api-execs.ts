@@ -64,7 +64,15 @@ export function execApi(p: EngineParts, ctx: CallerContext): ExecApi {
   const find = (idOrName: string) => p.find(ctx, idOrName);
   const running = (idOrName: string) => p.running(ctx, idOrName);
   return {
-    exec: async (idOrName, req, opts?: RunOptions) => execs.run(running(idOrName), req, opts),
+    exec: async (idOrName, req, opts?: RunOptions) => {
+      // Nothing can type into a synchronous exec: a command reading its terminal would wait for its timeout.
+      if (req.tty !== undefined)
+        throw new ForkboxError(
+          'invalid_argument',
+          'tty is for background execs: start one with startExec (POST /v1/sandboxes/{id}/execs) and type into its stdin.',
+        );
+      return execs.run(running(idOrName), req, opts);
+    },
     startExec: async (idOrName, req) => execs.start(running(idOrName), req),
     pollExec: async (idOrName, execId, opts) =>
       execs.poll(find(idOrName), execId, opts?.afterSeq ?? -1, opts?.waitMs ?? 0),

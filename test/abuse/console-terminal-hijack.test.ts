@@ -82,9 +82,13 @@ describe('abuse: hijacking another tenant’s console terminal', { skip: skip ??
     assert.equal(mine.status, 200);
     const api = fx.opened.engine.scoped({ tenant: 'alice' });
     let seen = '';
-    for (let i = 0; i < 30 && !seen.includes('alice-was-here'); i++) {
-      const p = await api.pollExec(sandbox, exec, { waitMs: 1000 });
-      seen = p.chunks.map((c) => c.data).join('');
+    let seq = -1;
+    for (const end = Date.now() + 15_000; !seen.includes('alice-was-here') && Date.now() < end; ) {
+      const p = await api.pollExec(sandbox, exec, { afterSeq: seq, waitMs: 1000 });
+      for (const c of p.chunks) {
+        seq = Math.max(seq, c.seq);
+        seen += c.data;
+      }
     }
     assert.match(seen, /alice-was-here/);
     assert.doesNotMatch(seen, /bob-was-here/);

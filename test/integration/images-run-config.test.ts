@@ -2,7 +2,8 @@
  * A pulled image's config honoured at run time, with images the test pushes to a real registry (Debian's
  * docker-registry): `WorkingDir` is the default cwd of commands (an explicit cwd still wins), `User` —
  * a name resolved against the image's /etc/passwd, or uid:gid — is the user commands run as, a User the
- * image does not have fails clearly, `Entrypoint` + `Cmd` are what `forkbox run --image REF` runs with no
+ * image does not have fails clearly (a terminal exec as that User still gets its terminal as controlling
+ * terminal), `Entrypoint` + `Cmd` are what `forkbox run --image REF` runs with no
  * command words, and `forkbox images rm REF` removes an image by its reference (refused while in use).
  */
 import assert from 'node:assert/strict';
@@ -11,6 +12,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ImageRecord } from '../../src/domain/types.ts';
 import type { SandboxInfo } from '../../src/service/api.ts';
+import { createDaemonClient } from '../../src/transports/daemon-client.ts';
+import { socketPathFor } from '../../src/transports/daemon-launcher.ts';
 import { startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { defaultImage, makeStateDir } from '../helpers/native.ts';
 import {
@@ -71,6 +74,28 @@ test("WorkingDir is commands' default cwd and User (a name in /etc/passwd) their
   // The image's user is not root: root's files stay out of reach, as in the image's own runtime.
   const r = await forkbox('exec', id, '--', '/bin/sh', '-c', 'touch /root/x');
   assert.notEqual(r.status, 0, 'the daemon user cannot write to /root');
+  await ok('kill', id);
+});
+
+test('a terminal exec runs as the User, with the terminal as its controlling terminal', async () => {
+  const id = await create('named');
+  const api = createDaemonClient({ socketPath: socketPathFor(stateDir) });
+  const ex = await api.startExec(id, {
+    argv: ['/bin/sh', '-c', 'id -un; ps -o tty= -p $$; stty size'],
+    tty: { rows: 30, cols: 90 },
+  });
+  let out = '';
+  let seq = -1;
+  for (let i = 0; i < 30; i++) {
+    const p = await api.pollExec(id, ex.id, { afterSeq: seq, waitMs: 1000 });
+    for (const c of p.chunks) {
+      seq = Math.max(seq, c.seq);
+      out += c.data;
+    }
+    if (p.done) break;
+  }
+  // `ps` names the controlling terminal (pts/N), or '?' when the process has none.
+  assert.match(out, /^daemon\r\npts\/\d+\s*\r\n30 90\r\n$/, JSON.stringify(out));
   await ok('kill', id);
 });
 

@@ -255,7 +255,7 @@ describe('http app: limits, metrics, audit', () => {
     assert.equal(denied?.outcome, 'not_found');
     assert.equal(denied?.status, 404);
     assert.equal(unauth?.outcome, 'unauthenticated');
-    assert.equal(unauth?.tenant, 'anonymous');
+    assert.equal(unauth?.tenant, '?', 'no tenant can be named so');
     assert.equal(typeof exec?.duration_ms, 'number');
   });
 });

@@ -25,6 +25,11 @@ export interface StreamSource {
 
 export interface ConsoleStreams {
   open(c: Context, source: StreamSource): Response;
+  /**
+   * One of the tenant's stream slots for another console stream (an exec's output, a terminal): the
+   * release to call when it ends. Throws resource_exhausted when the tenant has none left.
+   */
+  reserve(tenant: string): () => void;
   /** Streams open for a tenant. */
   count(tenant: string): number;
   /** End every stream (daemon shutdown). */
@@ -39,16 +44,25 @@ export function createConsoleStreams(maxPerTenant = DEFAULT_STREAMS_PER_TENANT):
     if (n <= 0) counts.delete(tenant);
     else counts.set(tenant, n);
   };
+  const reserve = (tenant: string) => {
+    if ((counts.get(tenant) ?? 0) >= maxPerTenant) {
+      throw new ForkboxError(
+        'resource_exhausted',
+        `too many console streams for tenant '${tenant}' (limit ${maxPerTenant}). Close some console tabs.`,
+        { limit: maxPerTenant },
+      );
+    }
+    adjust(tenant, 1);
+    let released = false;
+    return () => {
+      if (!released) adjust(tenant, -1);
+      released = true;
+    };
+  };
   return {
+    reserve,
     open(c, source) {
-      if ((counts.get(source.tenant) ?? 0) >= maxPerTenant) {
-        throw new ForkboxError(
-          'resource_exhausted',
-          `too many console streams for tenant '${source.tenant}' (limit ${maxPerTenant}). Close some console tabs.`,
-          { limit: maxPerTenant },
-        );
-      }
-      adjust(source.tenant, 1);
+      const release = reserve(source.tenant);
       return streamSSE(c, async (stream) => {
         live.add(stream);
         try {
@@ -57,7 +71,7 @@ export function createConsoleStreams(maxPerTenant = DEFAULT_STREAMS_PER_TENANT):
           // The client went away, or the engine failed a read: end this stream (EventSource retries).
         } finally {
           live.delete(stream);
-          adjust(source.tenant, -1);
+          release();
         }
       });
     },

@@ -46,7 +46,10 @@ function entryRow(id: string, e: FileEntry): Html {
         ? h`<a href="${viewHref(id, e.path)}">${e.name}</a>`
         : h`${e.name}`;
   const size = e.type === 'file' ? bytes(e.size) : '';
-  return h`<tr><td>${link}</td><td>${e.type}</td><td>${size}</td><td>${new Date(e.mtimeMs).toISOString()}</td></tr>`;
+  // A sandbox sets its files' times: one out of Date's range shows as '?' rather than failing the page.
+  const when = new Date(e.mtimeMs);
+  const mtime = Number.isFinite(when.getTime()) ? when.toISOString() : '?';
+  return h`<tr><td>${link}</td><td>${e.type}</td><td>${size}</td><td>${mtime}</td></tr>`;
 }
 
 export function listingBody(

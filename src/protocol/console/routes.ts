@@ -44,6 +44,11 @@ export function consoleBodyLimit(path: string): number {
 
 export const isConsolePath = (path: string) => path === '/console' || path.startsWith('/console/');
 
+/** The console's long-lived streams (server-sent events), bounded per tenant by their own cap (events.ts). */
+export const isConsoleStream = (path: string) =>
+  path === '/console/events' ||
+  /^\/console\/sandboxes\/[^/]+\/(terminal\/[^/]+\/events|execs\/[^/]+\/output)$/.test(path);
+
 /** An error as a console page with the API's status. */
 export function errorPage(c: Context, e: unknown, loggedIn = true): Response {
   const err = toForkboxError(e);
@@ -107,7 +112,13 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
       stillValid: () => stillValid(c),
     });
   });
-  mountSandboxRoutes(app, { api: () => callerApi().api, loggedIn: deps.authRequired, stillValid });
+  const reserveStream = () => deps.streams.reserve(callerApi().caller.tenant);
+  mountSandboxRoutes(app, {
+    api: () => callerApi().api,
+    loggedIn: deps.authRequired,
+    stillValid,
+    reserveStream,
+  });
   mountAuditRoute(app, {
     audit: deps.audit,
     tenant: () => callerApi().caller.tenant,
@@ -118,6 +129,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
     tenant: () => callerApi().caller.tenant,
     loggedIn: deps.authRequired,
     stillValid,
+    reserveStream,
   });
   return app;
 }

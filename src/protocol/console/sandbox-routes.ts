@@ -20,6 +20,8 @@ export interface SandboxRouteDeps {
   loggedIn: boolean;
   /** Whether the session of a long-lived stream's request still logs in. */
   stillValid(c: Context): Promise<boolean>;
+  /** One of the tenant's console stream slots (events.ts): its release. */
+  reserveStream(): () => void;
 }
 
 /** Children one fork form may ask for. */
@@ -134,11 +136,13 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
   app.get('/sandboxes/:id/execs/:exec/output', async (c) => {
     const api = deps.api();
     const s = await api.getSandbox(c.req.param('id'));
+    const release = deps.reserveStream();
     return execEventStream(c, {
       api,
       sandbox: s.id,
       exec: c.req.param('exec'),
       stillValid: () => deps.stillValid(c),
+      release,
     });
   });
   mountFileRoutes(app, deps);

@@ -30,6 +30,8 @@ export interface TerminalDeps {
   loggedIn: boolean;
   /** Whether the session that opened a stream is still logged in. */
   stillValid(c: Context): Promise<boolean>;
+  /** One of the tenant's console stream slots (events.ts): its release. */
+  reserveStream(): () => void;
 }
 
 /** A JSON error for the page's script (the console's other errors are pages). */
@@ -49,6 +51,7 @@ async function shellOf(api: ForkboxApi, sandbox: string): Promise<string[]> {
 
 export function mountTerminalRoutes(app: Hono, deps: TerminalDeps): void {
   const terminals = new Map<string, Terminal>();
+  let starting = 0;
 
   /** The terminal this console started for this caller's sandbox, or not found. */
   function mine(sandbox: string, exec: string): Terminal {
@@ -88,17 +91,23 @@ export function mountTerminalRoutes(app: Hono, deps: TerminalDeps): void {
           'resource_exhausted',
           `sandbox ${s.id} has ${MAX_PER_SANDBOX} terminals open: close one first.`,
         );
-      const shell = await shellOf(api, s.id);
-      const ex = await api.startExec(s.id, {
-        argv: shell,
-        env: { TERM: 'xterm-256color' },
-        tty: { rows: Number(size.rows ?? 24), cols: Number(size.cols ?? 80) },
-      });
+      // Counted from now on (before the awaits below), so that concurrent requests cannot pass the cap.
       const t: Terminal = { sandbox: s.id, tenant: deps.tenant(), readers: 0 };
-      // Until its page reads it: a page that never does leaves no shell behind.
-      t.grace = graceFor(ex.id, t);
-      terminals.set(ex.id, t);
-      return c.json({ exec: ex.id }, 201);
+      const placeholder = `starting-${++starting}`;
+      terminals.set(placeholder, t);
+      try {
+        const ex = await api.startExec(s.id, {
+          argv: await shellOf(api, s.id),
+          env: { TERM: 'xterm-256color' },
+          tty: { rows: Number(size.rows ?? 24), cols: Number(size.cols ?? 80) },
+        });
+        // Until its page reads it: a page that never does leaves no shell behind.
+        t.grace = graceFor(ex.id, t);
+        terminals.set(ex.id, t);
+        return c.json({ exec: ex.id }, 201);
+      } finally {
+        terminals.delete(placeholder);
+      }
     } catch (e) {
       return jsonError(c, e);
     }
@@ -107,6 +116,7 @@ export function mountTerminalRoutes(app: Hono, deps: TerminalDeps): void {
   app.get('/sandboxes/:id/terminal/:exec/events', async (c) => {
     const exec = c.req.param('exec');
     const t = mine(c.req.param('id'), exec);
+    const release = deps.reserveStream();
     if (t.grace) clearTimeout(t.grace);
     t.readers++;
     return execEventStream(c, {
@@ -114,6 +124,7 @@ export function mountTerminalRoutes(app: Hono, deps: TerminalDeps): void {
       sandbox: t.sandbox,
       exec,
       stillValid: () => deps.stillValid(c),
+      release,
       live: () => terminals.get(exec) === t,
       onEnd: () => end(exec, t),
       onClose: () => {

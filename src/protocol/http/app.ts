@@ -26,7 +26,7 @@ import type { PoolStats } from '../../service/warm-pool.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
 import { cookieValue } from '../console/cookie.ts';
 import { createConsoleStreams } from '../console/events.ts';
-import { consoleBodyLimit, createConsoleApp, isConsolePath } from '../console/routes.ts';
+import { consoleBodyLimit, createConsoleApp, isConsolePath, isConsoleStream } from '../console/routes.ts';
 import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
@@ -269,7 +269,9 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
       if (c.req.path === '/healthz' || !opts.audit) return;
       opts.audit.write({
         door: 'http',
-        tenant: scope.caller?.tenant ?? 'anonymous',
+        // Not authenticated: '?', which no tenant can be named (a tenant 'anonymous' could, and would
+        // then read these lines back on the console's audit page).
+        tenant: scope.caller?.tenant ?? '?',
         client: c.req.header(CLIENT_HEADER),
         route: MCP_ROUTES.has(matched) ? matched : `${c.req.method} ${matched}`,
         tool: scope.tool,
@@ -314,7 +316,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   // so it is bounded by the per-tenant session limit instead of holding a request slot.
   app.use('*', async (c, next) => {
     // The console's event streams are bounded per tenant by their own cap (console/events.ts).
-    const streaming = isMcpPath(c.req.path) || c.req.path === '/sse' || c.req.path === '/console/events';
+    const streaming = isMcpPath(c.req.path) || c.req.path === '/sse' || isConsoleStream(c.req.path);
     if (c.req.method === 'GET' && streaming) return next();
     const release = limiter.acquire(callerOf().tenant);
     try {

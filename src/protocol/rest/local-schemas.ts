@@ -135,11 +135,9 @@ const execCommon = {
   /** Bytes of each stream kept in the spool file inside the sandbox. */
   spoolBytes: boundedNumber(LIMITS.spoolBytes).optional(),
   idempotencyKey: z.string().min(1).max(SIZES.idempotencyKeyChars).optional(),
-  /** Run under a pseudo-terminal of this size. */
-  tty: z
-    .strictObject({ rows: boundedNumber(LIMITS.ttyRows), cols: boundedNumber(LIMITS.ttyCols) })
-    .optional(),
 };
+/** A background exec may run under a pseudo-terminal of this size (typed into through its stdin). */
+const ttySize = z.strictObject({ rows: boundedNumber(LIMITS.ttyRows), cols: boundedNumber(LIMITS.ttyCols) });
 const oneCommand = (b: { argv?: string[] | undefined; cmd?: string | undefined }) =>
   (b.argv === undefined) !== (b.cmd === undefined);
 const oneCommandMsg = { message: 'give exactly one of argv (a list) or cmd (a shell string)' };
@@ -148,7 +146,7 @@ export const execBody = z
   .strictObject({ ...execCommon, stdin: base64.optional() })
   .refine(oneCommand, oneCommandMsg);
 export const startExecBody = z
-  .strictObject({ ...execCommon, stdin: z.boolean().optional() })
+  .strictObject({ ...execCommon, stdin: z.boolean().optional(), tty: ttySize.optional() })
   .refine(oneCommand, oneCommandMsg);
 
 export const codeBody = z.strictObject({

@@ -108,6 +108,10 @@ export function createExecOps(deps: ExecOpsDeps) {
     let cancelled = false;
     let slotNow: SpawnSlot | null = null;
     let stdinQueue: Promise<unknown> = Promise.resolve();
+    let idKnown: (id: number) => void = () => undefined;
+    const idSent = new Promise<number>((resolve) => {
+      idKnown = resolve;
+    });
     const host = deps.hostOf(rec);
     /** End every process of the exec's group (once the spawner has left it). */
     const endTree = (slot: SpawnSlot) => {
@@ -126,6 +130,7 @@ export function createExecOps(deps: ExecOpsDeps) {
         c,
         (id) => {
           streamId = id;
+          idKnown(id);
           if (cancelled) c.cancel(id);
         },
         (s) => {
@@ -155,12 +160,20 @@ export function createExecOps(deps: ExecOpsDeps) {
         tree: leftovers > 0 ? slot.tree : null,
       };
     })();
+    /** The agent's id of the exec request once sent; the exec's failure when it never was. */
+    const sentId = () =>
+      Promise.race([
+        idSent,
+        result.then(
+          () => streamId ?? Promise.reject(new ForkboxError('conflict', 'the exec has ended.')),
+          (e: unknown) => streamId ?? Promise.reject(e),
+        ),
+      ]);
     return {
       result,
       async writeStdin(data, eof = false) {
         const { conn: c } = await started;
-        while (streamId === null) await new Promise((r) => setImmediate(r));
-        const id = streamId;
+        const id = await sentId();
         // Keep stdin writes in order even when callers do not await each one.
         const next = stdinQueue.then(() => c.request('exec.stdin', { exec_id: id, eof }, { body: data }));
         stdinQueue = next.catch(() => undefined);
@@ -172,8 +185,8 @@ export function createExecOps(deps: ExecOpsDeps) {
       },
       async resize(size) {
         const { conn: c } = await started;
-        while (streamId === null) await new Promise((r) => setImmediate(r));
-        await c.request('exec.resize', { exec_id: streamId, rows: size.rows, cols: size.cols });
+        const id = await sentId();
+        await c.request('exec.resize', { exec_id: id, rows: size.rows, cols: size.cols });
       },
       cancel() {
         if (cancelled) return;

@@ -232,6 +232,12 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         for (const sb of byDepth) await spawner.release(sb.id, sb.templateId, null).catch(() => undefined);
         await spawner.collectLayers();
         for (const t of templates.list()) await templates.destroy(t.id).catch(() => undefined);
+        // Nothing of this state dir runs any more: its own cgroups go too (they would pile up, one set per
+        // state dir, across a machine's life). A group that still holds a process stays (rmdir: EBUSY).
+        if (live.size === 0 && templates.list().length === 0)
+          await cgroups.destroy(paths.stateCgroup).catch((e: unknown) => {
+            deps.log.warn({ err: String(e) }, "could not remove this state dir's cgroups");
+          });
       } else {
         for (const sb of live.values()) {
           sb.ended = true; // the daemon is going: closing its connections is no sandbox's death

@@ -24,6 +24,8 @@ export function nativePaths(stateDir: string, stateId: string) {
     projects: join(stateDir, 'projects'),
     inbox: (id: string) => join(stateDir, 'inbox', id),
     controlSocket: (id: string) => join(stateDir, 'inbox', id, 'ctl.sock'),
+    /** This state dir's own cgroup: the parent of its sandboxes' and templates' (under each controller). */
+    stateCgroup: `forkbox/${stateId}`,
     /** The parent of this state dir's sandbox cgroups (relative to each controller's root). */
     sandboxCgroups: `forkbox/${stateId}/sandboxes`,
     /** cgroup path (relative to each controller's root) of a new sandbox and of a new template. */

@@ -1,24 +1,11 @@
 /** The exec and code part of the API for one caller. */
 import { ForkboxError } from '../domain/errors.ts';
 import type { SandboxRecord } from '../domain/types.ts';
-import type { CodeRunRequest, ExecOutcome, ForkboxApi, RunOptions } from './api.ts';
+import type { CodeRunRequest, ExecApi, ExecOutcome, RunOptions } from './api.ts';
 import type { CallerContext } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
 import type { ReplEvalOptions, ReplResult } from './ports.ts';
 import { checkRunBounds } from './validate.ts';
-
-type ExecApi = Pick<
-  ForkboxApi,
-  | 'exec'
-  | 'startExec'
-  | 'pollExec'
-  | 'writeExecStdin'
-  | 'resizeExec'
-  | 'cancelExec'
-  | 'listExecs'
-  | 'runCode'
-  | 'resetCode'
->;
 
 /** A bash snippet runs as a fresh process; its outcome in the shape of a REPL result. */
 function asReplResult(argv0: string, o: ExecOutcome): ReplResult {

@@ -350,6 +350,20 @@ export interface DiffResult extends LayerDiff {
   patch?: string;
 }
 
+/** The API's commands (sync and background) and REPL calls: one group on every side that implements them. */
+export type ExecApi = Pick<
+  ForkboxApi,
+  | 'exec'
+  | 'startExec'
+  | 'pollExec'
+  | 'writeExecStdin'
+  | 'resizeExec'
+  | 'cancelExec'
+  | 'listExecs'
+  | 'runCode'
+  | 'resetCode'
+>;
+
 export interface ForkboxApi {
   status(): Promise<SystemStatus>;
 

@@ -15,6 +15,7 @@ import {
   unquoteEtag,
 } from '../protocol/rest/wire.ts';
 import type {
+  ExecApi,
   ExecOutcome,
   ForkboxApi,
   PortInfo,
@@ -96,19 +97,7 @@ function outputLines(onOutput: (c: ExecOutputChunk) => void) {
 }
 
 /** Commands (sync and background) and the REPL. */
-export function execCalls(
-  rq: Requester,
-): Calls<
-  | 'exec'
-  | 'startExec'
-  | 'pollExec'
-  | 'writeExecStdin'
-  | 'resizeExec'
-  | 'cancelExec'
-  | 'listExecs'
-  | 'runCode'
-  | 'resetCode'
-> {
+export function execCalls(rq: Requester): ExecApi {
   const { call, streamCall } = rq;
   const cancelExec = (id: string, execId: string): Promise<ExecRecord> =>
     call({ method: 'POST', path: sb(id, `/execs/${seg(execId)}/cancel`) });

@@ -11,11 +11,10 @@
  * shell, and the fifth terminal of one sandbox is refused (429).
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type Listener, startListener } from '../../src/transports/http-listener.ts';
+import type { Listener } from '../../src/transports/http-listener.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { startTenantListener } from '../helpers/tenant-listener.ts';
 
 const skip = nativeUnavailable();
 const ALICE = 'tok-alice-terminal-0a1b2c3d4e5f6a7b';
@@ -44,17 +43,7 @@ describe('abuse: hijacking another tenant’s console terminal', { skip: skip ??
 
   before(async () => {
     fx = await openNative();
-    const tokenFile = join(fx.stateDir, 'tokens');
-    writeFileSync(tokenFile, `${ALICE} alice\n${BOB} bob\n`, { mode: 0o600 });
-    listener = await startListener({
-      engine: fx.opened.engine,
-      version: 'test',
-      host: '127.0.0.1',
-      port: 0,
-      tokenFile,
-      stateDir: fx.stateDir,
-    });
-    base = listener.server.url;
+    ({ listener, base } = await startTenantListener(fx, { alice: ALICE, bob: BOB }));
     sandbox = (await fx.opened.engine.scoped({ tenant: 'alice' }).createSandbox({})).id;
     const r = await consoleReq(ALICE, 'POST', `/sandboxes/${sandbox}/terminal`, '{"rows":24,"cols":80}');
     assert.equal(r.status, 201, await r.clone().text());

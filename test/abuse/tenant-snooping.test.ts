@@ -10,14 +10,13 @@
  * files, running exec and snapshot are exactly as A left them.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { type Listener, startListener } from '../../src/transports/http-listener.ts';
+import type { Listener } from '../../src/transports/http-listener.ts';
 import { token } from '../helpers/attacks.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { startTenantListener } from '../helpers/tenant-listener.ts';
 
 const skip = nativeUnavailable();
 const TOKEN_A = `tok-alice-${token('a')}`;
@@ -58,18 +57,11 @@ describe('abuse: tenant snooping over REST and MCP', { skip: skip ?? false }, ()
 
   before(async () => {
     fx = await openNative();
-    const tokenFile = join(fx.stateDir, 'tokens');
-    writeFileSync(tokenFile, `${TOKEN_A} alice\n${TOKEN_B} bob\n`, { mode: 0o600 });
-    listener = await startListener({
-      engine: fx.opened.engine,
-      version: 'test',
-      host: '127.0.0.1',
-      port: 0,
-      tokenFile,
-      stateDir: fx.stateDir,
-      mcp: { sessionIdleMs: 60_000 },
-    });
-    base = listener.server.url;
+    ({ listener, base } = await startTenantListener(
+      fx,
+      { alice: TOKEN_A, bob: TOKEN_B },
+      { mcp: { sessionIdleMs: 60_000 } },
+    ));
     alice.box = (await asA('POST', '/v1/sandboxes', { name: alice.name }, 201)).id as string;
     await asA('PUT', `/v1/sandboxes/${alice.box}/files/content?path=/tmp/secret.txt`, Buffer.from(SECRET));
     alice.exec = (await asA('POST', `/v1/sandboxes/${alice.box}/exec`, { cmd: `echo ${SECRET}` }))

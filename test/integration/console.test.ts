@@ -9,13 +9,14 @@
  * test-output/console/ (or $FORKBOX_TEST_OUTPUT/console/).
  */
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { type Listener, startListener } from '../../src/transports/http-listener.ts';
+import type { Listener } from '../../src/transports/http-listener.ts';
 import { launchChromium, testOutputDir } from '../helpers/browser.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { startTenantListener } from '../helpers/tenant-listener.ts';
 
 const skip = nativeUnavailable();
 const TOKEN_A = 'tok-alice-console-5f1c9e2d7a8b4c3e';
@@ -48,17 +49,7 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
 
   before(async () => {
     fx = await openNative();
-    const tokenFile = join(fx.stateDir, 'tokens');
-    writeFileSync(tokenFile, `${TOKEN_A} alice\n${TOKEN_B} bob\n`, { mode: 0o600 });
-    listener = await startListener({
-      engine: fx.opened.engine,
-      version: 'test',
-      host: '127.0.0.1',
-      port: 0,
-      tokenFile,
-      stateDir: fx.stateDir,
-    });
-    base = listener.server.url;
+    ({ listener, base } = await startTenantListener(fx, { alice: TOKEN_A, bob: TOKEN_B }));
     browser = await launchChromium();
     ctx = await browser.newContext();
     page = await ctx.newPage();

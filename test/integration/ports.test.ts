@@ -9,9 +9,8 @@
  * (door `port`) and counted; after a daemon restart the ports are re-opened on the same host ports.
  */
 import assert from 'node:assert/strict';
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import net from 'node:net';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
@@ -19,7 +18,7 @@ import { openEngine } from '../../src/composition.ts';
 import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type Listener, startListener } from '../../src/transports/http-listener.ts';
+import type { Listener } from '../../src/transports/http-listener.ts';
 import {
   makeStateDir,
   type NativeFixture,
@@ -27,6 +26,7 @@ import {
   openNative,
   quietLog,
 } from '../helpers/native.ts';
+import { startTenantListener } from '../helpers/tenant-listener.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 const skip = nativeUnavailable();
@@ -72,18 +72,11 @@ describe('published ports', { skip: skip ?? false }, () => {
 
   before(async () => {
     fx = await openNative({ audit });
-    const tokenFile = join(fx.stateDir, 'tokens');
-    writeFileSync(tokenFile, `${TOKEN_A} alice\n${TOKEN_B} bob\n`, { mode: 0o600 });
-    listener = await startListener({
-      engine: fx.opened.engine,
-      version: 'test',
-      host: '127.0.0.1',
-      port: 0,
-      tokenFile,
-      stateDir: fx.stateDir,
-      hostMetrics: fx.opened.metrics,
-    });
-    base = listener.server.url;
+    ({ listener, base } = await startTenantListener(
+      fx,
+      { alice: TOKEN_A, bob: TOKEN_B },
+      { hostMetrics: fx.opened.metrics },
+    ));
     alice = fx.opened.engine.scoped({ tenant: 'alice' });
   });
   after(async () => {

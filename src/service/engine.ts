@@ -87,7 +87,7 @@ export interface Engine extends ForkboxApi {
    */
   attachSession(id: string, opts?: AttachOptions): Detach;
   /** Re-adopt live sandboxes after a (re)start. */
-  recover(deadlineMs?: number): Promise<{ adopted: number; lost: string[] }>;
+  recover(deadlineMs?: number): Promise<{ adopted: number; lost: string[]; revived: string[] }>;
   /** Kill sandboxes whose TTL has passed. */
   reapExpired(): Promise<string[]>;
   /** The warm pool per template: ready, target, hits, misses (served on /metrics). */
@@ -263,7 +263,7 @@ export function createEngine(deps: EngineDeps): Engine {
     attachSession: (id, opts) => sessions.attach(id, opts),
     async recover(deadlineMs = 5000) {
       const out = await recoverSandboxes(
-        { store, runtime, log, kill, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
+        { store, runtime, log, kill, now, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
         deadlineMs,
       );
       await ports.reopen();

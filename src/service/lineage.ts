@@ -12,6 +12,7 @@ import { createForker } from './lineage-fork.ts';
 import { createKiller, nsParentOf } from './lineage-kill.ts';
 import { createMerger, MERGED_LABEL } from './lineage-merge.ts';
 import type { Runtime, Store } from './ports.ts';
+import { RESTARTED_LABEL } from './recovery.ts';
 
 export type { CallerRef } from './lineage-fork.ts';
 export { MERGED_LABEL } from './lineage-merge.ts';
@@ -19,9 +20,10 @@ export { MERGED_LABEL } from './lineage-merge.ts';
  * Labels that name one sandbox's role rather than describe its contents, so a fork (or a snapshot,
  * and the sandboxes restored from it) never inherits them: the MCP default-sandbox marker and its
  * owner key (protocol/mcp/default-sandbox.ts: a child carrying them would be adopted as a client's
- * default sandbox after a restart), and a merge's hidden record. Given explicitly, they still apply.
+ * default sandbox after a restart), a merge's hidden record, and when a sandbox was started again on its
+ * files after a reboot (recovery.ts). Given explicitly, they still apply.
  */
-export const ROLE_LABEL_PREFIXES: readonly string[] = ['forkbox.mcp-default', MERGED_LABEL];
+export const ROLE_LABEL_PREFIXES: readonly string[] = ['forkbox.mcp-default', MERGED_LABEL, RESTARTED_LABEL];
 const isRoleLabel = (k: string) => ROLE_LABEL_PREFIXES.some((p) => k === p || k.startsWith(`${p}-`));
 
 export interface LineageDeps {

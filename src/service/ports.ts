@@ -235,6 +235,8 @@ export interface ForkChildSpec {
    * serves a running sandbox's network (an `open` NAT; each restore gets its own).
    */
   held?: boolean;
+  /** A revival (Runtime.reviveSandbox): its storage dir exists, with its files; open it, make none. */
+  reuseDir?: boolean;
 }
 
 export type ForkChildOutcome =
@@ -538,6 +540,12 @@ export interface Runtime {
     deadlineMs: number,
   ): Promise<{ lost: string[] }>;
   createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle>;
+  /**
+   * Optional: start a recorded sandbox whose processes are gone (a reboot, a container restart) again,
+   * on its kept files, as a new PID 1 from its image's template: its files are back, its processes and
+   * Python state are not. Rejects when its files or layers are gone (it is then lost).
+   */
+  reviveSandbox?(rec: SandboxRecord): Promise<SandboxHandle>;
   /**
    * Fork a running sandbox into children that inherit its files (as of one instant) and, where the
    * runtime can, its Python REPL's memory. Each child succeeds or fails on its own.

@@ -58,6 +58,8 @@ export interface TestEngineOptions {
   sessionGraceMs?: number;
   sessionReattachMs?: number;
   forkProcessState?: boolean;
+  /** The fake runtime offers reviveSandbox (fake-runtime/index.ts). */
+  revive?: boolean;
   images?: string[];
   hostGc?: EngineDeps['hostGc'];
   diskUsage?: EngineDeps['diskUsage'];
@@ -154,6 +156,7 @@ export function createTestEngine(opts: TestEngineOptions = {}): TestEngine {
   const runtime = createFakeRuntime({
     images,
     ...(opts.forkProcessState === undefined ? {} : { forkProcessState: opts.forkProcessState }),
+    ...(opts.revive === undefined ? {} : { revive: opts.revive }),
   });
   return build(join(dir, 'forkbox.db'), runtime, images, opts);
 }

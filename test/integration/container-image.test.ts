@@ -4,8 +4,9 @@
  * registry, runs it privileged on a bind-mounted state dir, and the test drives it over HTTP with the
  * token the entrypoint made (the default image seeded from the host's: see seedDefaultImage); a sandbox's Python state is
  * forked; a daemon killed inside the container is started again and re-adopts the live sandboxes; a
- * container restart ends the sandboxes' processes — they are listed ended, with the reason `lost` — while
- * images, the token and snapshots' files survive (docs/CONTAINER.md, "What survives a restart").
+ * container restart ends the sandboxes' processes — the new daemon starts each again on its kept files,
+ * with a fresh REPL — and images, the token and snapshots' files survive (docs/CONTAINER.md, "What
+ * survives a restart").
  *
  * As documented: the listener on the container's 0.0.0.0:7777, published on the host's 127.0.0.1:<free
  * port> (through the private dockerd's own bridge: test/helpers/dockerd.ts). Removed at the end: the
@@ -286,27 +287,34 @@ describe('forkbox as a container image (private dockerd)', { skip }, () => {
     assert.equal(r.restarted, false);
   });
 
-  it('a container restart: sandboxes are lost (listed, with the reason); snapshots keep files; images stay', {
+  it('a container restart: sandboxes start again on their files (fresh processes); snapshots and images stay', {
     timeout: 10 * MIN,
   }, async () => {
     await d?.docker(['restart', '-t', '30', name], { timeoutMs: 2 * MIN });
     await waitFor(healthy, { what: 'the restarted container answers', timeoutMs: 3 * MIN, intervalMs: 500 });
-    const list = await call('GET', '/v1/sandboxes?all=true');
+    const list = await call('GET', '/v1/sandboxes');
     assert.equal(list.status, 200, list.text);
     const rows = list.json as unknown as {
       id: string;
       name: string | null;
       state: string;
-      endReason: string;
+      labels: Record<string, string>;
     }[];
-    // Recovery marks them lost, then kills them (their files are removed): ended, with the reason 'lost'.
-    const ended = rows.filter((r) => r.state === 'killed' && /^lost/.test(r.endReason ?? ''));
+    // Every process died with the container; recovery starts each sandbox again on its kept files.
+    const revived = rows.filter((r) => r.state === 'running' && r.labels['forkbox.restarted'] !== undefined);
     assert.ok(
-      ended.some((r) => r.name === 'box'),
+      revived.some((r) => r.name === 'box'),
       list.text,
     );
-    assert.ok(ended.length >= 2, `the fork child ended too: ${list.text}`);
-    assert.equal(rows.filter((r) => r.state === 'running').length, 0, list.text);
+    assert.ok(revived.length >= 2, `the fork child runs again too: ${list.text}`);
+    const kept = await call('POST', '/v1/sandboxes/box/exec', { argv: ['cat', '/root/kept.txt'] });
+    assert.equal(kept.json.stdout, 'kept\n', kept.text);
+    assert.equal((await code('box', 'x')).error?.type, 'NameError', 'Python state ended with the container');
+    assert.equal((await code('box', 'z = 5')).ok, true);
+    const f = await call('POST', '/v1/sandboxes/box/fork', { n: 1 });
+    assert.equal(f.status, 201, f.text);
+    const forked = (f.json.children as { sandbox: { id: string } }[])[0]?.sandbox.id ?? '';
+    assert.equal((await code(forked, 'z')).value, '5', 'a revived sandbox forks with its new state');
     const images = await call('GET', '/v1/images');
     assert.ok((images.json as unknown as { name: string }[]).some((i) => i.name === 'debian'));
 
@@ -319,10 +327,9 @@ describe('forkbox as a container image (private dockerd)', { skip }, () => {
     const cat = await call('POST', `/v1/sandboxes/${id}/exec`, { argv: ['cat', '/root/kept.txt'] });
     assert.equal(cat.json.stdout, 'kept\n', cat.text);
     assert.equal((await code(id, 'x')).error?.type, 'NameError', 'a fresh REPL');
-    const fresh = await call('POST', '/v1/sandboxes', { name: 'box' });
-    assert.equal(fresh.status, 201, `the name is free again: ${fresh.text}`);
 
-    for (const sb of [id, 'box']) assert.equal((await call('DELETE', `/v1/sandboxes/${sb}`)).status, 200);
+    for (const sb of [id, forked, 'box'])
+      assert.equal((await call('DELETE', `/v1/sandboxes/${sb}`)).status, 200);
     assert.equal((await call('DELETE', '/v1/snapshots/keep')).status, 200);
     await d?.docker(['stop', '-t', '30', name], { timeoutMs: 2 * MIN });
     assert.ok(existsSync(join(stateDir, 'forkbox.db')));

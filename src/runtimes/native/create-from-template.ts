@@ -4,7 +4,7 @@
  */
 import { ForkboxError } from '../../domain/errors.ts';
 import type { CreateSandboxSpec, ImageStore, SandboxHandle } from '../../service/ports.ts';
-import type { Templates } from './container/templates.ts';
+import type { TemplateHandle, Templates } from './container/templates.ts';
 import type { NativePaths } from './host/paths.ts';
 import type { UidRange } from './host/uid-range.ts';
 import type { Admit } from './runtime-admission.ts';
@@ -20,12 +20,18 @@ export interface CreateFromTemplateDeps {
   spawner: ChildSpawner;
 }
 
+/** A revival (revive-sandbox.ts): its dir is kept, it was admitted when made, and its template may still run. */
+export interface ReviveOpts {
+  revive: true;
+  template: TemplateHandle | undefined;
+}
+
 export function createFromTemplate(deps: CreateFromTemplateDeps) {
   const { paths, templates, images, spawner, admit } = deps;
-  return async function createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
-    await admit([spec]);
+  return async function createSandbox(spec: CreateSandboxSpec, revival?: ReviveOpts): Promise<SandboxHandle> {
+    if (!revival) await admit([spec]);
     const image = images.require(spec.image);
-    const tpl = await templates.ensure(image, spec.prewarm);
+    const tpl = revival?.template?.conn ? revival.template : await templates.ensure(image, spec.prewarm);
     if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
     let lowers = spec.lowers ?? image.layers;
     let unhold: () => void = () => undefined;
@@ -46,6 +52,7 @@ export function createFromTemplate(deps: CreateFromTemplateDeps) {
             limits: spec.limits,
             forkIndex: 0,
             ...(spec.network ? { network: spec.network } : {}),
+            ...(revival ? { reuseDir: true } : {}),
           },
         ],
         null,

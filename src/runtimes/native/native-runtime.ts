@@ -35,6 +35,7 @@ import { isRunning } from './host/proc.ts';
 import type { Sys } from './host/sys.ts';
 import type { UidRange } from './host/uid-range.ts';
 import { createRecover } from './recover.ts';
+import { createRevive } from './revive-sandbox.ts';
 import { createAdmit } from './runtime-admission.ts';
 import { createSandboxLifecycle } from './sandbox-lifecycle.ts';
 import { createChildSpawner, type LiveSandbox } from './spawn/child-spawner.ts';
@@ -162,6 +163,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
   const forkSandbox = createForkSandbox({ ...deps, spawner, live, replLocks, connOf, admit, spawners });
   const recover = createRecover({ ...deps, spawner, exits, live, inboxOf: paths.inbox });
   const createSandbox = createFromTemplate({ ...deps, admit, spawner });
+  const reviveSandbox = createRevive({ spawner, templates, create: createSandbox });
 
   return {
     name: 'native',
@@ -189,7 +191,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       events = e;
     },
 
-    createSandbox,
+    createSandbox: (spec) => createSandbox(spec),
+    reviveSandbox,
 
     async releaseTemplate(imageName: string, prewarm: string[]): Promise<boolean> {
       let image: ReturnType<typeof deps.images.require>;

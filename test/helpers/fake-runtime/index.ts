@@ -62,6 +62,11 @@ export interface FakeRuntimeOptions {
   images?: { require(name: string): ImageRecord };
   /** Whether forks carry the REPL namespace (the native runtime's forkProcessState). Default true. */
   forkProcessState?: boolean;
+  /**
+   * Offer reviveSandbox: a crashed sandbox comes back with its files and a fresh REPL (the native
+   * runtime's revival after a reboot). Default off: a crashed sandbox is then lost.
+   */
+  revive?: boolean;
 }
 
 export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
@@ -131,6 +136,18 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
     return sb;
   }
 
+  async function reviveSandbox(rec: SandboxRecord): Promise<SandboxHandle> {
+    note('reviveSandbox', rec);
+    const sb = sandboxes.get(runtimeId(rec));
+    if (!sb || failures.delete(rec.name))
+      throw new ForkboxError(
+        'sandbox_gone',
+        `sandbox ${rec.id}'s files are gone: it cannot be started again.`,
+      );
+    Object.assign(sb, { dead: null, hostPid: ++pid, repl: new FakeRepl(), paused: false, depth: 0 });
+    return handleOf(sb);
+  }
+
   const runtime: FakeRuntime = {
     name: 'fake',
     capabilities: {
@@ -172,6 +189,8 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
       });
       return { lost: lost.map((r) => r.id) };
     },
+
+    ...(opts.revive ? { reviveSandbox } : {}),
 
     async createSandbox(spec: CreateSandboxSpec) {
       calls.push({ op: 'createSandbox', rid: spec.id });

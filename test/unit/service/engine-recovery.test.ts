@@ -50,3 +50,70 @@ describe('engine: recovery after a restart', () => {
     assert.equal(t.runtime.sandboxes.has(s.id), false, 'its processes were released');
   });
 });
+
+describe('engine: revival of sandboxes whose processes are gone (a reboot)', () => {
+  let t: TestEngine;
+  beforeEach(() => {
+    t = createTestEngine({ revive: true });
+  });
+  afterEach(() => t.close());
+
+  it('a crashed sandbox runs again with its files, a fresh REPL and the restarted label', async () => {
+    const a = await t.api.createSandbox({ name: 'a' });
+    await t.api.writeFile('a', '/root/keep.txt', Buffer.from('kept'));
+    await t.api.runCode('a', { code: 'x = 1' });
+    const before = t.store.getSandbox(a.id);
+    t.runtime.crash(a.id);
+    t = await t.restart();
+    const r = await t.api.getSandbox(a.id);
+    assert.equal(r.state, 'running');
+    assert.match(r.labels['forkbox.restarted'] ?? '', /^\d{4}-\d\d-\d\dT/);
+    assert.notEqual(t.store.getSandbox(a.id)?.hostPid, before?.hostPid, 'a new PID 1');
+    assert.equal((await t.api.readFile('a', '/root/keep.txt')).data.toString(), 'kept');
+    assert.equal((await t.api.runCode('a', { code: 'x' })).error?.type, 'NameError');
+  });
+
+  it('a paused one comes back running; forks of a revived sandbox do not inherit the label', async () => {
+    const p = await t.api.createSandbox({ name: 'p' });
+    await t.api.pauseSandbox('p');
+    t.runtime.crash(p.id);
+    t = await t.restart();
+    assert.equal((await t.api.getSandbox(p.id)).state, 'running');
+    const f = await t.api.forkSandbox('p', { n: 1 });
+    const child = f.children[0]?.sandbox;
+    assert.ok(child);
+    assert.equal(child.labels['forkbox.restarted'], undefined);
+  });
+
+  it('a revived child no longer holds its parent: killing the parent leaves no tombstone', async () => {
+    const parent = await t.api.createSandbox({ name: 'parent' });
+    const f = await t.api.forkSandbox('parent', { n: 1 });
+    const child = f.children[0]?.sandbox?.id ?? '';
+    t.runtime.crash(child);
+    t = await t.restart();
+    assert.equal((await t.api.getSandbox(child)).state, 'running');
+    await t.api.killSandbox(parent.id);
+    const p = t.store.getSandbox(parent.id);
+    assert.equal(p?.state, 'killed');
+    assert.notEqual(p?.runtime.tombstone, true, 'the parent waits for no revived child');
+  });
+
+  it('one that cannot be revived is lost as before; pool sandboxes and snapshot holders are not revived', async () => {
+    const gone = await t.api.createSandbox({ name: 'gone' });
+    await t.api.createSnapshot('gone', { name: 'snap' });
+    const holder = t.store.listSandboxes({}).find((r) => r.labels['forkbox.snapshot'] !== undefined);
+    assert.ok(holder, 'the snapshot has a holder sandbox');
+    t.runtime.crash(gone.id);
+    t.runtime.crash(holder.id);
+    t.runtime.failNext('gone', 'files are gone');
+    t = await t.restart();
+    const g = await t.api.getSandbox(gone.id);
+    assert.equal(g.state, 'killed');
+    assert.match(g.endReason ?? '', /lost/);
+    assert.equal(t.store.getSandbox(holder.id)?.state, 'killed', 'the holder is lost, not revived');
+    assert.deepEqual(
+      t.runtime.calls.filter((c) => c.op === 'reviveSandbox').map((c) => c.rid),
+      [gone.id],
+    );
+  });
+});

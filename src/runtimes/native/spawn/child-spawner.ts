@@ -65,6 +65,8 @@ export function createChildSpawner(deps: ChildSpawnerDeps) {
     serve: link.serve,
     release: (id: string, ...owners: (string | null)[]) => releaser.release(id, owners),
     releaseKnown: (sb: LiveSandbox, ...owners: (string | null)[]) => releaser.release(sb.id, owners, sb),
+    /** What a sandbox whose processes are gone still holds on the host, but not its files (a revival). */
+    releaseAllButFiles: (sb: LiveSandbox) => releaser.release(sb.id, [], sb, { keepFiles: true }),
     tombstone: releaser.tombstone,
     collectLayers: releaser.collectLayers,
     fromRecord: (rec: SandboxRecord): LiveSandbox => liveFromRecord(rec, paths),

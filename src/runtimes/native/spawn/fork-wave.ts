@@ -19,7 +19,7 @@ import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import type { UidRange } from '../host/uid-range.ts';
 import { mountProject, prepareProjectUpper } from '../storage/project-layer.ts';
-import type { SnapshotDriver } from '../storage/snapshot-driver.ts';
+import type { SandboxDirs, SnapshotDriver } from '../storage/snapshot-driver.ts';
 import { handleOf, LEAVES, type LiveSandbox, type ParentRef, type SpawnOutcome } from './live-sandbox.ts';
 import { oomRank } from './oom-order.ts';
 import type { Releaser } from './release.ts';
@@ -57,13 +57,25 @@ function failed(id: string, e: unknown): SpawnOutcome {
 export function createForkWaves(deps: ForkWaveDeps) {
   const { paths, mounts, cgroups, live } = deps;
 
+  /**
+   * upper and work come from the storage driver (on btrfs: one fresh subvolume holding both), bounded by
+   * the child's disk limit where the driver enforces one (docs/STORAGE.md); a revival opens its kept dir.
+   */
+  async function sandboxDirs(c: ForkChildSpec): Promise<SandboxDirs> {
+    const dir = paths.sandbox(c.id);
+    if (c.reuseDir !== true)
+      return deps.snapshots.createSandboxDir(dir, { bytes: c.limits.diskBytes, inodes: c.limits.diskInodes });
+    const kept = await deps.snapshots.openSandboxDir(dir);
+    if (!kept)
+      throw new ForkboxError(
+        'sandbox_gone',
+        `sandbox ${c.id}'s files are gone (${dir}): it cannot be started again.`,
+      );
+    return kept;
+  }
+
   async function prepare(parent: ParentRef, c: ForkChildSpec, sourceId: string | null): Promise<Prepared> {
-    // upper and work come from the storage driver (on btrfs: one fresh subvolume holding both).
-    // Bounded by the child's disk limit where the driver enforces one (docs/STORAGE.md).
-    const { upper, work } = await deps.snapshots.createSandboxDir(paths.sandbox(c.id), {
-      bytes: c.limits.diskBytes,
-      inodes: c.limits.diskInodes,
-    });
+    const { upper, work } = await sandboxDirs(c);
     // The sandbox's `/` is owned by its upper dir's owner: container root.
     chownSync(upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
     const pInbox = paths.inbox(parent.id);

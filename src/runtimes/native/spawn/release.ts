@@ -58,9 +58,15 @@ export function createReleaser(deps: ReleaseDeps) {
 
   /**
    * Release everything a sandbox holds on the host. Safe on a half-made sandbox. `sb` is its live entry
-   * when the runtime has none (a record after a restart).
+   * when the runtime has none (a record after a restart). `keepFiles`: its storage dir stays (a sandbox
+   * whose processes ended with a reboot, about to be started again on its files).
    */
-  async function release(id: string, inboxOwners: (string | null)[], known?: LiveSandbox): Promise<void> {
+  async function release(
+    id: string,
+    inboxOwners: (string | null)[],
+    known?: LiveSandbox,
+    opts: { keepFiles?: boolean } = {},
+  ): Promise<void> {
     const sb = live.get(id) ?? known;
     live.delete(id);
     if (sb) sb.ended = true;
@@ -83,7 +89,7 @@ export function createReleaser(deps: ReleaseDeps) {
     mounts.detachAllUnder(paths.inbox(id));
     rmSync(paths.inbox(id), { recursive: true, force: true });
     // Through the storage driver: on btrfs the sandbox dir is a subvolume (deleted in O(1)).
-    await deps.snapshots.removeSandboxDir(paths.sandbox(id));
+    if (opts.keepFiles !== true) await deps.snapshots.removeSandboxDir(paths.sandbox(id));
   }
 
   return {

@@ -16,7 +16,13 @@ import { runOk } from '../../../util/subprocess.ts';
 import { type BtrfsIoctl, createBtrfsIoctl, isSubvolume } from './btrfs-ioctl.ts';
 import type { BtrfsQuotas } from './btrfs-qgroups.ts';
 import type { BtrfsVolume } from './btrfs-volume.ts';
-import { createPlainDirs, freeBytes, SNAPSHOT_PREFIX, type SnapshotDriver } from './snapshot-driver.ts';
+import {
+  createPlainDirs,
+  freeBytes,
+  keptDirs,
+  SNAPSHOT_PREFIX,
+  type SnapshotDriver,
+} from './snapshot-driver.ts';
 
 const GiB = 1024 ** 3;
 
@@ -83,6 +89,11 @@ export function createBtrfsDriver(
         removeTree(dir);
         throw full(e, `creating ${dir}`);
       }
+    },
+
+    async openSandboxDir(dir) {
+      // A subvolume (and its quota) outlives a reboot: nothing to remount.
+      return keptDirs(dir);
     },
 
     async removeSandboxDir(dir) {

@@ -27,7 +27,7 @@ import { basename, join } from 'node:path';
 import koffi from 'koffi';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { runOk, which } from '../../../util/subprocess.ts';
-import type { Mounts } from '../host/mounts.ts';
+import { isMountPoint, type Mounts } from '../host/mounts.ts';
 import { MS, type Sys, SysError } from '../host/sys.ts';
 
 const LOOP_CTL_GET_FREE = 0x4c82;
@@ -54,6 +54,8 @@ export interface Ext4Disks {
   make(dir: string, quota: DiskQuota): Promise<void>;
   /** Whether `dir` has a disk of its own (an image exists for it). */
   has(dir: string): boolean;
+  /** Mount `dir`'s existing disk at `dir` again (after a reboot or container restart); no-op if mounted. */
+  reopen(dir: string): void;
   /** Unmount `dir`'s disk and delete its image (no-op without one). */
   remove(dir: string): void;
   /** What the disk at `dir` holds. */
@@ -111,6 +113,17 @@ export function createExt4Disks(opts: { disksDir: string; sys: Sys; mounts: Moun
     }
   }
 
+  /** Mount `image` at `dir` through a loop device that detaches itself once the filesystem is unmounted. */
+  function mountImage(image: string, dir: string): void {
+    const { device, fd: loop } = attach(image);
+    try {
+      sys.mount(device, dir, 'ext4', MS.NOATIME, 'noinit_itable,discard');
+    } finally {
+      // With the filesystem mounted the device stays; unmounted (or never mounted), it detaches.
+      closeSync(loop);
+    }
+  }
+
   return {
     async make(dir, quota) {
       mkdirSync(disksDir, { recursive: true, mode: 0o700 });
@@ -139,13 +152,7 @@ export function createExt4Disks(opts: { disksDir: string; sys: Sys; mounts: Moun
           'lazy_itable_init=1,nodiscard,root_owner=0:0',
           image,
         ]);
-        const { device, fd: loop } = attach(image);
-        try {
-          sys.mount(device, dir, 'ext4', MS.NOATIME, 'noinit_itable,discard');
-        } finally {
-          // With the filesystem mounted the device stays; unmounted (or never mounted), it detaches.
-          closeSync(loop);
-        }
+        mountImage(image, dir);
       } catch (e) {
         rmSync(image, { force: true });
         throw e;
@@ -153,6 +160,10 @@ export function createExt4Disks(opts: { disksDir: string; sys: Sys; mounts: Moun
     },
 
     has: (dir) => existsSync(imageOf(dir)),
+
+    reopen(dir) {
+      if (!isMountPoint(dir)) mountImage(imageOf(dir), dir);
+    },
 
     remove(dir) {
       mounts.detach(dir);

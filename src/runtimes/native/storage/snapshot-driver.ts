@@ -7,7 +7,7 @@
  * - `btrfs` (btrfs-driver.ts): every sandbox dir is a subvolume, freezing is an O(1) read-only snapshot.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, renameSync, rmSync, statfsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { runOk } from '../../../util/subprocess.ts';
 import type { DiskQuota, Ext4Disks } from './ext4-disks.ts';
@@ -38,6 +38,11 @@ export interface SnapshotDriver {
    * (bytes and inodes; 0 = not bounded) when the driver enforces disk limits.
    */
   createSandboxDir(dir: string, quota?: DiskQuota): Promise<SandboxDirs>;
+  /**
+   * A sandbox dir made before and kept (its processes ended with a reboot or a container restart), made
+   * reachable again (its disk remounted); null when its upper is gone. Its limit is the one it was made with.
+   */
+  openSandboxDir(dir: string): Promise<SandboxDirs | null>;
   /** What a sandbox's dir stores against its limit; null when the driver does not track it. */
   usage(dir: string): { bytes: number; inodes: number | null } | null;
   /** Bytes a new sandbox's writes can still take (admission), and where. */
@@ -68,6 +73,12 @@ export function createPlainDirs(dir: string): SandboxDirs {
   mkdirSync(upper, { recursive: true, mode: 0o755 });
   mkdirSync(work, { recursive: true, mode: 0o700 });
   return { upper, work };
+}
+
+/** A kept sandbox dir's upper and work, or null when its upper is gone (work is made again if missing). */
+export function keptDirs(dir: string): SandboxDirs | null {
+  if (!existsSync(join(dir, 'upper'))) return null;
+  return createPlainDirs(dir);
 }
 
 /** Snapshot layers live beside image layers, with a prefix image ids never have. */
@@ -109,6 +120,10 @@ export function createCopyDriver(
         }
       }
       return createPlainDirs(dir);
+    },
+    async openSandboxDir(dir) {
+      if (vols?.has(dir)) vols.reopen(dir);
+      return keptDirs(dir);
     },
     usage(dir) {
       return vols?.has(dir) ? vols.usage(dir) : null;

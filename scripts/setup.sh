@@ -71,6 +71,8 @@ npm run -s build >&2
 if [ "$(id -u)" -eq 0 ]; then
   echo "==> building the default image (Debian bookworm + python3, its data stack, Node.js; cached after the first time)" >&2
   node bin/forkbox.js images build debian >&2
+  echo "==> building the browser image (the default one + Debian's Chromium and fonts; cached after the first time)" >&2
+  node bin/forkbox.js images build debian --browser >&2
   node bin/forkbox.js doctor >&2 || true
 else
   echo "==> skipping the default image: building images needs root ('sudo npm run setup')" >&2

@@ -7,6 +7,7 @@ import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync 
 import type { Socket } from 'node:net';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
+import { createBrowsers } from './browser/browsers.ts';
 import { parseDuration } from './domain/durations.ts';
 import { ForkboxError } from './domain/errors.ts';
 import { LIMITS } from './domain/limits.ts';
@@ -414,6 +415,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     const networkCap = await openNetworkCap(opts.networkCap, filterTable, uidRange, nat, log);
     const engine = createEngine({
       disk,
+      browsers: createBrowsers({ dir: join(stateDir, 'browsers'), log }),
       agentRuntimeImage: RUNTIME_IMAGE,
       ...(networkCap ? { networkCap } : {}),
       ...(opts.projectRoots ? { projectRoots: opts.projectRoots } : {}),

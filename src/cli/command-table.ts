@@ -143,6 +143,13 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: () => import('./commands/port.ts'),
   },
   {
+    name: 'browser',
+    description:
+      "drive the sandbox's Chromium: open a URL, print its snapshot with refs, click/fill by ref, save a screenshot",
+    term: '',
+    load: () => import('./commands/browser.ts'),
+  },
+  {
     name: 'pause',
     description: 'freeze a sandbox (its processes stop running; memory and files are kept)',
     term: '<id>',

@@ -189,6 +189,35 @@ export const PORTS = {
 } as const;
 
 /** The warm pool's refill (service/warm-pool.ts): bounded in rate, backing off after failures. */
+/** The browser in a sandbox (src/browser/, docs/BROWSER.md). */
+export const BROWSER = {
+  /** Browsers open at once in one daemon (each is a Chromium in its sandbox, ~150 MB or more). */
+  perDaemon: 16,
+  /** Chromium must have written its DevTools port within this, ms (a cold start took ~1 s here). */
+  startMs: 30_000,
+  /** Default and largest wait of a navigation or an action, ms. */
+  actionMs: 15_000,
+  maxActionMs: 60_000,
+  /** An accessibility snapshot is cut past this many bytes (a marker says how much was left out). */
+  snapshotBytes: 64 * 1024,
+  /** A screenshot (PNG) larger than this is refused: take the viewport, not the full page. */
+  screenshotBytes: 4 * 1024 * 1024,
+  /** A full-page screenshot is clipped to this height, px. */
+  fullPageMaxHeight: 8_000,
+  /** Events kept per browser (oldest dropped first; cursors keep counting). */
+  events: 1_000,
+  /** Longest text kept of one event (console text, URL, error), bytes. */
+  eventTextBytes: 2_048,
+  /** Longest URL an agent may open, and longest text it may fill in, bytes. */
+  urlBytes: 8_192,
+  fillBytes: 64 * 1024,
+  /** Viewport of a new page, px. */
+  width: 1280,
+  height: 800,
+  /** Connections at once from the daemon to one browser's DevTools port (Playwright makes one). */
+  connections: 4,
+} as const;
+
 export const POOL = {
   /** Least time between the starts of two refill creates of one template, ms. */
   refillGapMs: 20,

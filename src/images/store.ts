@@ -15,6 +15,7 @@ import type { ProgressEvent } from '../service/api.ts';
 import type { BuildDebianOptions, ImageStore, PullOptions } from '../service/ports.ts';
 import { mountsUnder } from '../util/mountinfo.ts';
 import { requireTools } from '../util/subprocess.ts';
+import { aptInstall, BROWSER_IMAGE, BROWSER_PACKAGES } from './apt-install.ts';
 import { readAptMirror } from './apt-mirror.ts';
 import {
   DEFAULT_PACKAGES,
@@ -190,13 +191,24 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     }
     const packages = [...new Set([...DEFAULT_PACKAGES, ...(o.packages ?? [])])].sort();
     const isDefault = suite === DEFAULT_SUITE && packages.length === DEFAULT_PACKAGES.length;
+    // The browser variant: Chromium and its fonts, installed by apt after debootstrap (apt-install.ts).
+    const extra = o.browser === true ? [...BROWSER_PACKAGES] : [];
     const mirror = readAptMirror(suite, { env: opts.env ?? {} });
     const key = createHash('sha256')
       .update(
-        JSON.stringify({ kind: 'debootstrap', suite, variant: VARIANT, packages, mirror, shift: shiftSalt }),
+        JSON.stringify({
+          kind: 'debootstrap',
+          suite,
+          variant: VARIANT,
+          packages,
+          mirror,
+          shift: shiftSalt,
+          ...(extra.length > 0 ? { apt: extra } : {}),
+        }),
       )
       .digest('hex');
-    const name = o.name ?? (isDefault ? 'debian' : `debian-${key.slice(0, 8)}`);
+    const name =
+      o.name ?? (isDefault ? (extra.length > 0 ? BROWSER_IMAGE : 'debian') : `debian-${key.slice(0, 8)}`);
     validateImageName(name);
     const emit = o.onProgress ?? (() => {});
     const cached = get(name);
@@ -215,16 +227,11 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
       name,
       key,
       `debootstrap:${suite}`,
-      (rootfs) =>
-        debootstrap({
-          suite,
-          packages,
-          mirror,
-          target: rootfs,
-          onProgress: emit,
-          log,
-          ...(o.signal ? { signal: o.signal } : {}),
-        }),
+      async (rootfs) => {
+        const run = { onProgress: emit, log, ...(o.signal ? { signal: o.signal } : {}) };
+        await debootstrap({ suite, packages, mirror, target: rootfs, ...run });
+        await aptInstall({ target: rootfs, packages: extra, ...run });
+      },
       emit,
       o.signal,
       replacing,

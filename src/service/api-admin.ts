@@ -80,6 +80,7 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
           ...(req.name === undefined ? {} : { name: req.name }),
           ...(req.suite === undefined ? {} : { suite: req.suite }),
           ...(req.packages === undefined ? {} : { packages: req.packages }),
+          ...(req.browser === undefined ? {} : { browser: req.browser }),
           ...(onProgress === undefined ? {} : { onProgress }),
           mayReplace: (old) => refuseWhileUsed(old.name),
         }),

@@ -3,7 +3,9 @@
  * The in-process engine (service/engine.ts) and the daemon client (transports/daemon-client.ts) both
  * implement it, so every surface works the same in-process and against a daemon.
  */
+
 import type { Duplex } from 'node:stream';
+import type { BrowserAction, BrowserResult } from '../domain/browser.ts';
 import type { ExecRecord, ImageRecord, Limits, SandboxRecord } from '../domain/types.ts';
 import type {
   ExecOutputChunk,
@@ -464,7 +466,7 @@ export interface ForkboxApi {
 
   listImages(): Promise<ImageRecord[]>;
   buildImage(
-    req: { distro: 'debian'; suite?: string; packages?: string[]; name?: string },
+    req: { distro: 'debian'; suite?: string; packages?: string[]; name?: string; browser?: boolean },
     onProgress?: (e: ProgressEvent) => void,
   ): Promise<ImageRecord>;
   importImage(name: string, source: string, onProgress?: (e: ProgressEvent) => void): Promise<ImageRecord>;
@@ -474,6 +476,12 @@ export interface ForkboxApi {
 
   gc(): Promise<GcReport>;
   df(): Promise<DiskUsage>;
+
+  /**
+   * Act on the sandbox's browser (docs/BROWSER.md): `open` starts Chromium in the sandbox if none is open
+   * and loads a URL; the other actions work on its page by the refs of the latest snapshot.
+   */
+  browser(idOrName: string, action: BrowserAction): Promise<BrowserResult>;
 }
 
 /** The sandbox part of the API: lifecycle, lineage, snapshots, diff (service/api-sandboxes.ts). */

@@ -5,7 +5,7 @@ import type { KeyedQueue } from '../util/keyed-queue.ts';
 import type { DiskUsage, ForkRequest, ForkResult, GcReport, MergeResult, SandboxInfo } from './api.ts';
 import type { CallerContext, SandboxFinder } from './caller.ts';
 import type { ExecManager } from './exec-manager.ts';
-import type { ImageStore, Runtime, Store } from './ports.ts';
+import type { Browsers, ImageStore, Runtime, Store } from './ports.ts';
 import type { CreateSandbox } from './sandbox-create.ts';
 import type { SandboxPorts } from './sandbox-ports.ts';
 import type { Snapshots } from './snapshots.ts';
@@ -38,4 +38,6 @@ export interface EngineParts extends SandboxFinder {
   withKids(rec: SandboxRecord): SandboxInfo;
   gc(): Promise<GcReport>;
   df(): Promise<DiskUsage>;
+  /** The sandboxes' open browsers (src/browser/). */
+  browsers: Browsers | undefined;
 }

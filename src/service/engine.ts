@@ -8,6 +8,7 @@ import type { SandboxRecord } from '../domain/types.ts';
 import { createKeyedQueue } from '../util/keyed-queue.ts';
 import type { DiskUsage, ForkboxApi, GcReport, SandboxInfo } from './api.ts';
 import { adminApi } from './api-admin.ts';
+import { browserApi } from './api-browser.ts';
 import { execApi } from './api-execs.ts';
 import { fileApi } from './api-files.ts';
 import { sandboxApi } from './api-sandboxes.ts';
@@ -18,7 +19,7 @@ import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
 import { createLineage } from './lineage.ts';
 import type { NetworkCap } from './network-cap.ts';
-import type { ImageStore, Runtime, Store } from './ports.ts';
+import type { Browsers, ImageStore, Runtime, Store } from './ports.ts';
 import { recoverSandboxes } from './recovery.ts';
 import { createSandboxMaker } from './sandbox-create.ts';
 import { createExitHandler } from './sandbox-exit.ts';
@@ -34,6 +35,8 @@ export type { Logger } from '../domain/logger.ts';
 export interface EngineDeps {
   store: Store;
   runtime: Runtime;
+  /** The sandboxes' browsers (src/browser/, wired by composition.ts); none: browser actions are refused. */
+  browsers?: Browsers;
   images: ImageStore;
   stateDir: string;
   version: string;
@@ -218,6 +221,7 @@ export function createEngine(deps: EngineDeps): Engine {
   });
 
   const ports = createSandboxPorts({ store, runtime, log });
+  const browsers = deps.browsers;
   const parts: EngineParts = {
     ...finder,
     agentRuntimeImage: deps.agentRuntimeImage ?? null,
@@ -240,6 +244,7 @@ export function createEngine(deps: EngineDeps): Engine {
     fork,
     merge,
     withKids,
+    browsers,
     async gc(): Promise<GcReport> {
       const removedSandboxes = await reapExpired();
       return { removedSandboxes, ...(await hostGc()) };
@@ -255,6 +260,7 @@ export function createEngine(deps: EngineDeps): Engine {
     ...execApi(parts, ctx),
     ...fileApi(parts, ctx),
     ...adminApi(parts, ctx),
+    ...browserApi(parts, ctx),
   });
 
   return {
@@ -287,6 +293,7 @@ export function createEngine(deps: EngineDeps): Engine {
     reapExpired,
     poolStats: () => pool.stats(),
     async close() {
+      await browsers?.closeAll();
       await pool.close();
       sessions.close();
       await lifecycle.drain();

@@ -2,7 +2,9 @@
  * Ports: the interfaces the service layer declares and that runtimes and stores implement.
  * Dependencies point inward: runtimes/ and storage/ import from here, never the reverse.
  */
+
 import type { Duplex } from 'node:stream';
+import type { BrowserAction, BrowserResult } from '../domain/browser.ts';
 import type { ErrorCode } from '../domain/errors.ts';
 import type { NetworkPolicy } from '../domain/network.ts';
 import type {
@@ -26,6 +28,8 @@ export interface BuildDebianOptions {
   name?: string;
   suite?: string;
   packages?: string[];
+  /** The browser variant: Chromium and fonts on top (default name `debian-browser`; docs/BROWSER.md). */
+  browser?: boolean;
   onProgress?: (e: ProgressEvent) => void;
   signal?: AbortSignal;
   /**
@@ -523,6 +527,8 @@ export interface RuntimePorts {
   publish(rec: SandboxRecord, port: number, hostPort: number): Promise<number>;
   /** A connection to the sandbox's published `port` (for the HTTP listener). */
   connect(rec: SandboxRecord, port: number): Promise<Duplex>;
+  /** A connection to `port` on the sandbox's loopback, published or not (the daemon's own use: its browser). */
+  dial?(rec: SandboxRecord, port: number): Promise<Duplex>;
 }
 
 export interface Runtime {
@@ -619,4 +625,26 @@ export interface Runtime {
 
   /** Stop every template and release every host resource this runtime holds (used by tests and `gc --all`). */
   shutdown(opts: { killSandboxes: boolean }): Promise<void>;
+}
+
+/** What a sandbox's browser needs of its sandbox (built per call by the engine, for the caller). */
+export interface BrowserHost {
+  network: NetworkPolicy;
+  exists(path: string): Promise<boolean>;
+  /** Start a background exec; its id. */
+  start(argv: string[]): Promise<string>;
+  /** null while it runs; once it ended, what it said (its state and stderr's tail). */
+  ended(execId: string): Promise<string | null>;
+  cancel(execId: string): Promise<void>;
+  /** A file's text, or null when it is not there (yet). */
+  read(path: string): Promise<string | null>;
+  /** A connection to `port` on the sandbox's loopback, made from inside by its agent. */
+  dial(port: number): Promise<Duplex>;
+}
+
+/** The daemon's browsers, one per sandbox (src/browser/, docs/BROWSER.md). */
+export interface Browsers {
+  /** Run `a` on sandbox `id`'s browser (its runtime id); `open` starts one when there is none. */
+  act(id: string, host: () => BrowserHost, a: BrowserAction): Promise<BrowserResult>;
+  closeAll(): Promise<void>;
 }

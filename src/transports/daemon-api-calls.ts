@@ -4,6 +4,7 @@
  * daemon-request.ts.
  */
 
+import type { BrowserResult } from '../domain/browser.ts';
 import { ForkboxError } from '../domain/errors.ts';
 import type { ExecRecord, ImageRecord } from '../domain/types.ts';
 import {
@@ -163,6 +164,15 @@ export function execCalls(rq: Requester): ExecApi {
     async resetCode(id) {
       await call({ method: 'POST', path: sb(id, '/code/reset') });
     },
+  };
+}
+
+/** The sandbox's browser. */
+export function browserCalls(rq: Requester): Calls<'browser'> {
+  return {
+    // No timeout of its own: a cold Chromium start plus a page's load is bounded by the daemon.
+    browser: (id, action) =>
+      rq.call<BrowserResult>({ method: 'POST', path: sb(id, '/browser'), json: action }),
   };
 }
 

@@ -10,7 +10,7 @@
  */
 import { ForkboxError } from '../domain/errors.ts';
 import type { ForkboxApi } from '../service/api.ts';
-import { catalogCalls, execCalls, fileCalls, sandboxCalls } from './daemon-api-calls.ts';
+import { browserCalls, catalogCalls, execCalls, fileCalls, sandboxCalls } from './daemon-api-calls.ts';
 import {
   createTransport,
   type DaemonEndpoint,
@@ -105,5 +105,6 @@ function clientOver(transport: EndpointTransport, scope: RequestScope): DaemonCl
     ...execCalls(rq),
     ...fileCalls(rq),
     ...catalogCalls(rq),
+    ...browserCalls(rq),
   };
 }

@@ -3,8 +3,8 @@
  * TypeScript SDK over stdio) against `forkbox mcp --toolset agentkernel`, a client of a real daemon with
  * the native runtime: sandbox_run with an image → sandbox_create → sandbox_exec → sandbox_file_write /
  * sandbox_file_read → snapshot_take → snapshot_restore (the restored sandbox has the files) →
- * sandbox_extend_ttl (the expiry grows by the amount) → a browser tool's clear "not available yet";
- * plus agentkernel's text results, its `Error: …` convention and sandbox_stop/start.
+ * sandbox_extend_ttl (the expiry grows by the amount); its browser tools on a sandbox of the browser
+ * image (open → refs → fill → click → events → close); plus agentkernel's text results, its `Error: …` convention and sandbox_stop/start.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -13,11 +13,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
+import { refOf, SITE, serveSite } from '../helpers/browser-page.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from '../helpers/daemon.ts';
 import { forkboxMcpServer } from '../helpers/mcp-stdio.ts';
-import { makeStateDir, nativeUnavailable } from '../helpers/native.ts';
+import { browserUnavailable, makeBrowserStateDir } from '../helpers/native.ts';
 
-const skip = nativeUnavailable();
+const skip = browserUnavailable();
 
 type Json = Record<string, unknown>;
 interface Result {
@@ -52,7 +53,7 @@ describe('agentkernel toolset over stdio (v1 SDK, real daemon)', { skip: skip ??
   };
 
   before(async () => {
-    stateDir = makeStateDir();
+    stateDir = makeBrowserStateDir();
     daemon = await startServe(stateDir);
     api = createDaemonClient({ socketPath: join(stateDir, 'forkbox.sock') });
     client = new Client({ name: 'agentkernel-user', version: '1' });
@@ -65,7 +66,7 @@ describe('agentkernel toolset over stdio (v1 SDK, real daemon)', { skip: skip ??
     await stopServeAndClean(daemon?.child, stateDir);
   });
 
-  it('run with an image → create → exec → files → snapshot → restore → extend TTL → browser error', async () => {
+  it('run with an image → create → exec → files → snapshot → restore → extend TTL', async () => {
     const { tools } = await client.listTools();
     assert.equal(tools.length, 21);
 
@@ -171,9 +172,49 @@ describe('agentkernel toolset over stdio (v1 SDK, real daemon)', { skip: skip ??
       await failure('sandbox_extend_ttl', { name: 'my-project', by: 'soon' }),
       /invalid duration 'soon'/,
     );
+  });
 
-    const browser = await failure('browser_open', { name: 'my-browser', url: 'http://127.0.0.1/' });
-    assert.match(browser, /^Error: browser_open is not available yet: forkbox's browser sandboxes/);
+  it('the browser flow: open → snapshot refs → fill by ref → click by selector → events → close', async () => {
+    assert.match(
+      await text('sandbox_create', { name: 'my-browser', image: 'debian-browser' }),
+      /^Sandbox 'my-browser' created/,
+    );
+    await serveSite(api, 'my-browser');
+    const opened = JSON.parse(await text('browser_open', { name: 'my-browser', url: `${SITE}/` })) as {
+      snapshot: string;
+      url: string;
+      title: string;
+      refs: string[];
+    };
+    assert.equal(opened.url, `${SITE}/`);
+    assert.equal(opened.title, 'Test form');
+    const name = refOf(opened.snapshot, /textbox "Name"/);
+    assert.ok(opened.refs.includes(name), 'refs lists the snapshot’s refs');
+    const filled = JSON.parse(await text('browser_fill', { name: 'my-browser', ref: name, value: 'Ada' }));
+    assert.match(filled.snapshot, /textbox "Name"[^\n]*: Ada/);
+    const clicked = JSON.parse(await text('browser_click', { name: 'my-browser', selector: '#go' }));
+    assert.match(clicked.snapshot, /Hello, Ada \(free\)/);
+    assert.match(
+      JSON.parse(await text('browser_snapshot', { name: 'my-browser' })).snapshot,
+      /button "Sent"/,
+    );
+    const events = JSON.parse(await text('browser_events', { name: 'my-browser', limit: 1000 })) as {
+      events: { type: string; text?: string }[];
+    };
+    assert.ok(events.events.some((e) => e.type === 'console' && e.text === 'hello from the page'));
+    assert.match(
+      await failure('browser_snapshot', { name: 'my-browser', page: 'second' }),
+      /one page per sandbox/,
+    );
+    assert.deepEqual(JSON.parse(await text('browser_close', { name: 'my-browser' })), {
+      closed: true,
+      page: 'default',
+    });
+    assert.match(await failure('browser_snapshot', { name: 'my-browser' }), /^Error: .*open a page first/);
+    assert.match(
+      await failure('browser_open', { name: 'my-project', url: `${SITE}/` }),
+      /^Error: .*has no Chromium: .*debian-browser/,
+    );
   });
 
   it('stop freezes and start resumes; errors read as agentkernel wrote them', async () => {

@@ -115,3 +115,25 @@ export function skipUnlessNative(t: TestContext): boolean {
   }
   return false;
 }
+
+/** The browser image's record (`forkbox images build debian --browser`, built by `npm run setup`). */
+export const BROWSER_IMAGE_FILE = join(MAIN_STATE_DIR, 'images', 'debian-browser.json');
+
+/** Why the browser cannot be tested here, or null when it can. */
+export function browserUnavailable(): string | null {
+  const why = nativeUnavailable();
+  if (why) return why;
+  try {
+    readFileSync(BROWSER_IMAGE_FILE);
+  } catch {
+    return `the browser image is not built in ${MAIN_STATE_DIR}: run 'npm run setup' (or 'forkbox images build debian --browser')`;
+  }
+  return null;
+}
+
+/** A new state dir holding the default and the browser images (sharing their layers). */
+export function makeBrowserStateDir(): string {
+  const dir = makeStateDir();
+  writeFileSync(join(dir, 'images', 'debian-browser.json'), readFileSync(BROWSER_IMAGE_FILE));
+  return dir;
+}

@@ -82,7 +82,10 @@ describe('http app: /mcp/<toolset>', () => {
       body,
     });
     assert.equal(unknown.status, 404);
-    assert.match(await unknown.text(), /no toolset 'nope' here\. Toolsets: \/mcp\/forkbox, \/mcp\/forkd/);
+    assert.match(
+      await unknown.text(),
+      /no toolset 'nope' here\. Toolsets: \/mcp\/forkbox, \/mcp\/browser, \/mcp\/forkd/,
+    );
     await http.close();
     await t.close();
   });

@@ -21,6 +21,7 @@ const COMPOSITION: readonly string[] = [
   'images',
   'storage',
   'network',
+  'browser',
   'util',
   'version',
 ];
@@ -34,6 +35,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   images: ['domain', 'service', 'util'],
   runtimes: ['domain', 'service', 'images', 'network', 'util'],
   network: ['domain', 'util'],
+  browser: ['domain', 'service', 'util'],
   protocol: ['domain', 'service', 'util'],
   transports: ['domain', 'service', 'protocol', 'util'],
   cli: [...COMPOSITION, 'composition'],

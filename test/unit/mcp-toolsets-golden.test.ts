@@ -2,7 +2,8 @@
  * Each compatibility toolset's tools/list against its golden file (test/golden/toolsets/<name>.json),
  * written by hand from the replaced system's published tool table: tool names in order, required
  * arguments, argument names and the defaults that system advertised — exactly. Every registered toolset
- * but the canonical one must have a golden file. Also: the systems' own bounds hold at their edges
+ * but the canonical one must have a golden file (the `browser` toolset's is forkbox's own design, held
+ * the same way so that a change to it is deliberate). Also: the systems' own bounds hold at their edges
  * (forkd's n up to 1000), and a toolset's errors follow its system's convention.
  */
 import assert from 'node:assert/strict';

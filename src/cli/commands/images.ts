@@ -22,27 +22,34 @@ export function register(program: Command, ctx: CliContext): void {
         .filter((p) => p !== ''),
     )
     .option('--name <name>', 'image name (default: derived from the distro and suite)')
-    .action(async (distro: string, o: { suite?: string; packages?: string[]; name?: string }) => {
-      if (distro !== 'debian') {
-        throw new ForkboxError(
-          'invalid_argument',
-          `cannot build '${distro}' images yet. Use 'forkbox images build debian'.`,
-        );
-      }
-      const api = await ctx.api();
-      const progress = createProgressDisplay();
-      const req: Parameters<typeof api.buildImage>[0] = { distro: 'debian' };
-      if (o.suite !== undefined) req.suite = o.suite;
-      if (o.packages !== undefined) req.packages = o.packages;
-      if (o.name !== undefined) req.name = o.name;
-      try {
-        const img = await api.buildImage(req, (e) => progress.update(e));
-        progress.stop();
-        ctx.out().result(img, () => `${img.name} (${formatBytes(img.sizeBytes)})`);
-      } finally {
-        progress.stop();
-      }
-    });
+    .option('--browser', "the browser variant: Chromium and fonts on top (default name 'debian-browser')")
+    .action(
+      async (
+        distro: string,
+        o: { suite?: string; packages?: string[]; name?: string; browser?: boolean },
+      ) => {
+        if (distro !== 'debian') {
+          throw new ForkboxError(
+            'invalid_argument',
+            `cannot build '${distro}' images yet. Use 'forkbox images build debian'.`,
+          );
+        }
+        const api = await ctx.api();
+        const progress = createProgressDisplay();
+        const req: Parameters<typeof api.buildImage>[0] = { distro: 'debian' };
+        if (o.suite !== undefined) req.suite = o.suite;
+        if (o.packages !== undefined) req.packages = o.packages;
+        if (o.name !== undefined) req.name = o.name;
+        if (o.browser === true) req.browser = true;
+        try {
+          const img = await api.buildImage(req, (e) => progress.update(e));
+          progress.stop();
+          ctx.out().result(img, () => `${img.name} (${formatBytes(img.sizeBytes)})`);
+        } finally {
+          progress.stop();
+        }
+      },
+    );
 
   images
     .command('import')

@@ -5,6 +5,7 @@
  * each tool maps to.
  */
 import { ForkboxError } from '../../domain/errors.ts';
+import { BROWSER_TOOLS } from './tools/browser/index.ts';
 import { CANONICAL_TOOLS } from './tools/index.ts';
 import { canonicalTool, type Toolset, type ToolsetTool } from './toolset.ts';
 import { agentkernelToolset } from './toolsets/agentkernel/index.ts';
@@ -26,8 +27,24 @@ export const canonicalToolset: Toolset = {
   tools: CANONICAL_TOOLS.map(canonicalTool),
 };
 
+/**
+ * forkbox's browser tools, a toolset of their own so that the canonical list (paid in tokens on every
+ * turn) does not grow by twelve tools for clients that never open a page: `--toolset forkbox --toolset
+ * browser`, or `/mcp/browser` (docs/BROWSER.md).
+ */
+export const browserToolset: Toolset = {
+  name: 'browser',
+  summary:
+    "forkbox's browser tools (open, snapshot with refs, click/fill/select/press by ref, screenshot, events)",
+  session: 'default-sandbox',
+  instructions:
+    "The browser tools drive a Chromium inside a forkbox sandbox whose image has it (create the sandbox with image 'debian-browser'). Elements are named by the refs of the latest snapshot (e12); refs change when the page does.",
+  tools: BROWSER_TOOLS.map(canonicalTool),
+};
+
 export const TOOLSETS: Readonly<Record<string, Toolset>> = {
   forkbox: canonicalToolset,
+  browser: browserToolset,
   forkd: forkdToolset,
   podflare: podflareToolset,
   agentkernel: agentkernelToolset,

@@ -1,4 +1,6 @@
-/** The /v1 handlers of commands and code: run (JSON or streamed NDJSON), background execs, polling, stdin, cancel. */
+/** The /v1 handlers of commands and code: run (JSON or streamed NDJSON), background execs, polling, stdin, cancel; the browser. */
+
+import type { BrowserAction } from '../../domain/browser.ts';
 import {
   type ApiFor,
   chunkLine,
@@ -13,6 +15,7 @@ import {
   wantsNdjson,
 } from './handler-support.ts';
 import {
+  browserBody,
   codeBody,
   execBody,
   parseOrThrow,
@@ -73,6 +76,10 @@ export function execHandlers(A: ApiFor) {
       return ndjson(c, (emit) =>
         A(c).runCode(idParam(c), req, { signal, onOutput: (ch) => emit(chunkLine(ch)) }),
       );
+    },
+    browser: async (c) => {
+      const action = stripUndefined(parseOrThrow(browserBody, await jsonBody(c), 'browser action'));
+      return c.json(await A(c).browser(idParam(c), action as BrowserAction));
     },
     resetCode: async (c) => {
       await A(c).resetCode(idParam(c));

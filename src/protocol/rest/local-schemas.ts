@@ -171,6 +171,10 @@ export const buildImageBody = z.strictObject({
     .max(512)
     .optional(),
   name: name.optional(),
+  browser: z
+    .boolean()
+    .optional()
+    .describe('the browser variant: Chromium and fonts on top (default name debian-browser)'),
 });
 export const importImageBody = z.strictObject({ name, source: pathSchema() });
 export const pullImageBody = z.strictObject({ ref: z.string().min(1).max(REGISTRY.refChars) });
@@ -256,3 +260,39 @@ export type ProgressStreamLine<T> =
   | { type: 'progress'; event: ProgressEvent }
   | { type: 'result'; result: T }
   | { type: 'error'; error: { code: string; message: string; details?: Record<string, unknown> } };
+
+const selector = z.string().min(1).max(1024).describe('a CSS selector (the first match), instead of ref');
+const ref = z.string().regex(/^(f\d{1,4})?e\d{1,7}$/, 'a ref from the latest snapshot, e.g. e12');
+/** One browser action (POST /v1/sandboxes/{id}/browser; domain/browser.ts). */
+export const browserBody = z.discriminatedUnion('action', [
+  z.strictObject({ action: z.literal('open'), url: z.string().min(1).max(8192) }),
+  z.strictObject({ action: z.literal('snapshot') }),
+  z.strictObject({ action: z.literal('click'), ref: ref.optional(), selector: selector.optional() }),
+  z.strictObject({
+    action: z.literal('fill'),
+    ref: ref.optional(),
+    selector: selector.optional(),
+    value: z.string().max(64 * 1024),
+  }),
+  z.strictObject({ action: z.literal('select'), ref, values: z.array(z.string().max(1024)).min(1).max(64) }),
+  z.strictObject({ action: z.literal('press'), key: z.string().min(1).max(64), ref: ref.optional() }),
+  z.strictObject({
+    action: z.literal('scroll'),
+    ref: ref.optional(),
+    dy: z.number().int().min(-100_000).max(100_000).optional(),
+  }),
+  z.strictObject({
+    action: z.literal('wait_for'),
+    ref: ref.optional(),
+    text: z.string().min(1).max(1024).optional(),
+    timeoutMs: z.number().int().min(1).max(60_000).optional(),
+  }),
+  z.strictObject({ action: z.literal('screenshot'), fullPage: z.boolean().optional() }),
+  z.strictObject({ action: z.literal('navigate'), to: z.enum(['back', 'forward', 'reload']) }),
+  z.strictObject({
+    action: z.literal('events'),
+    since: z.number().int().min(0).optional(),
+    limit: z.number().int().min(1).max(1000).optional(),
+  }),
+  z.strictObject({ action: z.literal('close') }),
+]);

@@ -6,6 +6,7 @@
 import { createRoute, type RouteConfig } from '@hono/zod-openapi';
 import { z } from 'zod';
 import {
+  browserBody,
   buildImageBody,
   codeBody,
   createSandboxBody,
@@ -371,6 +372,14 @@ export const ROUTES = {
     { params: execIds },
     { schema: execRecord },
     E,
+  ),
+  browser: def(
+    'post',
+    '/v1/sandboxes/{id}/browser',
+    'Act on the sandbox’s browser: open a URL (starting Chromium in the sandbox), snapshot, click/fill/select/press/scroll/wait_for by ref, screenshot, navigate, events, close',
+    { params: sandboxId, body: jsonBody(browserBody) },
+    { schema: anyObject },
+    ['browser'],
   ),
   runCode: def(
     'post',

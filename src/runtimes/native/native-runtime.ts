@@ -180,6 +180,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
         return published.publish(rid(rec), port, hostPort);
       },
       connect: (rec, port) => published.connect(rid(rec), port),
+      dial: (rec, port) => dialer.dial(rid(rec), port),
     },
     ...ops,
     ...execOps,

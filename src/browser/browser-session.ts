@@ -1,0 +1,183 @@
+/**
+ * One open browser: Playwright connected over CDP (through the sandbox's relay, cdp-bridge.ts) to the
+ * Chromium in a sandbox, its page, its event log, and the actions an agent takes on it by ref
+ * (Playwright's `aria-ref=` selector on the refs of its AI-mode ARIA snapshot).
+ */
+import type { Browser, Page } from 'playwright-core';
+import type { BrowserAction, BrowserResult } from '../domain/browser.ts';
+import { checkBrowserUrl, selectorOf } from '../domain/browser.ts';
+import { ForkboxError } from '../domain/errors.ts';
+import { BROWSER } from '../domain/limits.ts';
+import { createEventLog, type EventLog } from './event-log.ts';
+import { pageError } from './page-errors.ts';
+
+export interface BrowserSession {
+  readonly events: EventLog;
+  readonly page: Page;
+  act(a: BrowserAction): Promise<BrowserResult>;
+  /** Ends when the connection to the browser does (the sandbox ended, or Chromium died). */
+  readonly disconnected: Promise<void>;
+  close(): Promise<void>;
+}
+
+function timeoutOf(a: { timeoutMs?: number }): number {
+  return Math.min(Math.max(a.timeoutMs ?? BROWSER.actionMs, 1), BROWSER.maxActionMs);
+}
+
+/** The AI-mode ARIA snapshot, cut at BROWSER.snapshotBytes on a line boundary. */
+async function snapshotOf(page: Page): Promise<Pick<BrowserResult, 'snapshot' | 'snapshotTruncatedBytes'>> {
+  const full = await page.ariaSnapshot({ mode: 'ai', timeout: BROWSER.actionMs });
+  const bytes = Buffer.byteLength(full);
+  if (bytes <= BROWSER.snapshotBytes) return { snapshot: full };
+  const head = Buffer.from(full).subarray(0, BROWSER.snapshotBytes).toString('utf8');
+  const kept = head.slice(0, Math.max(0, head.lastIndexOf('\n')));
+  const left = bytes - Buffer.byteLength(kept);
+  return {
+    snapshot: `${kept}\n[… ${left} bytes of the snapshot left out: scroll, or act on what is shown]`,
+    snapshotTruncatedBytes: left,
+  };
+}
+
+function wireEvents(page: Page, events: EventLog): void {
+  page.on('console', (m) => events.add({ type: 'console', level: m.type(), text: m.text() }));
+  page.on('pageerror', (e) => events.add({ type: 'pageerror', text: e.message }));
+  page.on('request', (r) => events.add({ type: 'request', level: r.method(), url: r.url() }));
+  page.on('response', (r) => events.add({ type: 'response', status: r.status(), url: r.url() }));
+  page.on('requestfailed', (r) =>
+    events.add({ type: 'requestfailed', url: r.url(), text: r.failure()?.errorText ?? 'failed' }),
+  );
+  page.on('framenavigated', (f) => {
+    if (f === page.mainFrame()) events.add({ type: 'navigation', url: f.url() });
+  });
+}
+
+export async function startSession(browser: Browser): Promise<BrowserSession> {
+  const context = browser.contexts()[0] ?? (await browser.newContext());
+  const page = context.pages()[0] ?? (await context.newPage());
+  await page.setViewportSize({ width: BROWSER.width, height: BROWSER.height });
+  const events = createEventLog();
+  wireEvents(page, events);
+  const disconnected = new Promise<void>((resolve) => browser.once('disconnected', () => resolve()));
+  const at = (t: { ref?: string | undefined; selector?: string | undefined }) =>
+    page.locator(selectorOf(t)).first();
+
+  async function state(withSnapshot: boolean): Promise<BrowserResult> {
+    const out: BrowserResult = { url: page.url(), title: await page.title().catch(() => '') };
+    return withSnapshot ? { ...out, ...(await snapshotOf(page)) } : out;
+  }
+
+  async function screenshot(fullPage: boolean): Promise<BrowserResult> {
+    let clip: { x: number; y: number; width: number; height: number } | undefined;
+    if (fullPage) {
+      // Run in the page (a string: this daemon's TypeScript has no DOM types).
+      const size = (await page.evaluate(
+        '({ w: document.documentElement.scrollWidth, h: document.documentElement.scrollHeight })',
+      )) as { w: number; h: number };
+      clip = {
+        x: 0,
+        y: 0,
+        width: Math.min(size.w, 4 * BROWSER.width),
+        height: Math.min(size.h, BROWSER.fullPageMaxHeight),
+      };
+    }
+    const png = await page.screenshot({
+      type: 'png',
+      fullPage,
+      ...(clip ? { clip } : {}),
+      timeout: BROWSER.actionMs,
+    });
+    if (png.length > BROWSER.screenshotBytes)
+      throw new ForkboxError(
+        'too_large',
+        `the screenshot is ${png.length} bytes, over the ${BROWSER.screenshotBytes}-byte bound: take the viewport (fullPage: false).`,
+      );
+    return {
+      ...(await state(false)),
+      screenshot: { mime: 'image/png', base64: png.toString('base64'), bytes: png.length },
+    };
+  }
+
+  /**
+   * Back, forward or reload: waits for the navigation to commit, then (briefly) for its load — a page
+   * restored from the back-forward cache fires no load event.
+   */
+  async function history(to: 'back' | 'forward' | 'reload'): Promise<void> {
+    const o = { timeout: BROWSER.maxActionMs, waitUntil: 'commit' as const };
+    if (to === 'back') await page.goBack(o);
+    else if (to === 'forward') await page.goForward(o);
+    else await page.reload(o);
+    await page.waitForLoadState('load', { timeout: BROWSER.actionMs }).catch(() => undefined);
+  }
+
+  async function act(a: BrowserAction): Promise<BrowserResult> {
+    switch (a.action) {
+      case 'open':
+        await page.goto(checkBrowserUrl(a.url), { waitUntil: 'load', timeout: BROWSER.maxActionMs });
+        return state(true);
+      case 'snapshot':
+        return state(true);
+      case 'click':
+        await at(a).click({ timeout: BROWSER.actionMs });
+        return state(true);
+      case 'fill':
+        if (Buffer.byteLength(a.value) > BROWSER.fillBytes)
+          throw new ForkboxError('too_large', `the value is over ${BROWSER.fillBytes} bytes.`);
+        await at(a).fill(a.value, { timeout: BROWSER.actionMs });
+        return state(true);
+      case 'select':
+        await at(a).selectOption(a.values, { timeout: BROWSER.actionMs });
+        return state(true);
+      case 'press':
+        if (!/^[\w+\- ]{1,64}$/.test(a.key) && a.key.length !== 1)
+          throw new ForkboxError(
+            'invalid_argument',
+            `'${a.key.slice(0, 64)}' is not a key name (e.g. Enter, Control+A, a).`,
+          );
+        if (a.ref !== undefined) await at({ ref: a.ref }).press(a.key, { timeout: BROWSER.actionMs });
+        else await page.keyboard.press(a.key);
+        return state(true);
+      case 'scroll':
+        if (a.ref !== undefined)
+          await at({ ref: a.ref }).scrollIntoViewIfNeeded({ timeout: BROWSER.actionMs });
+        else await page.mouse.wheel(0, a.dy ?? BROWSER.height);
+        return state(true);
+      case 'wait_for':
+        if (a.ref !== undefined)
+          await at({ ref: a.ref }).waitFor({ state: 'visible', timeout: timeoutOf(a) });
+        else if (a.text !== undefined)
+          await page
+            .getByText(a.text)
+            .first()
+            .waitFor({ timeout: timeoutOf(a) });
+        else throw new ForkboxError('invalid_argument', 'wait for what: give ref or text.');
+        return state(true);
+      case 'screenshot':
+        return screenshot(a.fullPage === true);
+      case 'navigate':
+        await history(a.to);
+        return state(true);
+      case 'events': {
+        const r = events.since(a.since ?? 0, a.limit ?? 100);
+        return { ...(await state(false)), ...r };
+      }
+      case 'close':
+        throw new ForkboxError('internal', 'close is the manager’s');
+    }
+  }
+
+  return {
+    events,
+    page,
+    disconnected,
+    async act(a) {
+      try {
+        return await act(a);
+      } catch (e) {
+        throw pageError(e, a);
+      }
+    },
+    async close() {
+      await browser.close().catch(() => undefined);
+    },
+  };
+}

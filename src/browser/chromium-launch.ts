@@ -45,6 +45,9 @@ export function chromiumArgv(profile: string, network: NetworkPolicy): string[] 
     '--disable-sync',
     '--disable-breakpad',
     '--mute-audio',
+    // Back and forward load the page again (and fire its load event, which actions wait for) instead of
+    // restoring it from the back-forward cache, where Playwright saw no load and waited out its timeout.
+    '--disable-features=BackForwardCache',
     `--user-data-dir=${profile}`,
     '--remote-debugging-address=127.0.0.1',
     '--remote-debugging-port=0',

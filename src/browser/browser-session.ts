@@ -10,10 +10,15 @@ import { ForkboxError } from '../domain/errors.ts';
 import { BROWSER } from '../domain/limits.ts';
 import { createEventLog, type EventLog } from './event-log.ts';
 import { pageError } from './page-errors.ts';
+import { createReplayLog, lineOfRef, refOnLine } from './replay-log.ts';
 
 export interface BrowserSession {
   readonly events: EventLog;
   readonly page: Page;
+  /** The page's last open and the actions since, for a fork's children. */
+  readonly replay: ReturnType<typeof createReplayLog>;
+  /** The ref on `line` of a new snapshot of the page (a replayed step's element). */
+  refAt(line: number): Promise<string | undefined>;
   act(a: BrowserAction): Promise<BrowserResult>;
   /** Ends when the connection to the browser does (the sandbox ended, or Chromium died). */
   readonly disconnected: Promise<void>;
@@ -25,8 +30,7 @@ function timeoutOf(a: { timeoutMs?: number }): number {
 }
 
 /** The AI-mode ARIA snapshot, cut at BROWSER.snapshotBytes on a line boundary. */
-async function snapshotOf(page: Page): Promise<Pick<BrowserResult, 'snapshot' | 'snapshotTruncatedBytes'>> {
-  const full = await page.ariaSnapshot({ mode: 'ai', timeout: BROWSER.actionMs });
+function cutSnapshot(full: string): Pick<BrowserResult, 'snapshot' | 'snapshotTruncatedBytes'> {
   const bytes = Buffer.byteLength(full);
   if (bytes <= BROWSER.snapshotBytes) return { snapshot: full };
   const head = Buffer.from(full).subarray(0, BROWSER.snapshotBytes).toString('utf8');
@@ -61,9 +65,23 @@ export async function startSession(browser: Browser): Promise<BrowserSession> {
   const at = (t: { ref?: string | undefined; selector?: string | undefined }) =>
     page.locator(selectorOf(t)).first();
 
+  const replay = createReplayLog();
+  /** The latest snapshot taken, whole: where the refs an agent acts on come from. */
+  let lastSnapshot = '';
+  async function snapshot(): Promise<string> {
+    lastSnapshot = await page.ariaSnapshot({ mode: 'ai', timeout: BROWSER.actionMs });
+    return lastSnapshot;
+  }
+
   async function state(withSnapshot: boolean): Promise<BrowserResult> {
     const out: BrowserResult = { url: page.url(), title: await page.title().catch(() => '') };
-    return withSnapshot ? { ...out, ...(await snapshotOf(page)) } : out;
+    return withSnapshot ? { ...out, ...cutSnapshot(await snapshot()) } : out;
+  }
+
+  /** The snapshot line of an action's ref (a new snapshot when the last one does not name it). */
+  async function refLineOf(a: BrowserAction): Promise<number | undefined> {
+    if (!('ref' in a) || a.ref === undefined) return undefined;
+    return lineOfRef(lastSnapshot, a.ref) ?? lineOfRef(await snapshot().catch(() => ''), a.ref);
   }
 
   async function screenshot(fullPage: boolean): Promise<BrowserResult> {
@@ -109,10 +127,31 @@ export async function startSession(browser: Browser): Promise<BrowserSession> {
     await page.waitForLoadState('load', { timeout: BROWSER.actionMs }).catch(() => undefined);
   }
 
+  /**
+   * Load `url`. A load that fails (net::ERR_…) is followed by Chromium's error page, a navigation of its
+   * own: it is let settle before the error is reported, so it cannot cut into the next open; and an open
+   * cut in by a late navigation all the same is tried once more.
+   */
+  async function goto(url: string): Promise<void> {
+    const o = { waitUntil: 'load' as const, timeout: BROWSER.maxActionMs };
+    const settle = () => page.waitForLoadState('load', { timeout: BROWSER.actionMs }).catch(() => undefined);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await page.goto(url, o);
+        return;
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : '';
+        if (/net::ERR_/.test(msg)) await settle();
+        if (attempt > 0 || !/interrupted by another navigation/.test(msg)) throw e;
+        await settle();
+      }
+    }
+  }
+
   async function act(a: BrowserAction): Promise<BrowserResult> {
     switch (a.action) {
       case 'open':
-        await page.goto(checkBrowserUrl(a.url), { waitUntil: 'load', timeout: BROWSER.maxActionMs });
+        await goto(checkBrowserUrl(a.url));
         return state(true);
       case 'snapshot':
         return state(true);
@@ -168,10 +207,15 @@ export async function startSession(browser: Browser): Promise<BrowserSession> {
   return {
     events,
     page,
+    replay,
     disconnected,
+    refAt: async (line) => refOnLine(await snapshot(), line),
     async act(a) {
       try {
-        return await act(a);
+        const line = await refLineOf(a);
+        const r = await act(a);
+        replay.record(a, line);
+        return r;
       } catch (e) {
         throw pageError(e, a);
       }

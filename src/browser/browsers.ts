@@ -5,7 +5,7 @@
  * connection drops) or when the daemon stops. Actions on one sandbox's browser run one at a time.
  */
 import type { Browser } from 'playwright-core';
-import type { BrowserAction, BrowserResult } from '../domain/browser.ts';
+import type { BrowserAction, BrowserResult, ReplayStep } from '../domain/browser.ts';
 import { ForkboxError } from '../domain/errors.ts';
 import { BROWSER } from '../domain/limits.ts';
 import type { Logger } from '../domain/logger.ts';
@@ -93,31 +93,49 @@ export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string)
     return true;
   }
 
+  function act(id: string, host: () => BrowserHost, a: BrowserAction): Promise<BrowserResult> {
+    return queue.run(id, async () => {
+      if (a.action === 'close') {
+        const was = await close(id);
+        return { url: '', title: '', closed: was };
+      }
+      let entry = open.get(id);
+      let started = false;
+      if (!entry) {
+        if (a.action !== 'open')
+          throw new ForkboxError(
+            'not_found',
+            'no browser is open in this sandbox: open a page first (browser_open).',
+          );
+        entry = await start(id, host());
+        open.set(id, entry);
+        started = true;
+      }
+      const r = await entry.session.act(a);
+      return started ? { ...r, started } : r;
+    });
+  }
+
   return {
-    /** Run `a` on sandbox `id`'s browser (its runtime id); `open` starts one when there is none. */
-    act(id: string, host: () => BrowserHost, a: BrowserAction): Promise<BrowserResult> {
-      return queue.run(id, async () => {
-        if (a.action === 'close') {
-          const was = await close(id);
-          return { url: '', title: '', closed: was };
-        }
-        let entry = open.get(id);
-        let started = false;
-        if (!entry) {
-          if (a.action !== 'open')
+    act,
+    async replay(id: string, host: () => BrowserHost, steps: ReplayStep[]): Promise<void> {
+      for (const [i, step] of steps.entries()) {
+        let a = step.action;
+        if (step.refLine !== undefined) {
+          const line = step.refLine;
+          const ref = await queue.run(id, async () => open.get(id)?.session.refAt(line));
+          if (ref === undefined)
             throw new ForkboxError(
-              'not_found',
-              'no browser is open in this sandbox: open a page first (browser_open).',
+              'conflict',
+              `replaying step ${i + 1} (${a.action}): this page has no element where its source's had one; it differs from the source's.`,
             );
-          entry = await start(id, host());
-          open.set(id, entry);
-          started = true;
+          a = { ...a, ref } as BrowserAction;
         }
-        const r = await entry.session.act(a);
-        return started ? { ...r, started } : r;
-      });
+        await act(id, host, a);
+      }
     },
     has: (id: string) => open.has(id),
+    history: (id: string) => open.get(id)?.session.replay.steps(),
     async closeAll(): Promise<void> {
       for (const id of [...open.keys()]) await close(id).catch(() => undefined);
     },

@@ -32,6 +32,13 @@ export type Target = { ref: string; selector?: undefined } | { selector: string;
 
 export type BrowserActionName = BrowserAction['action'];
 
+/** One step of a page's history, as a fork's children replay it (src/browser/replay-log.ts). */
+export interface ReplayStep {
+  action: BrowserAction;
+  /** The action's ref was on this line of the snapshot it came from: a child acts on the ref there. */
+  refLine?: number;
+}
+
 export interface BrowserEvent {
   /** Its place in the browser's event log: pass the last one seen as `since`. */
   seq: number;

@@ -214,6 +214,8 @@ export const BROWSER = {
   /** Viewport of a new page, px. */
   width: 1280,
   height: 800,
+  /** Actions after a page's open that a fork's children replay (more are not recorded). */
+  replayActions: 200,
   /** Connections at once from the daemon to one browser's DevTools port (Playwright makes one). */
   connections: 4,
 } as const;

@@ -2,6 +2,7 @@
 import { errors, ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { ForkResult, SandboxApi, SystemStatus } from './api.ts';
+import { replayBrowser } from './browser-fork.ts';
 import { type CallerContext, namespaceFor, namespacesFor } from './caller.ts';
 import { applyProjectOf, diffSandboxRecords } from './diff.ts';
 import type { EngineParts } from './engine-parts.ts';
@@ -96,7 +97,7 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
 
     async forkSandbox(idOrName, req) {
       const source = running(idOrName);
-      const out = await p.fork(ctx, source, req);
+      const out = await replayBrowser(p, ctx, source, await p.fork(ctx, source, req));
       return withPorts(
         out,
         (source.ports ?? []).map((x) => x.port),

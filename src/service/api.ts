@@ -193,6 +193,18 @@ export interface ForkResult {
   /** What they did not, in words. */
   notCarried: string[];
   children: ForkChildResult[];
+  /**
+   * The source had a browser open: a live browser is not carried by a fork (Chromium is not the Python
+   * interpreter), so each child's browser opened the source's page and replayed the actions taken on it
+   * since (docs/BROWSER.md, "Forks").
+   */
+  browser?: { carried: 'replayed'; url: string; actions: number; children: BrowserReplay[] };
+}
+
+export interface BrowserReplay {
+  id: string;
+  ok: boolean;
+  error?: string;
 }
 
 /** A terminal's size in character cells. */

@@ -4,7 +4,7 @@
  */
 
 import type { Duplex } from 'node:stream';
-import type { BrowserAction, BrowserResult } from '../domain/browser.ts';
+import type { BrowserAction, BrowserResult, ReplayStep } from '../domain/browser.ts';
 import type { ErrorCode } from '../domain/errors.ts';
 import type { NetworkPolicy } from '../domain/network.ts';
 import type {
@@ -646,5 +646,9 @@ export interface BrowserHost {
 export interface Browsers {
   /** Run `a` on sandbox `id`'s browser (its runtime id); `open` starts one when there is none. */
   act(id: string, host: () => BrowserHost, a: BrowserAction): Promise<BrowserResult>;
+  /** The page's `open` and the actions that changed it since (for a fork's children); none: no browser. */
+  history(id: string): ReplayStep[] | undefined;
+  /** Replay `steps` in sandbox `id`'s browser (started by the first, an `open`). */
+  replay(id: string, host: () => BrowserHost, steps: ReplayStep[]): Promise<void>;
   closeAll(): Promise<void>;
 }

@@ -143,6 +143,42 @@ describe('the browser in a sandbox', { skip: skip ?? false }, () => {
     assert.ok((e.events ?? []).some((x) => x.type === 'requestfailed' && /192\.0\.2\.1/.test(x.url ?? '')));
   });
 
+  it('a fork with the page open: each child replays it, fills the form its own way; the parent’s is unchanged', async () => {
+    // A file:// page: files are carried by a fork; the http.server serving SITE is a process, and is not.
+    const base = await act({ action: 'open', url: 'file:///srv/index.html' });
+    await act({ action: 'fill', ref: refOf(base.snapshot ?? '', /textbox "Name"/), value: 'Base' });
+    const started = Date.now();
+    const fork = await opened.api.forkSandbox(sb, { n: 3 });
+    const ms = Date.now() - started;
+    assert.equal(fork.browser?.carried, 'replayed');
+    assert.equal(fork.browser?.url, 'file:///srv/index.html');
+    assert.equal(fork.browser?.actions, 1);
+    assert.deepEqual(
+      fork.browser?.children.map((c) => c.ok),
+      [true, true, true],
+      JSON.stringify(fork.browser),
+    );
+    const kids = fork.children.map((c) => c.sandbox?.id ?? '');
+    await Promise.all(
+      kids.map(async (kid, i) => {
+        const s = (await opened.api.browser(kid, { action: 'snapshot' })).snapshot ?? '';
+        assert.match(s, /textbox "Name"[^\n]*: Base/, `child ${i} has the parent's form state`);
+        await opened.api.browser(kid, {
+          action: 'fill',
+          ref: refOf(s, /textbox "Name"/),
+          value: `child-${i}`,
+        });
+        const done = await opened.api.browser(kid, { action: 'click', ref: refOf(s, /button "Send"/) });
+        assert.match(done.snapshot ?? '', new RegExp(`Hello, child-${i} \\(free\\)`));
+      }),
+    );
+    const parent = (await act({ action: 'snapshot' })).snapshot ?? '';
+    assert.match(parent, /textbox "Name"[^\n]*: Base/);
+    assert.match(parent, /Nothing sent/, 'the parent’s page is unchanged');
+    for (const kid of kids) await opened.api.killSandbox(kid);
+    process.stderr.write(`# fork of a sandbox with an open browser into 3, replayed: ${ms} ms\n`);
+  });
+
   it('close stops Chromium; a sandbox killed with its browser open leaves nothing behind', async () => {
     assert.equal((await act({ action: 'close' })).closed, true);
     assert.equal((await act({ action: 'close' })).closed, false, 'closing twice is fine');

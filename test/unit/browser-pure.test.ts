@@ -12,6 +12,7 @@ import {
   parseActivePort,
 } from '../../src/browser/chromium-launch.ts';
 import { createEventLog, cut } from '../../src/browser/event-log.ts';
+import { createReplayLog, lineOfRef, refOnLine } from '../../src/browser/replay-log.ts';
 import { checkBrowserUrl, checkRef, selectorOf } from '../../src/domain/browser.ts';
 import { NETWORK_NONE } from '../../src/domain/network.ts';
 import { rejectsWith } from '../helpers/assert-error.ts';
@@ -154,5 +155,41 @@ describe('browser: the event log', () => {
     assert.ok(!(e?.text ?? '').includes('\uFFFD'));
     assert.ok((e?.url ?? '').endsWith('…'));
     assert.equal(cut('short'), 'short');
+  });
+});
+
+describe('browser: what a fork replays', () => {
+  const snap = '- generic [ref=e1]:\n  - textbox "Name" [ref=f7e4]\n  - button "Send" [ref=f7e5]';
+
+  it('refs by snapshot line, both ways', () => {
+    assert.equal(lineOfRef(snap, 'f7e4'), 1);
+    assert.equal(lineOfRef(snap, 'e4'), undefined, 'a ref is matched whole');
+    assert.equal(refOnLine(snap.replaceAll('f7e', 'e'), 2), 'e5');
+    assert.equal(refOnLine(snap, 9), undefined);
+  });
+
+  it('the last open and the page-changing actions after it; reads are not kept', () => {
+    const log = createReplayLog();
+    log.record({ action: 'click', ref: 'e1' }, 0);
+    assert.deepEqual(log.steps(), [], 'nothing before an open');
+    log.record({ action: 'open', url: 'file:///a' });
+    log.record({ action: 'fill', ref: 'e4', value: 'x' }, 1);
+    log.record({ action: 'snapshot' });
+    log.record({ action: 'screenshot' });
+    log.record({ action: 'navigate', to: 'back' });
+    assert.deepEqual(log.steps(), [
+      { action: { action: 'open', url: 'file:///a' } },
+      { action: { action: 'fill', ref: 'e4', value: 'x' }, refLine: 1 },
+      { action: { action: 'navigate', to: 'back' } },
+    ]);
+    log.record({ action: 'click', ref: 'e9' });
+    log.record({ action: 'press', key: 'Enter' });
+    assert.equal(log.steps().length, 3, 'an action on a ref no snapshot named ends the replayable part');
+    log.record({ action: 'open', url: 'file:///b' });
+    assert.deepEqual(
+      log.steps(),
+      [{ action: { action: 'open', url: 'file:///b' } }],
+      'a new open starts over',
+    );
   });
 });

@@ -9,6 +9,7 @@
  */
 import { cpus, loadavg, release } from 'node:os';
 import { parseArgs } from 'node:util';
+import { browserBench } from './browser.ts';
 import { cliStartup } from './cli-startup.ts';
 import { createFirstExec } from './create-first-exec.ts';
 import { createMany } from './create-many.ts';
@@ -54,6 +55,7 @@ const BENCHMARKS: Benchmark[] = [
   imageCreate,
   noPython,
   warmPool,
+  browserBench,
   peerRunc,
 ];
 const MIN_RUNS = 20;

@@ -4,7 +4,16 @@
  * (one owner per state dir). Both reuse the default image's read-only layers from the main state dir.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type OpenedEngine, openEngine } from '../../src/composition.ts';
 import type { ImageRecord } from '../../src/domain/types.ts';
@@ -47,6 +56,9 @@ export function makeStateDir(prefix: string): string {
   const dir = tmpDir(prefix);
   mkdirSync(join(dir, 'images'), { recursive: true, mode: 0o700 });
   writeFileSync(join(dir, 'images', 'debian.json'), JSON.stringify(defaultImage()));
+  // The browser image too, when it is built (bench/browser.ts needs it).
+  const browser = join(MAIN_STATE_DIR, 'images', 'debian-browser.json');
+  if (existsSync(browser)) writeFileSync(join(dir, 'images', 'debian-browser.json'), readFileSync(browser));
   return dir;
 }
 

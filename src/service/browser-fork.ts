@@ -33,5 +33,12 @@ export async function replayBrowser(
       }
     }),
   );
-  return { ...out, browser: { carried: 'replayed', url: first.url, actions: plan.length - 1, children } };
+  const failed = children.filter((c) => !c.ok);
+  // In words too, for clients that read only them (MCP's sandbox_fork shows not_carried).
+  const words = `the browser, live: each child opened ${first.url} and replayed ${plan.length - 1} action(s) on it${failed.length > 0 ? `; failed in ${failed.map((c) => `${c.id} (${c.error})`).join(', ')}` : ''}`;
+  return {
+    ...out,
+    notCarried: [...out.notCarried, words],
+    browser: { carried: 'replayed', url: first.url, actions: plan.length - 1, children },
+  };
 }

@@ -169,17 +169,8 @@ export function forkOutcomeOut(r: ForkResult) {
       ...(c.sandbox ? { id: c.sandbox.id, name: c.sandbox.name } : {}),
       ...(c.error ? { error: `${c.error.message} [code: ${c.error.code}]` } : {}),
     })),
-    ...(r.browser ? { browser: r.browser } : {}),
   };
 }
-
-/** A fork of a sandbox with an open browser: each child replayed the source's page (ForkResult.browser). */
-export const browserReplayShape = z.object({
-  carried: z.literal('replayed'),
-  url: z.string(),
-  actions: z.number(),
-  children: z.array(z.object({ id: z.string(), ok: z.boolean(), error: z.string().optional() })),
-});
 
 /** What became of one output stream (see StreamSummary in the service ports). */
 export const streamShape = z.object({

@@ -3,7 +3,7 @@ import { LIMITS } from '../../../domain/limits.ts';
 import type { ForkRequest } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg } from '../kv-list.ts';
-import { browserReplayShape, carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
+import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
 import { defineTool, diskInodesArg, diskMbArg, HINTS, sandboxArg } from '../tool-kit.ts';
 
 export const sandboxFork = defineTool({
@@ -32,7 +32,6 @@ export const sandboxFork = defineTool({
     carried: carriedShape,
     not_carried: z.array(z.string()),
     children: z.array(forkChildShape),
-    browser: browserReplayShape.optional(),
   }),
   async run(a, { api, sandbox }) {
     const req: ForkRequest = {};

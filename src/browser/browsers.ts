@@ -2,23 +2,26 @@
  * The daemon's open browsers, one per sandbox at most: started by the first `open` (Chromium in the
  * sandbox, chromium-launch.ts; the daemon's way to it, cdp-bridge.ts; Playwright over CDP,
  * browser-session.ts), used by every later action, gone when it is closed, when its sandbox ends (the
- * connection drops) or when the daemon stops. Actions on one sandbox's browser run one at a time.
+ * connection drops) or when the daemon stops. Actions on one sandbox's browser run one at a time, each
+ * within a deadline: a page that hangs its browser (a busy loop, a paused sandbox) loses that browser,
+ * not the caller's request or the queue behind it. `close` does not queue: it ends the call in flight.
  */
 import type { Browser } from 'playwright-core';
 import type { BrowserAction, BrowserResult, ReplayStep } from '../domain/browser.ts';
+import { checkBrowserUrl } from '../domain/browser.ts';
 import { ForkboxError } from '../domain/errors.ts';
 import { BROWSER } from '../domain/limits.ts';
 import type { Logger } from '../domain/logger.ts';
-import type { BrowserHost, Browsers } from '../service/ports.ts';
+import type { BrowserHistory, BrowserHost, Browsers } from '../service/ports.ts';
 import { createKeyedQueue } from '../util/keyed-queue.ts';
 import { type BrowserSession, startSession } from './browser-session.ts';
 import { type CdpBridge, openCdpBridge } from './cdp-bridge.ts';
 import { launchChromium } from './chromium-launch.ts';
+import { deadlineAfter, withDeadline } from './deadline.ts';
 
 interface Open {
   session: BrowserSession;
   bridge: CdpBridge;
-  execId: string;
   cancel(): Promise<void>;
 }
 
@@ -37,13 +40,18 @@ async function connectOverCdp(url: string): Promise<Browser> {
   return chromium.connectOverCDP(url, { headers: { Host: 'localhost' }, timeout: BROWSER.startMs });
 }
 
+/** The most one action may take, start and load included, before its browser is given up. */
+const ACTION_DEADLINE_MS = BROWSER.startMs + BROWSER.maxActionMs + 15_000;
+
 export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string): boolean } {
   const open = new Map<string, Open>();
   const starting = new Set<string>();
   const queue = createKeyedQueue();
   const connect = deps.connect ?? connectOverCdp;
+  let closing = false;
 
   async function start(id: string, host: BrowserHost): Promise<Open> {
+    if (closing) throw new ForkboxError('unavailable', 'the daemon is stopping; retry when it is back.');
     if (open.size + starting.size >= BROWSER.perDaemon)
       throw new ForkboxError(
         'resource_exhausted',
@@ -53,7 +61,8 @@ export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string)
     const cleanups: (() => Promise<void> | void)[] = [];
     try {
       const launched = await launchChromium(host);
-      cleanups.push(() => host.cancel(launched.execId).catch(() => undefined));
+      const cancel = () => host.cancel(launched.execId).catch(() => undefined);
+      cleanups.push(cancel);
       const bridge = await openCdpBridge({
         dir: deps.dir,
         path: launched.path,
@@ -61,18 +70,14 @@ export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string)
         onError: (e) => deps.log.warn({ sandbox: id, err: String(e) }, 'browser relay failed'),
       });
       cleanups.push(() => bridge.close());
-      const session = await startSession(await connect(bridge.url));
-      const entry: Open = {
-        session,
-        bridge,
-        execId: launched.execId,
-        cancel: () => host.cancel(launched.execId).catch(() => undefined),
-      };
+      const browser = await connect(bridge.url);
+      cleanups.push(() => browser.close().catch(() => undefined));
+      const session = await startSession(browser);
+      if (closing) throw new ForkboxError('unavailable', 'the daemon is stopping; retry when it is back.');
+      const entry: Open = { session, bridge, cancel };
+      open.set(id, entry);
       void session.disconnected.then(() => {
-        if (open.get(id) !== entry) return;
-        open.delete(id);
-        bridge.close();
-        void entry.cancel();
+        if (open.get(id) === entry) void drop(id);
       });
       return entry;
     } catch (e) {
@@ -83,43 +88,58 @@ export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string)
     }
   }
 
-  async function close(id: string): Promise<boolean> {
+  /** Forget a sandbox's browser and end it: Playwright's connection, the relay, Chromium. */
+  async function drop(id: string): Promise<boolean> {
     const entry = open.get(id);
     if (!entry) return false;
     open.delete(id);
-    await entry.session.close();
+    await withDeadline(entry.session.close(), 5000).catch(() => undefined);
     entry.bridge.close();
     await entry.cancel();
     return true;
   }
 
+  async function run(id: string, host: () => BrowserHost, a: BrowserAction): Promise<BrowserResult> {
+    let entry = open.get(id);
+    let started = false;
+    if (!entry) {
+      if (a.action !== 'open')
+        throw new ForkboxError(
+          'not_found',
+          'no browser is open in this sandbox: open a page first (browser_open).',
+        );
+      checkBrowserUrl(a.url); // before Chromium starts for nothing
+      entry = await start(id, host());
+      started = true;
+    }
+    const r = await entry.session.act(a);
+    return started ? { ...r, started } : r;
+  }
+
   function act(id: string, host: () => BrowserHost, a: BrowserAction): Promise<BrowserResult> {
-    return queue.run(id, async () => {
-      if (a.action === 'close') {
-        const was = await close(id);
-        return { url: '', title: '', closed: was };
-      }
-      let entry = open.get(id);
-      let started = false;
-      if (!entry) {
-        if (a.action !== 'open')
-          throw new ForkboxError(
-            'not_found',
-            'no browser is open in this sandbox: open a page first (browser_open).',
-          );
-        entry = await start(id, host());
-        open.set(id, entry);
-        started = true;
-      }
-      const r = await entry.session.act(a);
-      return started ? { ...r, started } : r;
-    });
+    if (a.action === 'close') return drop(id).then((was) => ({ url: '', title: '', closed: was }));
+    return queue.run(id, () =>
+      withDeadline(run(id, host, a), ACTION_DEADLINE_MS).catch(async (e: unknown) => {
+        if (!(e instanceof ForkboxError && e.code === 'timeout' && e.message.startsWith('deadline'))) throw e;
+        await drop(id);
+        throw new ForkboxError(
+          'timeout',
+          `${a.action}: the browser did not answer in ${ACTION_DEADLINE_MS / 1000} s (a page busy in a loop, or the sandbox paused); it was closed: open the page again.`,
+        );
+      }),
+    );
   }
 
   return {
     act,
     async replay(id: string, host: () => BrowserHost, steps: ReplayStep[]): Promise<void> {
+      const deadline = deadlineAfter(BROWSER.replayMs);
       for (const [i, step] of steps.entries()) {
+        if (deadline.passed())
+          throw new ForkboxError(
+            'timeout',
+            `the replay took over ${BROWSER.replayMs / 1000} s: ${steps.length - i} of ${steps.length} steps not replayed.`,
+          );
         let a = step.action;
         if (step.refLine !== undefined) {
           const line = step.refLine;
@@ -135,9 +155,10 @@ export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string)
       }
     },
     has: (id: string) => open.has(id),
-    history: (id: string) => open.get(id)?.session.replay.steps(),
+    history: (id: string): BrowserHistory | undefined => open.get(id)?.session.replay.history(),
     async closeAll(): Promise<void> {
-      for (const id of [...open.keys()]) await close(id).catch(() => undefined);
+      closing = true;
+      for (const id of [...open.keys()]) await drop(id).catch(() => undefined);
     },
   };
 }

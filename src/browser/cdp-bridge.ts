@@ -53,6 +53,25 @@ export async function openCdpBridge(opts: {
         if (client.destroyed) return end();
         client.pipe(inner);
         inner.pipe(client);
+        // What the browser sends reaches Playwright in the daemon: a connection sending more than the
+        // budget in a window (a flood, or a frame built to be huge) is cut, which ends that browser.
+        let window = Date.now();
+        let bytes = 0;
+        inner.on('data', (b: Buffer) => {
+          if (Date.now() - window > BROWSER.relayWindowMs) {
+            window = Date.now();
+            bytes = 0;
+          }
+          bytes += b.length;
+          if (bytes > BROWSER.relayWindowBytes) {
+            opts.onError?.(
+              new Error(
+                `the browser sent over ${BROWSER.relayWindowBytes} bytes in ${BROWSER.relayWindowMs} ms`,
+              ),
+            );
+            end();
+          }
+        });
         client.resume();
       },
       (e: unknown) => {

@@ -46,5 +46,7 @@ export function createReplayLog() {
       }
     },
     steps: (): ReplayStep[] => steps.slice(),
+    /** The steps, and whether they are the whole history since the open (false: some were not kept). */
+    history: () => ({ steps: steps.slice(), complete: !full }),
   };
 }

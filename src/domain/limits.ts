@@ -188,7 +188,6 @@ export const PORTS = {
   idleMs: 5 * 60_000,
 } as const;
 
-/** The warm pool's refill (service/warm-pool.ts): bounded in rate, backing off after failures. */
 /** The browser in a sandbox (src/browser/, docs/BROWSER.md). */
 export const BROWSER = {
   /** Browsers open at once in one daemon (each is a Chromium in its sandbox, ~150 MB or more). */
@@ -216,10 +215,20 @@ export const BROWSER = {
   height: 800,
   /** Actions after a page's open that a fork's children replay (more are not recorded). */
   replayActions: 200,
+  /** A child's whole replay, ms (what is left undone is reported). */
+  replayMs: 120_000,
+  /**
+   * Bytes one browser may send the daemon in a window (a 4 MiB screenshot is ~5.4 MiB of CDP): past them
+   * its connection is cut and the browser is gone, so a page (or a process posing as Chromium) cannot
+   * fill the daemon's memory.
+   */
+  relayWindowBytes: 32 * 1024 * 1024,
+  relayWindowMs: 10_000,
   /** Connections at once from the daemon to one browser's DevTools port (Playwright makes one). */
   connections: 4,
 } as const;
 
+/** The warm pool's refill (service/warm-pool.ts): bounded in rate, backing off after failures. */
 export const POOL = {
   /** Least time between the starts of two refill creates of one template, ms. */
   refillGapMs: 20,

@@ -198,7 +198,14 @@ export interface ForkResult {
    * interpreter), so each child's browser opened the source's page and replayed the actions taken on it
    * since (docs/BROWSER.md, "Forks").
    */
-  browser?: { carried: 'replayed'; url: string; actions: number; children: BrowserReplay[] };
+  browser?: {
+    carried: 'replayed';
+    url: string;
+    actions: number;
+    /** false: the source's history was longer than what is kept (BROWSER.replayActions); the rest was not replayed. */
+    complete: boolean;
+    children: BrowserReplay[];
+  };
 }
 
 export interface BrowserReplay {

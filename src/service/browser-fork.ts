@@ -18,7 +18,8 @@ export async function replayBrowser(
   out: ForkResult,
 ): Promise<ForkResult> {
   const browsers = p.browsers;
-  const plan = browsers?.history(runtimeId(source));
+  const history = browsers?.history(runtimeId(source));
+  const plan = history?.steps;
   const first = plan?.[0]?.action;
   if (!browsers || !plan || first?.action !== 'open') return out;
   const made = out.children.flatMap((c) => (c.ok && c.sandbox ? [c.sandbox.id] : []));
@@ -35,10 +36,18 @@ export async function replayBrowser(
   );
   const failed = children.filter((c) => !c.ok);
   // In words too, for clients that read only them (MCP's sandbox_fork shows not_carried).
-  const words = `the browser, live: each child opened ${first.url} and replayed ${plan.length - 1} action(s) on it${failed.length > 0 ? `; failed in ${failed.map((c) => `${c.id} (${c.error})`).join(', ')}` : ''}`;
+  const partial =
+    history?.complete === false ? " (only the first ones: the source's later actions were not kept)" : '';
+  const words = `the browser, live: each child opened ${first.url} and replayed ${plan.length - 1} action(s) on it${partial}${failed.length > 0 ? `; failed in ${failed.map((c) => `${c.id} (${c.error})`).join(', ')}` : ''}`;
   return {
     ...out,
     notCarried: [...out.notCarried, words],
-    browser: { carried: 'replayed', url: first.url, actions: plan.length - 1, children },
+    browser: {
+      carried: 'replayed',
+      url: first.url,
+      actions: plan.length - 1,
+      complete: history?.complete !== false,
+      children,
+    },
   };
 }

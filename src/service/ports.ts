@@ -642,12 +642,18 @@ export interface BrowserHost {
   dial(port: number): Promise<Duplex>;
 }
 
+/** A page's history as a fork's children replay it; `complete: false`: actions past a bound were not kept. */
+export interface BrowserHistory {
+  steps: ReplayStep[];
+  complete: boolean;
+}
+
 /** The daemon's browsers, one per sandbox (src/browser/, docs/BROWSER.md). */
 export interface Browsers {
   /** Run `a` on sandbox `id`'s browser (its runtime id); `open` starts one when there is none. */
   act(id: string, host: () => BrowserHost, a: BrowserAction): Promise<BrowserResult>;
   /** The page's `open` and the actions that changed it since (for a fork's children); none: no browser. */
-  history(id: string): ReplayStep[] | undefined;
+  history(id: string): BrowserHistory | undefined;
   /** Replay `steps` in sandbox `id`'s browser (started by the first, an `open`). */
   replay(id: string, host: () => BrowserHost, steps: ReplayStep[]): Promise<void>;
   closeAll(): Promise<void>;

@@ -78,9 +78,17 @@ async function reviveLost(deps: RecoveryDeps, lost: string[]): Promise<string[]>
   const revive = runtime.reviveSandbox?.bind(runtime);
   const revived: string[] = [];
   if (!revive) return revived;
-  for (const id of lost) {
+  // Twice: a first failure may be the moment (a template still starting, a machine busy booting).
+  const failed: string[] = [];
+  for (const pass of [lost, failed]) for (const id of [...pass]) await one(id, pass === lost);
+  if (revived.length > 0)
+    log.info({ revived: revived.length }, 'sandboxes whose processes were gone started again on their files');
+  return revived;
+
+  async function one(id: string, first: boolean): Promise<void> {
     const rec = store.getSandbox(id);
-    if (!rec || !revivable(rec)) continue;
+    if (!rec || !revivable(rec)) return;
+    if (!revive) return;
     try {
       const h = await revive(rec);
       const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : rec.templateId;
@@ -94,12 +102,15 @@ async function reviveLost(deps: RecoveryDeps, lost: string[]): Promise<string[]>
       if (rec.state === 'paused') store.transitionSandbox(id, 'running');
       revived.push(id);
     } catch (e) {
-      log.warn({ sandbox: id, err: String(e) }, 'could not start a sandbox again on its files: it is lost');
+      if (first) failed.push(id);
+      log.warn(
+        { sandbox: id, err: String(e) },
+        first
+          ? 'could not start a sandbox again on its files: trying once more'
+          : 'could not start a sandbox again on its files: it is lost',
+      );
     }
   }
-  if (revived.length > 0)
-    log.info({ revived: revived.length }, 'sandboxes whose processes were gone started again on their files');
-  return revived;
 }
 
 function revivable(rec: SandboxRecord): boolean {

@@ -12,7 +12,15 @@ export function register(program: Command, ctx: CliContext): void {
   const browser = defineCommand(program, 'browser');
   const act = async (id: string, a: BrowserAction): Promise<BrowserResult> =>
     (await ctx.api()).browser(id, a);
-  const page = (r: BrowserResult) => `${r.title} — ${r.url}\n${r.snapshot ?? ''}`;
+  // What a page says is printed without its control characters (a page could send escape sequences).
+  const clean = (t: string) =>
+    [...t]
+      .filter((ch) => {
+        const c = ch.charCodeAt(0);
+        return c === 9 || c === 10 || (c >= 0x20 && c !== 0x7f && (c < 0x80 || c > 0x9f));
+      })
+      .join('');
+  const page = (r: BrowserResult) => clean(`${r.title} — ${r.url}\n${r.snapshot ?? ''}`);
 
   browser
     .command('open')
@@ -81,9 +89,10 @@ export function register(program: Command, ctx: CliContext): void {
         .out()
         .result(r, () =>
           (r.events ?? [])
-            .map(
-              (e) =>
+            .map((e) =>
+              clean(
                 `${e.seq}\t${e.type}\t${e.level ?? e.status ?? ''}\t${e.text ?? ''}${e.url ? ` ${e.url}` : ''}`,
+              ),
             )
             .join('\n'),
         );

@@ -103,17 +103,21 @@ describe('engine: revival of sandboxes whose processes are gone (a reboot)', () 
     await t.api.createSnapshot('gone', { name: 'snap' });
     const holder = t.store.listSandboxes({}).find((r) => r.labels['forkbox.snapshot'] !== undefined);
     assert.ok(holder, 'the snapshot has a holder sandbox');
-    t.runtime.crash(gone.id);
     t.runtime.crash(holder.id);
-    t.runtime.failNext('gone', 'files are gone');
+    t.runtime.sandboxes.delete(gone.id); // its files are gone: it cannot be started again
+    const once = await t.api.createSandbox({ name: 'once' });
+    t.runtime.crash(once.id);
+    t.runtime.failNext('once', 'a template still starting');
     t = await t.restart();
+    assert.equal((await t.api.getSandbox(once.id)).state, 'running', 'a first failure is tried again');
     const g = await t.api.getSandbox(gone.id);
     assert.equal(g.state, 'killed');
     assert.match(g.endReason ?? '', /lost/);
     assert.equal(t.store.getSandbox(holder.id)?.state, 'killed', 'the holder is lost, not revived');
     assert.deepEqual(
       t.runtime.calls.filter((c) => c.op === 'reviveSandbox').map((c) => c.rid),
-      [gone.id],
+      [gone.id, once.id, gone.id, once.id],
+      'each tried twice at most; the holder never',
     );
   });
 });

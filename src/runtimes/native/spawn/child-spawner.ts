@@ -110,9 +110,10 @@ export function createChildSpawner(deps: ChildSpawnerDeps) {
       await inFlight;
       for (const c of children) {
         const o = out.get(c.id);
+        // A revival's files are what it was for: they stay when it fails (recovery decides).
         if (!o?.ok)
           await releaser
-            .release(c.id, [parent.id])
+            .release(c.id, [parent.id], undefined, { keepFiles: c.reuseDir === true })
             .catch((e: unknown) => log.warn({ sandbox: c.id, err: String(e) }, 'cleanup after failed fork'));
       }
       return children.map(

@@ -15,11 +15,12 @@ import type { Logger } from '../domain/logger.ts';
 import type { BrowserHistory, BrowserHost, Browsers } from '../service/ports.ts';
 import { createKeyedQueue } from '../util/keyed-queue.ts';
 import { type BrowserSession, startSession } from './browser-session.ts';
-import { type CdpBridge, openCdpBridge } from './cdp-bridge.ts';
+import { type CdpBridge, openCdpBridge, sweepSockets } from './cdp-bridge.ts';
 import { launchChromium } from './chromium-launch.ts';
 import { deadlineAfter, withDeadline } from './deadline.ts';
 
 interface Open {
+  tenant: string;
   session: BrowserSession;
   bridge: CdpBridge;
   cancel(): Promise<void>;
@@ -45,7 +46,10 @@ const ACTION_DEADLINE_MS = BROWSER.startMs + BROWSER.maxActionMs + 15_000;
 
 export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string): boolean } {
   const open = new Map<string, Open>();
-  const starting = new Set<string>();
+  /** Browsers being started: sandbox id → tenant. */
+  const starting = new Map<string, string>();
+  // A daemon that died left its relay sockets behind: none of them has a browser any more.
+  sweepSockets(deps.dir);
   const queue = createKeyedQueue();
   const connect = deps.connect ?? connectOverCdp;
   let closing = false;
@@ -57,7 +61,15 @@ export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string)
         'resource_exhausted',
         `${BROWSER.perDaemon} browsers are open in this daemon: close one (browser_close) and retry.`,
       );
-    starting.add(id);
+    const mine =
+      [...open.values()].filter((o) => o.tenant === host.tenant).length +
+      [...starting.values()].filter((t) => t === host.tenant).length;
+    if (mine >= BROWSER.perTenant)
+      throw new ForkboxError(
+        'resource_exhausted',
+        `${BROWSER.perTenant} browsers of yours are open: close one (browser_close) and retry.`,
+      );
+    starting.set(id, host.tenant);
     const cleanups: (() => Promise<void> | void)[] = [];
     try {
       const launched = await launchChromium(host);
@@ -74,7 +86,7 @@ export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string)
       cleanups.push(() => browser.close().catch(() => undefined));
       const session = await startSession(browser);
       if (closing) throw new ForkboxError('unavailable', 'the daemon is stopping; retry when it is back.');
-      const entry: Open = { session, bridge, cancel };
+      const entry: Open = { tenant: host.tenant, session, bridge, cancel };
       open.set(id, entry);
       void session.disconnected.then(() => {
         if (open.get(id) === entry) void drop(id);

@@ -5,7 +5,7 @@
  * a `ws+unix:` URL. No host TCP port is opened: nothing but the daemon reaches the browser.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -94,4 +94,15 @@ export async function openCdpBridge(opts: {
       rmSync(sock, { force: true });
     },
   };
+}
+
+/** Remove the relay sockets a daemon that died left in `dir` (a missing dir is nothing to sweep). */
+export function sweepSockets(dir: string): void {
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const n of names) if (n.endsWith('.sock')) rmSync(join(dir, n), { force: true });
 }

@@ -192,6 +192,8 @@ export const PORTS = {
 export const BROWSER = {
   /** Browsers open at once in one daemon (each is a Chromium in its sandbox, ~150 MB or more). */
   perDaemon: 16,
+  /** Browsers open at once for one tenant (so one tenant cannot take the daemon's all). */
+  perTenant: 8,
   /** Chromium must have written its DevTools port within this, ms (a cold start took ~1 s here). */
   startMs: 30_000,
   /** Default and largest wait of a navigation or an action, ms. */

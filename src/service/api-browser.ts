@@ -34,6 +34,7 @@ export function browserHost(p: EngineParts, ctx: CallerContext, rec: SandboxReco
     const execs = execApi(p, ctx);
     const files = fileApi(p, ctx);
     return {
+      tenant: rec.tenant,
       network: rec.network,
       exists: (path) =>
         files.statFile(rec.id, path).then(

@@ -629,6 +629,8 @@ export interface Runtime {
 
 /** What a sandbox's browser needs of its sandbox (built per call by the engine, for the caller). */
 export interface BrowserHost {
+  /** The sandbox's tenant: browsers are counted per tenant (BROWSER.perTenant). */
+  tenant: string;
   network: NetworkPolicy;
   exists(path: string): Promise<boolean>;
   /** Start a background exec; its id. */

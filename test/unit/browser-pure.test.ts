@@ -85,6 +85,7 @@ describe('browser: Chromium in the sandbox', () => {
   function host(over: Partial<LaunchHost>): LaunchHost & { cancelled: string[] } {
     const cancelled: string[] = [];
     return {
+      tenant: 'alice',
       network: NETWORK_NONE,
       exists: async () => true,
       start: async () => 'x-1',

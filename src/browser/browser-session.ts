@@ -15,7 +15,6 @@ import { createReplayLog, lineOfRef, refOnLine } from './replay-log.ts';
 
 export interface BrowserSession {
   readonly events: EventLog;
-  readonly page: Page;
   /** The page's last open and the actions since, for a fork's children. */
   readonly replay: ReturnType<typeof createReplayLog>;
   /** The ref on `line` of a new snapshot of the page (a replayed step's element). */
@@ -113,7 +112,6 @@ export async function startSession(browser: Browser): Promise<BrowserSession> {
 
   return {
     events,
-    page,
     replay,
     disconnected,
     refAt: async (line) => refOnLine(await snapshot(), line),

@@ -44,7 +44,7 @@ async function connectOverCdp(url: string): Promise<Browser> {
 /** The most one action may take, start and load included, before its browser is given up. */
 const ACTION_DEADLINE_MS = BROWSER.startMs + BROWSER.maxActionMs + 15_000;
 
-export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string): boolean } {
+export function createBrowsers(deps: BrowsersDeps): Browsers {
   const open = new Map<string, Open>();
   /** Browsers being started: sandbox id → tenant. */
   const starting = new Map<string, string>();
@@ -166,7 +166,6 @@ export function createBrowsers(deps: BrowsersDeps): Browsers & { has(id: string)
         await act(id, host, a);
       }
     },
-    has: (id: string) => open.has(id),
     history: (id: string): BrowserHistory | undefined => open.get(id)?.session.replay.history(),
     async closeAll(): Promise<void> {
       closing = true;

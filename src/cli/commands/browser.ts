@@ -22,45 +22,48 @@ export function register(program: Command, ctx: CliContext): void {
       .join('');
   const page = (r: BrowserResult) => clean(`${r.title} — ${r.url}\n${r.snapshot ?? ''}`);
 
-  browser
-    .command('open')
-    .description('load a URL in the sandbox’s Chromium (started on first use) and print the page’s snapshot')
-    .argument('<id>', 'sandbox id or name (of an image with Chromium: debian-browser)')
-    .argument('<url>', 'http(s)://, file:// inside the sandbox, or about:blank')
-    .action(async (id: string, url: string) => {
-      const r = await act(id, { action: 'open', url });
+  /** A subcommand that takes the sandbox and `args`, acts, and prints the page's new snapshot. */
+  function pageCommand(
+    name: string,
+    description: string,
+    args: [string, string][],
+    action: (v: string[]) => BrowserAction,
+  ): void {
+    const c = browser.command(name).description(description).argument('<id>', 'sandbox id or name');
+    for (const [arg, help] of args) c.argument(arg, help);
+    c.action(async (id: string, ...rest: unknown[]) => {
+      const r = await act(id, action(rest.slice(0, args.length) as string[]));
       ctx.out().result(r, () => page(r));
     });
+  }
 
-  browser
-    .command('snapshot')
-    .description('print the open page’s accessibility snapshot, with refs (e12) for click and fill')
-    .argument('<id>', 'sandbox id or name')
-    .action(async (id: string) => {
-      const r = await act(id, { action: 'snapshot' });
-      ctx.out().result(r, () => page(r));
-    });
-
-  browser
-    .command('click')
-    .description('click an element by its ref; prints the new snapshot')
-    .argument('<id>', 'sandbox id or name')
-    .argument('<ref>', 'a ref from the latest snapshot, e.g. e12')
-    .action(async (id: string, ref: string) => {
-      const r = await act(id, { action: 'click', ref });
-      ctx.out().result(r, () => page(r));
-    });
-
-  browser
-    .command('fill')
-    .description('replace the text of an input by its ref; prints the new snapshot')
-    .argument('<id>', 'sandbox id or name')
-    .argument('<ref>', 'a ref from the latest snapshot')
-    .argument('<value>', 'the text')
-    .action(async (id: string, ref: string, value: string) => {
-      const r = await act(id, { action: 'fill', ref, value });
-      ctx.out().result(r, () => page(r));
-    });
+  pageCommand(
+    'open',
+    'load a URL in the sandbox’s Chromium (started on first use; an image with it: debian-browser) and print the page’s snapshot',
+    [['<url>', 'http(s)://, file:// inside the sandbox, or about:blank']],
+    ([url = '']) => ({ action: 'open', url }),
+  );
+  pageCommand(
+    'snapshot',
+    'print the open page’s accessibility snapshot, with refs (e12) for click and fill',
+    [],
+    () => ({ action: 'snapshot' }),
+  );
+  pageCommand(
+    'click',
+    'click an element by its ref; prints the new snapshot',
+    [['<ref>', 'a ref from the latest snapshot, e.g. e12']],
+    ([ref = '']) => ({ action: 'click', ref }),
+  );
+  pageCommand(
+    'fill',
+    'replace the text of an input by its ref; prints the new snapshot',
+    [
+      ['<ref>', 'a ref from the latest snapshot'],
+      ['<value>', 'the text'],
+    ],
+    ([ref = '', value = '']) => ({ action: 'fill', ref, value }),
+  );
 
   browser
     .command('screenshot')

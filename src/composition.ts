@@ -3,7 +3,7 @@
  * and in-process users (tests, benchmarks) open the engine here; nothing else constructs these parts.
  */
 
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,7 @@ import { type InboxFs, openInboxFs } from './runtimes/native/host/inbox-fs.ts';
 import { createMounts } from './runtimes/native/host/mounts.ts';
 import { type NativePaths, nativePaths } from './runtimes/native/host/paths.ts';
 import { stateIdOf } from './runtimes/native/host/state-id.ts';
+import { createUidRanges, DEFAULT_UID_REGISTRY, parseUidSpace } from './runtimes/native/host/uid-ranges.ts';
 import { createSys, type Sys, socketFd } from './runtimes/native/host/sys.ts';
 import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
@@ -43,6 +44,7 @@ import type { Runtime } from './service/ports.ts';
 import { createRetention } from './service/retention.ts';
 import { openSqliteStore, type SqliteStore } from './storage/sqlite/index.ts';
 import { VERSION } from './version.ts';
+import { readMountInfo } from './util/mountinfo.ts';
 
 export interface OpenEngineOptions {
   stateDir: string;
@@ -262,20 +264,62 @@ function startHousekeeping(
 async function openNetworkCap(
   cap: NetworkCap | undefined,
   table: string,
-  range: { hostStart: number; size: number },
+  ranges: { hostStart: number; size: number }[],
   nat: OpenNats | undefined,
   log: Logger,
 ): Promise<NetworkCap | undefined> {
   if (cap?.max !== 'open' || !nat) return cap;
-  const state = await installOpenFilter({ table, range });
+  const state = await installOpenFilter({ table, ranges });
   if (!state.ok) {
     log.warn({ missing: state.missing }, 'open network refused: the host filter is not in place');
     nat.setMissing(state.missing);
     return { ...cap, openMissing: state.missing };
   }
-  log.info({ range: `${range.hostStart}+${range.size}` }, 'open network host filter installed');
+  log.info({ ranges: ranges.map((r) => `${r.hostStart}+${r.size}`) }, 'open network host filter installed');
   nat.setMissing(undefined);
   return cap;
+}
+
+/**
+ * The state dir's modes (docs/SECURITY.md, "Host users"): the state dir and `templates/` 0711 — a
+ * template's runc walks to its root filesystem as that template's root user, and each template's own
+ * directory admits only its group — and everything else that holds sandbox data 0700, so no other host
+ * user lists, enters or reads any of it. Set on every start: a state dir made by an older forkbox had
+ * 0711 and 0755 directories.
+ */
+function closeStateDir(stateDir: string): void {
+  for (const d of ['templates']) {
+    mkdirSync(join(stateDir, d), { recursive: true, mode: 0o711 });
+    chmodSync(join(stateDir, d), 0o711);
+  }
+  for (const d of [
+    'sandboxes',
+    'inbox',
+    'agent',
+    'layers',
+    'images',
+    'tmp',
+    'disks',
+    'projects',
+    'runc',
+    'browsers',
+  ]) {
+    mkdirSync(join(stateDir, d), { recursive: true, mode: 0o700 });
+    chmodSync(join(stateDir, d), 0o700);
+  }
+}
+
+/**
+ * The parent of this state dir's sandbox cgroups, 0700 in every hierarchy it is in: another host user does
+ * not list which sandboxes there are (the tree is world-readable by default).
+ */
+async function closeSandboxCgroups(cgroups: ReturnType<typeof detectCgroups>, rel: string): Promise<void> {
+  await cgroups.create(rel);
+  for (const m of readMountInfo()) {
+    if (m.fsType !== 'cgroup' && m.fsType !== 'cgroup2') continue;
+    const dir = join(m.mountPoint, rel);
+    if (existsSync(dir)) chmodSync(dir, 0o700);
+  }
 }
 
 export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
@@ -301,13 +345,18 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
   let storage: ReturnType<typeof openStorage> | null = null;
   let inboxFs: InboxFs | null = null;
   try {
+    // The ids layers are stored with on disk (container id N = host id 100000 + N); sandboxes run as ids
+    // of their own (host/uid-ranges.ts), through which every layer is idmapped.
     const uidRange = { hostStart: 100000, size: 65536 };
+    const space = parseUidSpace(process.env.FORKBOX_UID_SPACE);
+    const ranges = createUidRanges({
+      sys,
+      dir: process.env.FORKBOX_UID_REGISTRY ?? DEFAULT_UID_REGISTRY,
+      space,
+    });
     const stateId = stateIdOf(stateDir);
     const paths = nativePaths(stateDir, stateId);
-    for (const d of ['templates', 'sandboxes', 'inbox', 'agent']) {
-      mkdirSync(join(stateDir, d), { recursive: true, mode: 0o711 });
-      chmodSync(join(stateDir, d), 0o711);
-    }
+    closeStateDir(stateDir);
     const images = createImageStore({
       stateDir,
       uidShift: uidRange,
@@ -315,7 +364,10 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       env: process.env,
       ...(opts.imageAllow ? { imageAllow: opts.imageAllow } : {}),
     });
+    // Layers made before builds dropped device nodes lose theirs now (once each: docs/IMAGES.md).
+    await images.sweepDeviceNodes?.();
     const cgroups = detectCgroups();
+    await closeSandboxCgroups(cgroups, paths.sandboxCgroups);
     const mounts = createMounts(sys);
     inboxFs = openInboxFs({ dir: join(stateDir, 'inbox'), sys, mounts, log });
     const hub = createInboxHub({ sys, log, counters: host.metrics });
@@ -327,6 +379,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       store,
       log,
       uidRange,
+      ranges,
       runc: process.env.FORKBOX_RUNC ?? 'runc',
       prewarm: opts.prewarm ?? [],
       timeouts,
@@ -412,7 +465,9 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
     });
     const filterTable = openFilterTable(stateId);
-    const networkCap = await openNetworkCap(opts.networkCap, filterTable, uidRange, nat, log);
+    // Sandboxes (and their NATs) run as ids of the space; those made before it, as the stored ids.
+    const sandboxIds = [uidRange, { hostStart: space.start, size: space.end - space.start }];
+    const networkCap = await openNetworkCap(opts.networkCap, filterTable, sandboxIds, nat, log);
     const engine = createEngine({
       disk,
       browsers: createBrowsers({ dir: join(stateDir, 'browsers'), log }),

@@ -10,6 +10,7 @@ Standard library only, Python >= 3.8.
 import collections
 import gc
 import os
+import resource
 import signal
 import socket
 import sys
@@ -654,6 +655,11 @@ def _null_std_fds():
 def main():
     _null_std_fds()
     os.chdir("/")
+    try:
+        # No core dumps of anything in the sandbox (lowering a limit needs no privilege).
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (OSError, ValueError) as e:
+        log("cannot turn core dumps off: %s" % e)
     restrict_error = None
     try:
         sysc.restrict_agent()

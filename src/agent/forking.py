@@ -4,10 +4,18 @@ Runs in the REPL worker of a template or a sandbox. For each child the host has 
 child's root filesystem at ``spec["root"]`` and its inbox at ``spec["inbox"]`` (both seen here through
 the rslave ``/.forkbox/inbox`` mount). For each child:
 
-    clone(new pid namespace) -> [child = PID 1 of the new pid ns] greet the host on the child's control
+    clone(new user + pid namespace) -> [parent] write the child's uid/gid maps (``spec["userns"]``: a
+        template's child gets a block of host ids of its own, a fork's child its source's) -> [child = PID 1
+        of the new pid ns] become root of its user namespace -> greet the host on the child's control
         socket (the host moves it into the new sandbox's cgroups and welcomes it)
         -> unshare(mnt, net, uts, ipc) -> mounts (inbox, agent code, fresh /dev, proc, sys) -> pivot_root
-        -> reopen open files -> hostname, lo up, reseed RNGs, env -> become_child(spec, socket)
+        -> cut capabilities to the sandbox's set -> reopen open files -> hostname, lo up, reseed RNGs,
+        env -> become_child(spec, socket)
+
+A child has every capability of its new user namespace until its set-up is done, and no capability in any
+other: the worker that clones it needs none beyond CAP_SETUID/CAP_SETGID (for the maps), so the REPL code
+it runs never holds CAP_SYS_ADMIN anywhere (docs/SECURITY.md). A child without ``spec["userns"]`` (an old
+host) is cloned into its parent's user namespace, as before.
 
 The child then answers the host's readiness ping on that connection (or reports its set-up error
 there): the worker returns as soon as every child is cloned. A worker with threads takes the older
@@ -51,6 +59,7 @@ NEW_NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLON
 # the mount table more), so each child makes its own, in parallel, instead of the forking worker making
 # them all one after another.
 OWN_NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC
+CLONE_NEWUSER = 0x10000000
 CLONE_PARENT = 0x00008000
 SIGCHLD = 17
 
@@ -152,6 +161,28 @@ def clone_into_namespaces(flags):
     if pid < 0:
         raise OSError(err, "clone: %s" % os.strerror(err))
     return pid
+
+
+def userns_maps(spec):
+    """(uid_map, gid_map) the host gave for this child's own user namespace, or None (an old host)."""
+    u = spec.get("userns")
+    if not isinstance(u, dict):
+        return None
+    uid_map, gid_map = u.get("uid_map"), u.get("gid_map")
+    if not (isinstance(uid_map, str) and isinstance(gid_map, str)):
+        return None
+    return uid_map, gid_map
+
+
+def write_maps(pid, maps):
+    """Map a new child's user namespace (we hold CAP_SETUID/CAP_SETGID in ours, its parent)."""
+    uid_map, gid_map = maps
+    for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
+        fd = os.open("/proc/%d/%s" % (pid, name), os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
 
 
 def sethostname(name):
@@ -267,6 +298,9 @@ def _setup_child(spec, cwd, files):
     # Nothing this child mounts may propagate back to its parent; mounts from the host (its inbox)
     # must still propagate in, so slave, not private.
     mount(None, "/", None, MS_REC | MS_SLAVE)
+    # In a user namespace of its own, every mount copied from the parent is locked, and pivot_root refuses
+    # a locked new root: bind the root onto itself (with the project mount under it), which is ours.
+    mount(newroot, newroot, None, MS_BIND | MS_REC)
     # The child needs the runtime at the same path: modules it imports later are read from there.
     binds = ("/.forkbox/bin", sysc.RUNTIME) if sysc.ON_RUNTIME else ("/.forkbox/bin",)
     for d in ("/.forkbox/inbox", "/proc", "/sys") + binds:
@@ -324,10 +358,36 @@ def _write(fd, data):
         pass
 
 
-def _child(spec, cwd, files, become_child, greet, unshare_flags=0):
-    """In the new sandbox's PID 1: greet the host (it moves us into the sandbox's cgroups), set up, become
-    the sandbox's agent. Never returns. From the greeting on the host hears from us directly: after the
-    set-up the agent answers the host's readiness ping, or `failed` answers it with the error."""
+def _await_maps(go):
+    """In a child of its own user namespace: wait until the parent has written its maps (a byte on `go`;
+    end of file means it could not), then become its root. Unmapped, it must never go on."""
+    if go is None:
+        return
+    try:
+        ok = os.read(go, 1) == b"x"
+        os.close(go)
+        if not ok:
+            os._exit(1)
+        sysc.become_root_of_userns()
+        sysc.set_not_dumpable()  # cloned while its parent was dumpable (fork_children): never from here on
+    except BaseException:
+        os._exit(1)
+
+
+def _child(spec, skip_fds, become_child, greet, unshare_flags=0, go=None):
+    """In the new sandbox's PID 1: become root of its user namespace, greet the host (it moves us into the
+    sandbox's cgroups), set up, become the sandbox's agent. Never returns. From the greeting on the host
+    hears from us directly: after the set-up the agent answers the host's readiness ping, or `failed`
+    answers it with the error."""
+    _await_maps(go)
+    # What this child has open, read here rather than in the source: another thread of the source may open
+    # and close files while the children are cloned, and a list read before would name fds that are gone
+    # (reopening one over the host connection's fd number killed the child).
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = "/"
+    files = open_regular_files(skip_fds)
     try:
         host_sock, failed = greet(spec)
     except BaseException:
@@ -337,26 +397,69 @@ def _child(spec, cwd, files, become_child, greet, unshare_flags=0):
         if unshare_flags:
             unshare(unshare_flags)
         _setup_child(spec, cwd, files)
+        if go is not None:
+            # Set up: from here on nothing of the sandbox holds CAP_SYS_ADMIN & co (sysc.SANDBOX_CAPS).
+            sysc.keep_only_caps()
     except BaseException as e:  # report, never fall back into the parent's code
         failed("set-up failed inside the new sandbox: %s" % (e,))
         os._exit(1)
     try:
-        become_child(spec, host_sock)
+        become_child(spec, host_sock, failed)
     finally:
         os._exit(1)
 
 
-def _start_one(spec, cwd, files, become_child, greet, one_step):
+def _start_one(spec, skip_fds, become_child, greet, one_step):
     """Start one child and return its pid (in our pid namespace); raises OSError when it could not start.
 
     One step (`clone_into_namespaces`): the child is PID 1 of a new pid namespace at once, a child of our
     parent, and makes its other namespaces itself. Two steps (a worker with threads): fork -> [middle]
     unshare -> fork -> [grandchild = PID 1]; the middle reports the grandchild's pid on a pipe and exits.
+    With ``spec["userns"]`` the child gets a user namespace of its own, which we map before it goes on.
     """
+    maps = userns_maps(spec)
+    go_r, go_w = os.pipe() if maps else (None, None)
+    try:
+        pid = _clone_one(spec, skip_fds, become_child, greet, one_step, maps, go_r, go_w)
+        if maps:
+            try:
+                write_maps(pid, maps)
+            except OSError:
+                os.close(go_w)  # end of file: the child exits unmapped (the host's unborn watch sees it)
+                go_w = None
+                if _alive(pid):
+                    raise
+                # It died first (an at-fork hook of the source's, a signal): the host reports that death,
+                # with its cause, as for any child that dies before it greets.
+                return pid
+            os.write(go_w, b"x")
+        return pid
+    finally:
+        for fd in (go_r, go_w):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+def _alive(pid):
+    """Whether process `pid` still runs (not gone, not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _clone_one(spec, skip_fds, become_child, greet, one_step, maps, go_r, go_w):
+    userns = CLONE_NEWUSER if maps else 0
     if one_step:
-        pid = clone_into_namespaces(CLONE_NEWPID)
+        pid = clone_into_namespaces(CLONE_NEWPID | userns)
         if pid == 0:
-            _child(spec, cwd, files, become_child, greet, OWN_NAMESPACES)
+            if go_w is not None:
+                os.close(go_w)
+            _child(spec, skip_fds, become_child, greet, OWN_NAMESPACES, go_r)
         return pid
     r, w = os.pipe()
     try:
@@ -367,13 +470,15 @@ def _start_one(spec, cwd, files, become_child, greet, one_step):
         raise
     if pid == 0:
         os.close(r)
+        if go_w is not None:
+            os.close(go_w)
         code = 1
         try:
-            unshare(NEW_NAMESPACES)
+            unshare(NEW_NAMESPACES | userns)
             gpid = os.fork()
             if gpid == 0:
                 os.close(w)
-                _child(spec, cwd, files, become_child, greet)
+                _child(spec, skip_fds, become_child, greet, 0, go_r)
             _write(w, ("P%d\n" % gpid).encode())
             code = 0
         except BaseException as e:
@@ -410,23 +515,26 @@ def fork_children(children, become_child, greet, skip_fds=()):
     """
     # Objects allocated so far stop being touched by the GC, so children share more pages.
     gc.freeze()
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        cwd = "/"
-    files = open_regular_files(skip_fds)
     sys.stdout.flush()
     sys.stderr.flush()
+    # Dumpable while it clones: the /proc files of a child of a process that is not are owned by the root
+    # of the user namespace the process was exec'd in (the template's), which we cannot write its maps as.
+    # Each child makes itself not dumpable again once mapped (_await_maps).
+    mapped = any(userns_maps(spec) for spec in children)
     try:
+        if mapped:
+            sysc.set_dumpable(True)
         one_step = can_clone_into_namespaces()
         results = []
         for spec in children:
             try:
-                pid = _start_one(spec, cwd, files, become_child, greet, one_step)
+                pid = _start_one(spec, skip_fds, become_child, greet, one_step)
                 results.append({"sandbox_id": spec["sandbox_id"], "ok": True, "pid": pid})
             except OSError as e:
                 results.append({"sandbox_id": spec["sandbox_id"], "ok": False, "error": "fork failed: %s" % e})
         return results
     finally:
+        if mapped:
+            sysc.set_dumpable(False)
         # Only the children need the frozen generation (shared pages); the source collects as before.
         gc.unfreeze()

@@ -20,6 +20,7 @@ import selectors
 import signal
 import socket
 
+import cmdfilter
 import sysc
 from channel import Channel
 from repl import Repl, WorkerHandle
@@ -96,6 +97,7 @@ class NodeRepl(Repl):
                     os.chdir(env.get("FORKBOX_REPL_CWD") or "/")
                 except OSError:
                     os.chdir("/")
+                cmdfilter.deny_new_userns()  # a command like any other: no user namespace of its own
                 os.execve(node, [node, DRIVER], env)
             finally:
                 os._exit(127)

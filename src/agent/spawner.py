@@ -27,6 +27,7 @@ import selectors
 import signal
 import socket
 
+import cmdfilter
 import runas
 import sysc
 
@@ -151,6 +152,8 @@ class Spawner:
         if pid == 0:
             try:
                 sysc.set_name("forkbox-spawner")  # how ps shows it: a part of the sandbox, not a command
+                # Every command it starts inherits this: no user namespace of their own (cmdfilter.py).
+                cmdfilter.deny_new_userns()
                 _spawner_main(theirs)
             finally:
                 os._exit(1)

@@ -22,6 +22,27 @@ CAP_SYS_ADMIN = 21
 # slirp tap). CAP_SYS_CHROOT: chroot games that help break out of the mount view.
 DROPPED_CAPS = (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_CHROOT)
 
+# What a sandbox keeps once it is set up (Docker's default set): a new sandbox's PID 1 starts with every
+# capability of its own user namespace (it needs CAP_SYS_ADMIN there to mount its root, proc and /dev) and
+# cuts its bounding, permitted and effective sets to these before anything of the sandbox runs, so neither
+# the agent, the REPL worker nor any command holds CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_CHROOT or
+# CAP_SYS_PTRACE. CAP_SETUID/CAP_SETGID: the REPL worker maps its fork children's user namespaces.
+SANDBOX_CAPS = (
+    0,   # CAP_CHOWN
+    1,   # CAP_DAC_OVERRIDE
+    3,   # CAP_FOWNER
+    4,   # CAP_FSETID
+    5,   # CAP_KILL
+    6,   # CAP_SETGID
+    7,   # CAP_SETUID
+    8,   # CAP_SETPCAP
+    10,  # CAP_NET_BIND_SERVICE
+    13,  # CAP_NET_RAW
+    27,  # CAP_MKNOD
+    29,  # CAP_AUDIT_WRITE
+    31,  # CAP_SETFCAP
+)
+
 # An image without python3: the agent runs on the default image's Python, mounted here read-only by the
 # host (docs/IMAGES.md). Its worker then never runs user code, and every child needs the mount too.
 RUNTIME = "/.forkbox/runtime"
@@ -67,6 +88,10 @@ def set_not_dumpable():
     _prctl(PR_SET_DUMPABLE, 0)
 
 
+def set_dumpable(on):
+    _prctl(PR_SET_DUMPABLE, 1 if on else 0)
+
+
 def set_no_new_privs():
     # Without it a setuid binary (or file capabilities) in the image could regain what we drop below.
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
@@ -84,6 +109,58 @@ def drop_bounding_caps(caps=DROPPED_CAPS):
             raise
         if present:
             _prctl(PR_CAPBSET_DROP, cap)
+
+
+def _last_cap():
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 40
+
+
+def keep_only_caps(keep=SANDBOX_CAPS):
+    """Cut this process's bounding, permitted and effective capability sets to `keep` (inheritable and
+    ambient to nothing). Raises OSError when the kernel refuses; a sandbox must not start with more."""
+    for cap in range(_last_cap() + 1):
+        if cap in keep:
+            continue
+        try:
+            if _prctl(PR_CAPBSET_READ, cap) == 1:
+                _prctl(PR_CAPBSET_DROP, cap)
+        except OSError as e:
+            if e.errno != errno.EINVAL:
+                raise
+    mask = 0
+    for cap in keep:
+        mask |= 1 << cap
+    _capset(mask, mask, 0)
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+
+
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _capset(effective, permitted, inheritable):
+    global _libc
+    if _libc is None:
+        _prctl(PR_CAPBSET_READ, 0)  # loads libc
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)(effective & 0xFFFFFFFF, permitted & 0xFFFFFFFF, inheritable & 0xFFFFFFFF,
+                                 effective >> 32, permitted >> 32, inheritable >> 32)
+    if _libc.capset(header, data) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "capset: %s" % os.strerror(e))
+
+
+def become_root_of_userns():
+    """In a child just cloned into a user namespace of its own (mapped by its parent): become its root
+    (uid and gid 0, no supplementary groups). Its host ids are then its block's first."""
+    os.setresgid(0, 0, 0)
+    os.setgroups([])
+    os.setresuid(0, 0, 0)
 
 
 def set_child_subreaper():

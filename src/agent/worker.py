@@ -210,11 +210,16 @@ class Worker:
         except Exception as e:
             return {"error": "%s: %s" % (type(e).__name__, e), "traceback": traceback.format_exc()}
 
-    def _become(self, spec, host_sock=None):
+    def _become(self, spec, host_sock=None, failed=None):
         if self._become_child is None:
             os._exit(70)
         try:
             self._become_child(spec, self, host_sock)
+        except BaseException as e:
+            # Said to the host (its readiness ping's answer) rather than lost: the fork reports why.
+            if failed is not None:
+                failed("the new sandbox's agent did not start: %s: %s\n%s"
+                       % (type(e).__name__, e, traceback.format_exc()[-1500:]))
         finally:
             os._exit(70)  # become_child never returns; if it does, this child is broken: end it
 

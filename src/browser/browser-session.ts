@@ -3,7 +3,7 @@
  * Chromium in a sandbox, its page, its event log, and the actions an agent takes on it by ref
  * (Playwright's `aria-ref=` selector on the refs of its AI-mode ARIA snapshot).
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import type { BrowserAction, BrowserResult } from '../domain/browser.ts';
 import { checkBrowserUrl, selectorOf } from '../domain/browser.ts';
 import { ForkboxError } from '../domain/errors.ts';

@@ -4,10 +4,10 @@ import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createImageStore } from '../images/index.ts';
-import { DEFAULT_UID_SHIFT } from '../images/store.ts';
 import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
 import { hasCapSysResource } from '../runtimes/native/host/proc.ts';
 import { traverseAdvice, untraversable } from '../runtimes/native/host/traverse.ts';
+import { DEFAULT_UID_SPACE } from '../runtimes/native/host/uid-ranges.ts';
 import { planStorage } from '../runtimes/native/storage/btrfs-storage.ts';
 import { which } from '../util/subprocess.ts';
 
@@ -159,9 +159,9 @@ export async function runDoctorChecks(opts: { stateDir: string; image?: string }
   );
   out.push(
     check('sandboxes can reach the state dir', true, () => {
-      // runc starts templates as the sandboxes' root (an unprivileged host uid) on a root under the state
-      // dir: a parent it cannot search (e.g. a 0700 home directory) fails the first create otherwise.
-      const uid = DEFAULT_UID_SHIFT.hostStart;
+      // runc starts templates as their root (an unprivileged host uid of forkbox's uid space) on a root
+      // under the state dir: a parent it cannot search (e.g. a 0700 home directory) fails the first create.
+      const uid = DEFAULT_UID_SPACE.start;
       const b = untraversable(opts.stateDir, uid, uid);
       return b
         ? {

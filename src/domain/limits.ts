@@ -238,6 +238,8 @@ export const POOL = {
   backoffMs: 1_000,
   /** The longest such wait, ms. */
   maxBackoffMs: 30_000,
+  /** A tenant's pool of a template (not the host's own) is drained after this long without a create, ms. */
+  tenantIdleMs: 10 * 60_000,
 } as const;
 
 /** OIDC bearer tokens on the TCP listener (protocol/http/oidc.ts, oidc-discovery.ts). */

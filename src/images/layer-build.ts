@@ -104,7 +104,7 @@ export function createLayerBuilder(opts: LayerBuildOptions): EnsureLayer {
         const shifted = await shiftTree(rootfs, shift);
         emit({
           phase: 'shifting',
-          message: `shifted ${shifted.files} files`,
+          message: `shifted ${shifted.files} files${shifted.devices > 0 ? `, dropped ${shifted.devices} device nodes` : ''}`,
           current: shifted.files,
           total: shifted.files,
         });

@@ -1,9 +1,10 @@
 /**
- * uid shifting of a layer tree: container id N becomes host id hostStart + N, done once at import so a
- * sandbox's user namespace (container 0..size-1 → host hostStart..) sees the files as owned by its own users.
+ * uid shifting of a layer tree: container id N becomes host id hostStart + N (the ids layers are stored
+ * with), done once at import; every sandbox sees them through an idmap as ids of its own block of host
+ * uids (runtimes/native/host/userns-maker.ts). Device nodes are dropped on the way (docs/IMAGES.md).
  */
 import type { Stats } from 'node:fs';
-import { chmod, lchown, lstat, readdir } from 'node:fs/promises';
+import { chmod, lchown, lstat, readdir, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import {
   ACL_ACCESS,
@@ -37,13 +38,26 @@ async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>): Promise
 }
 
 /**
- * Walk `dir` without following symlinks; one entry per inode (hardlinks are shifted once: shifting the
- * second name again would shift the shared inode twice). Refuses ids outside 0..size-1 before changing anything.
+ * A device node, not an overlay whiteout (a character device 0:0): never kept in a layer. Overlay's copy-up
+ * would make a real device of it in an upper on the host, where whoever reached it could open it.
  */
-async function collect(dir: string, size: number): Promise<{ entries: Entry[]; bytes: number }> {
+export function isDeviceNode(st: Stats): boolean {
+  return st.isBlockDevice() || (st.isCharacterDevice() && st.rdev !== 0);
+}
+
+/**
+ * Walk `dir` without following symlinks; one entry per inode (hardlinks are shifted once: shifting the
+ * second name again would shift the shared inode twice), device nodes removed. Refuses ids outside
+ * 0..size-1 before changing anything.
+ */
+async function collect(
+  dir: string,
+  size: number,
+): Promise<{ entries: Entry[]; bytes: number; devices: number }> {
   const entries: Entry[] = [];
   const seen = new Set<string>();
   let bytes = 0;
+  let devices = 0;
   const visit = (path: string, st: Stats) => {
     if (st.uid >= size) throw idTooLarge(path, st.uid, size, 'owner uid');
     if (st.gid >= size) throw idTooLarge(path, st.gid, size, 'group gid');
@@ -64,18 +78,44 @@ async function collect(dir: string, size: number): Promise<{ entries: Entry[]; b
     await inBatches(names, async (name) => {
       const p = join(d, name);
       const st = await lstat(p);
+      if (isDeviceNode(st)) {
+        await unlink(p);
+        devices += 1;
+        return;
+      }
       visit(p, st);
       if (st.isDirectory()) dirs.push(p);
     });
   }
-  return { entries, bytes };
+  return { entries, bytes, devices };
+}
+
+/** Remove every device node under `root` (whiteouts kept); returns how many went. */
+export async function dropDeviceNodes(root: string): Promise<number> {
+  let dropped = 0;
+  const dirs = [resolve(root)];
+  while (dirs.length > 0) {
+    const d = dirs.pop() as string;
+    for (const name of await readdir(d)) {
+      const p = join(d, name);
+      const st = await lstat(p);
+      if (isDeviceNode(st)) {
+        await unlink(p);
+        dropped += 1;
+      } else if (st.isDirectory()) dirs.push(p);
+    }
+  }
+  return dropped;
 }
 
 /** Shift every owner, capability and ACL under `dir` into the host range starting at `opts.hostStart`. */
-export async function shiftTree(root: string, opts: UidShift): Promise<{ files: number; bytes: number }> {
+export async function shiftTree(
+  root: string,
+  opts: UidShift,
+): Promise<{ files: number; bytes: number; devices: number }> {
   const dir = resolve(root);
   const { hostStart, size } = opts;
-  const { entries, bytes } = await collect(dir, size);
+  const { entries, bytes, devices } = await collect(dir, size);
 
   // Read capabilities and ACLs *before* chown: the kernel drops security.capability on every ownership
   // change (so a setcap'ed binary like ping would silently lose its capabilities otherwise).
@@ -106,5 +146,5 @@ export async function shiftTree(root: string, opts: UidShift): Promise<{ files: 
     const e = modeOf.get(path);
     if (e && !e.symlink && (e.mode & 0o6000) !== 0) await chmod(path, e.mode & 0o7777);
   }
-  return { files: entries.length, bytes };
+  return { files: entries.length, bytes, devices };
 }

@@ -13,6 +13,7 @@ import { type Logger, silentLogger } from '../domain/logger.ts';
 import type { ImageRecord } from '../domain/types.ts';
 import type { ProgressEvent } from '../service/api.ts';
 import type { BuildDebianOptions, ImageStore, PullOptions } from '../service/ports.ts';
+import { getXattr, setXattr } from '../util/fs-calls.ts';
 import { mountsUnder } from '../util/mountinfo.ts';
 import { requireTools } from '../util/subprocess.ts';
 import { aptInstall, BROWSER_IMAGE, BROWSER_PACKAGES } from './apt-install.ts';
@@ -31,8 +32,11 @@ import { contentKey, populate, sourceKind } from './import.ts';
 import { createLayerBuilder, LAYER_ID_LEN, tmpName } from './layer-build.ts';
 import { createPuller } from './pull.ts';
 import { isRegistryRef } from './registry/reference.ts';
-import type { UidShift } from './shift.ts';
+import { dropDeviceNodes, type UidShift } from './shift.ts';
 import { convertWhiteouts } from './whiteout.ts';
+
+/** Marks a layer swept of device nodes (the trusted namespace: no sandbox reads or writes it). */
+const NODEV_XATTR = 'trusted.forkbox.nodev';
 
 export interface ImageStoreOptions {
   stateDir: string;
@@ -284,5 +288,32 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     return get(nameOrRef) ?? (isRegistryRef(nameOrRef) ? puller.pull(nameOrRef, o) : requireImage(nameOrRef));
   }
 
-  return { list, get, require: requireImage, buildDebian, importImage, pull: puller.pull, ensure, remove };
+  /** Layers of every image, each swept of device nodes once (marked with an xattr sandboxes cannot see). */
+  async function sweepDeviceNodes(): Promise<number> {
+    let dropped = 0;
+    for (const layer of new Set(list().flatMap((r) => r.layers))) {
+      if (!existsSync(layer) || getXattr(layer, NODEV_XATTR) !== null) continue;
+      const n = await dropDeviceNodes(layer);
+      setXattr(layer, NODEV_XATTR, Buffer.from('1'));
+      if (n > 0)
+        log.info(
+          { layer, devices: n },
+          'images: removed device nodes from a layer made before they were dropped',
+        );
+      dropped += n;
+    }
+    return dropped;
+  }
+
+  return {
+    list,
+    get,
+    require: requireImage,
+    buildDebian,
+    importImage,
+    pull: puller.pull,
+    ensure,
+    remove,
+    sweepDeviceNodes,
+  };
 }

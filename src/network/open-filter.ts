@@ -52,20 +52,26 @@ export function resolversOf(text: string): string[] {
 }
 
 /** The nft script that replaces `table` in one transaction (declare, delete, define). */
-export function openFilterScript(table: string, range: UidRange, resolvers: readonly string[]): string {
+export function openFilterScript(
+  table: string,
+  ranges: readonly UidRange[],
+  resolvers: readonly string[],
+): string {
   const v4 = resolvers.filter((a) => isIP(a) === 4);
   const v6 = resolvers.filter((a) => isIP(a) === 6);
   const dns = (fam: 'ip' | 'ip6', list: string[]) =>
     list.length === 0
       ? []
       : [`    meta l4proto { tcp, udp } th dport 53 ${fam} daddr { ${list.join(', ')} } accept`];
+  // Only packets of a socket whose uid is a sandbox's are judged (jump): `meta skuid` does not match a
+  // packet without a full socket — the kernel's RST for a closed port, a SYN-ACK — so those pass, as every
+  // other uid's do. (Judging them too dropped the RSTs of closed loopback ports: a connect to one hung
+  // for two minutes instead of being refused, for every user of the host.)
   return [
     `table inet ${table}`,
     `delete table inet ${table}`,
     `table inet ${table} {`,
-    '  chain nat-egress {',
-    '    type filter hook output priority 0; policy accept;',
-    `    meta skuid != ${skuidRange(range)} accept`,
+    '  chain nat-judge {',
     ...dns('ip', v4),
     ...dns('ip6', v6),
     '    oifname "lo" drop',
@@ -73,9 +79,18 @@ export function openFilterScript(table: string, range: UidRange, resolvers: read
     `    ip daddr { ${REFUSED_V4.join(', ')} } drop`,
     '    meta nfproto ipv6 drop',
     '  }',
+    '  chain nat-egress {',
+    '    type filter hook output priority 0; policy accept;',
+    `    ${judgeRule(ranges)}`,
+    '  }',
     '}',
     '',
   ].join('\n');
+}
+
+/** The rule that sends sandboxes' sockets to the judging chain, as nft lists it back. */
+export function judgeRule(ranges: readonly UidRange[]): string {
+  return `meta skuid ${skuidSet(ranges)} jump nat-judge`;
 }
 
 export type OpenFilterState = { ok: true } | { ok: false; missing: string };
@@ -89,6 +104,11 @@ export interface UidRange {
 /** The range as nft writes it: `first-last`. */
 export function skuidRange(r: UidRange): string {
   return `${r.hostStart}-${r.hostStart + r.size - 1}`;
+}
+
+/** The ranges as one nft set: `{ a-b, c-d }`. */
+export function skuidSet(ranges: readonly UidRange[]): string {
+  return `{ ${ranges.map(skuidRange).join(', ')} }`;
 }
 
 /** Whether a process of host uid `uid` can connect to a listener on the host's 127.0.0.1. */
@@ -123,7 +143,8 @@ async function loopbackReachableAs(uid: number): Promise<boolean> {
 /** Install (or replace) `table` for `range` and verify it. Never throws: says what is missing. */
 export async function installOpenFilter(opts: {
   table: string;
-  range: UidRange;
+  /** Every host uid a sandbox (and so its NAT) can run as: the uid space, and the ids from before it. */
+  ranges: readonly UidRange[];
   resolvConf?: string;
 }): Promise<OpenFilterState> {
   const read = (p: string) => {
@@ -133,13 +154,13 @@ export async function installOpenFilter(opts: {
       return '';
     }
   };
-  const { hostStart, size } = opts.range;
-  // Every uid of the range is judged: one that host people or services hold would lose its network.
-  if (!Number.isInteger(hostStart) || !Number.isInteger(size) || hostStart < 65536 || size < 1)
-    return {
-      ok: false,
-      missing: `the sandboxes' host uid range ${hostStart}+${size} is not a subordinate range above 65535`,
-    };
+  // Every uid of the ranges is judged: one that host people or services hold would lose its network.
+  for (const { hostStart, size } of opts.ranges)
+    if (!Number.isInteger(hostStart) || !Number.isInteger(size) || hostStart < 65536 || size < 1)
+      return {
+        ok: false,
+        missing: `the sandboxes' host uid range ${hostStart}+${size} is not a subordinate range above 65535`,
+      };
   for (const [tool, pkg] of [
     ['nft', 'nftables'],
     ['setpriv', 'util-linux'],
@@ -147,24 +168,22 @@ export async function installOpenFilter(opts: {
   ] as const)
     if (!which(tool)) return { ok: false, missing: `'${tool}' is not installed (apt-get install ${pkg})` };
   const resolvers = resolversOf(opts.resolvConf ?? read('/etc/resolv.conf'));
-  const r = await run('nft', ['-f', '-'], { input: openFilterScript(opts.table, opts.range, resolvers) });
+  const r = await run('nft', ['-f', '-'], { input: openFilterScript(opts.table, opts.ranges, resolvers) });
   if (r.code !== 0)
     return {
       ok: false,
       missing: `the nftables host filter could not be installed: ${r.stderr.trim().slice(0, 300)}`,
     };
   const listed = await run('nft', ['list', 'table', 'inet', opts.table]);
-  if (
-    listed.code !== 0 ||
-    !listed.stdout.toString().includes(`meta skuid != ${skuidRange(opts.range)} accept`)
-  )
+  if (listed.code !== 0 || !listed.stdout.toString().includes(judgeRule(opts.ranges)))
     return { ok: false, missing: 'the nftables host filter did not read back as installed' };
   try {
-    if (await loopbackReachableAs(opts.range.hostStart))
-      return {
-        ok: false,
-        missing: `the host filter is installed but uid ${opts.range.hostStart} still reaches host loopback`,
-      };
+    for (const { hostStart } of opts.ranges)
+      if (await loopbackReachableAs(hostStart))
+        return {
+          ok: false,
+          missing: `the host filter is installed but uid ${hostStart} still reaches host loopback`,
+        };
   } catch (e) {
     return { ok: false, missing: `the host filter could not be probed: ${String(e).slice(0, 200)}` };
   }

@@ -65,8 +65,11 @@ export function natArgv(setpriv: string, slirp: string, uid: number, pid: number
 }
 
 export interface OpenNats {
-  /** Attach sandbox `id`'s NAT to the netns of its PID 1 (host `pid`); resolves once its tap is up. */
-  start(id: string, pid: number): Promise<void>;
+  /**
+   * Attach sandbox `id`'s NAT to the netns of its PID 1 (host `pid`), run as host `uid` (the sandbox's
+   * root; default: the uid given at creation); resolves once its tap is up.
+   */
+  start(id: string, pid: number, uid?: number): Promise<void>;
   /** Stop sandbox `id`'s NAT and wait for it to exit (none: nothing to do). */
   stop(id: string): Promise<void>;
   stopAll(): Promise<void>;
@@ -102,7 +105,8 @@ export function createOpenNats(opts: { uid: number; log: Pick<Logger, 'info' | '
     clearTimeout(timer);
   }
 
-  async function start(id: string, pid: number): Promise<void> {
+  /** `uid`: the sandbox's root host uid (its block's first), which the NAT runs as; default `opts.uid`. */
+  async function start(id: string, pid: number, uid = opts.uid): Promise<void> {
     if (missing !== undefined)
       throw new ForkboxError(
         'permission_denied',
@@ -117,7 +121,7 @@ export function createOpenNats(opts: { uid: number; log: Pick<Logger, 'info' | '
         `'${setpriv ? 'slirp4netns' : 'setpriv'}' is not installed: install it (apt-get install ${setpriv ? 'slirp4netns' : 'util-linux'}) and restart the daemon.`,
       );
     await stop(id);
-    const [cmd = setpriv, ...args] = natArgv(setpriv, slirp, opts.uid, pid);
+    const [cmd = setpriv, ...args] = natArgv(setpriv, slirp, uid, pid);
     const proc = spawn(cmd, args, {
       stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
       env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },

@@ -17,6 +17,11 @@ export interface CallerContext {
    * Absent: every namespace, default `default`. A sandbox of another namespace is not found.
    */
   namespaces?: readonly string[];
+  /**
+   * The warm pool's own creates (tenant POOL_TENANT): the tenant the sandbox is made for, whose templates
+   * it comes from and who alone may take it (service/warm-pool.ts).
+   */
+  poolFor?: string;
 }
 
 /** The namespace a caller's unqualified names and new sandboxes are in. */

@@ -214,8 +214,11 @@ export function createEngine(deps: EngineDeps): Engine {
       const image = images.get(cfg ? cfg.image : defaultImage);
       return image ? `${image.id}|${(cfg?.prewarm ?? []).join(',')}` : null;
     },
-    make: (template) =>
-      create({ tenant: POOL_TENANT }, { template, persistent: true, labels: { [POOL_LABEL]: template } }),
+    make: (template, tenant) =>
+      create(
+        { tenant: POOL_TENANT, poolFor: tenant },
+        { template, persistent: true, labels: { [POOL_LABEL]: template } },
+      ),
     prepare: async (rec) => runtime.prepareExecs?.(rec),
     kill: (rec, reason) => kill(rec, reason),
   });

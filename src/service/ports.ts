@@ -54,6 +54,11 @@ export interface ImageStore {
   /** The image a name or reference names, pulling a reference on first use. */
   ensure(nameOrRef: string, opts?: PullOptions): Promise<ImageRecord>;
   remove(name: string): void;
+  /**
+   * Remove device nodes from layers made before builds dropped them (each layer once); returns how many
+   * went. A layer's device could otherwise become a real one in an upper on the host (docs/IMAGES.md).
+   */
+  sweepDeviceNodes?(): Promise<number>;
 }
 
 export interface PullOptions {
@@ -212,6 +217,11 @@ export interface RuntimeCapabilities {
 export interface CreateSandboxSpec {
   id: string;
   name: string;
+  /**
+   * Whose it is (a tenant): the runtime never lets a sandbox share what the kernel counts per user, or a
+   * parent user namespace, with another group's (docs/SECURITY.md).
+   */
+  group: string;
   image: string;
   limits: Limits;
   env: Record<string, string>;

@@ -126,6 +126,8 @@ export function createSandboxMaker(deps: {
       const h = await runtime.createSandbox({
         id: rec.id,
         name: rec.name,
+        // A pooled sandbox is made from the templates of the tenant it waits for.
+        group: ctx.poolFor ?? rec.tenant,
         image: rec.image,
         limits: rec.limits,
         env: rec.env,

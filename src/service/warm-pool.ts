@@ -1,6 +1,11 @@
 /**
- * The warm pool (docs/ARCHITECTURE.md, "Warm pool"): per template, sandboxes created ahead of time and
- * handed to the creates that they can serve, refilled in the background at a bounded rate.
+ * The warm pool (docs/ARCHITECTURE.md, "Warm pool"): per template and tenant, sandboxes created ahead of
+ * time and handed to the creates that they can serve, refilled in the background at a bounded rate.
+ *
+ * Per tenant, because a sandbox is made from a template of its tenant's own (docs/SECURITY.md, "Sandboxes
+ * that share nothing"): a pooled sandbox is made for one tenant and handed to that tenant only. The host's
+ * own tenant (`default`) has its pools from the start; another tenant's pool of a template starts with its
+ * first create of that template and is drained after POOL.tenantIdleMs without one.
  *
  * A pooled sandbox is an ordinary sandbox record owned by no tenant (POOL_TENANT, a name no token or
  * OIDC claim can carry), with no session, no TTL and no user labels, so no caller can list, find or
@@ -23,6 +28,7 @@ export const POOL_TENANT = 'forkbox:pool';
 /** Label of an untaken pooled sandbox: its template. Replaced by the caller's labels at take. */
 export const POOL_LABEL = 'forkbox.pool';
 
+/** Per template, summed over tenants (metrics never name a tenant). */
 export interface PoolStats {
   template: string;
   /** Sandboxes ready now. */
@@ -62,8 +68,8 @@ export interface WarmPoolDeps {
   targets(): { template: string; size: number }[];
   /** What a template makes now (image id + modules), or null when it cannot (its image is gone). */
   recipeOf(template: string): string | null;
-  /** Create one pooled sandbox of a template (tenant POOL_TENANT, label POOL_LABEL). */
-  make(template: string): Promise<SandboxRecord>;
+  /** Create one pooled sandbox of a template for a tenant (record tenant POOL_TENANT, label POOL_LABEL). */
+  make(template: string, tenant: string): Promise<SandboxRecord>;
   /** Warm a made sandbox's exec path (the runtime's prepareExecs), so its first exec after a take is quick. */
   prepare(rec: SandboxRecord): Promise<void>;
   kill(rec: SandboxRecord, reason: string): Promise<unknown>;
@@ -75,7 +81,12 @@ interface Entry {
   image: string;
 }
 
+/** The tenant whose pools are kept from the start: the host's own. */
+export const HOST_TENANT = 'default';
+
 interface TemplatePool {
+  template: string;
+  tenant: string;
   ready: Entry[];
   target: number;
   hits: number;
@@ -86,6 +97,8 @@ interface TemplatePool {
   lastStart: number;
   backoffMs: number;
   retry: NodeJS.Timeout | null;
+  /** Drains a tenant's pool that went unused for POOL.tenantIdleMs (never the host's). */
+  idle: NodeJS.Timeout | null;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -93,12 +106,17 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export function createWarmPool(deps: WarmPoolDeps): WarmPool {
   const { store, log } = deps;
   const pools = new Map<string, TemplatePool>();
+  /** Each template's size, as last synced. */
+  const sizes = new Map<string, number>();
   let closed = false;
+  const keyOf = (template: string, tenant: string) => `${template}\u0000${tenant}`;
 
-  function poolOf(template: string): TemplatePool {
-    let p = pools.get(template);
+  function poolOf(template: string, tenant: string): TemplatePool {
+    let p = pools.get(keyOf(template, tenant));
     if (!p) {
       p = {
+        template,
+        tenant,
         ready: [],
         target: 0,
         hits: 0,
@@ -108,10 +126,24 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
         lastStart: 0,
         backoffMs: 0,
         retry: null,
+        idle: null,
       };
-      pools.set(template, p);
+      pools.set(keyOf(template, tenant), p);
     }
     return p;
+  }
+
+  /** A tenant's pool stays while it is used: its idle timer starts again at each take. */
+  function touch(p: TemplatePool): void {
+    if (p.tenant === HOST_TENANT) return;
+    if (p.idle) clearTimeout(p.idle);
+    p.idle = setTimeout(() => {
+      p.idle = null;
+      p.target = 0;
+      pools.delete(keyOf(p.template, p.tenant));
+      void drainPool(p, 'warm pool: unused by its tenant');
+    }, POOL.tenantIdleMs);
+    p.idle.unref();
   }
 
   function discard(entries: Entry[], reason: string): Promise<void> {
@@ -126,7 +158,8 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
     ).then(() => undefined);
   }
 
-  async function fillLoop(template: string, p: TemplatePool): Promise<void> {
+  async function fillLoop(p: TemplatePool): Promise<void> {
+    const { template } = p;
     while (!closed && p.ready.length < p.target) {
       const wait = p.lastStart + POOL.refillGapMs - Date.now();
       if (wait > 0) await sleep(wait);
@@ -137,14 +170,14 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
       const gen = p.generation;
       let rec: SandboxRecord;
       try {
-        rec = await deps.make(template);
+        rec = await deps.make(template, p.tenant);
       } catch (e) {
         p.backoffMs = Math.min(Math.max(p.backoffMs * 2, POOL.backoffMs), POOL.maxBackoffMs);
         log.warn({ template, err: String(e), retryMs: p.backoffMs }, 'warm pool: a refill create failed');
         if (!closed && !p.retry) {
           p.retry = setTimeout(() => {
             p.retry = null;
-            fill(template);
+            fill(p);
           }, p.backoffMs);
           p.retry.unref();
         }
@@ -163,11 +196,10 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
     }
   }
 
-  function fill(template: string): void {
-    const p = poolOf(template);
+  function fill(p: TemplatePool): void {
     if (closed || p.filling || p.retry || p.ready.length >= p.target) return;
-    p.filling = fillLoop(template, p)
-      .catch((e: unknown) => log.warn({ template, err: String(e) }, 'warm pool: refill stopped'))
+    p.filling = fillLoop(p)
+      .catch((e: unknown) => log.warn({ template: p.template, err: String(e) }, 'warm pool: refill stopped'))
       .finally(() => {
         p.filling = null;
       });
@@ -181,8 +213,12 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
   return {
     take(want, opts) {
       const template = want.labels[TEMPLATE_LABEL] ?? DEFAULT_TEMPLATE;
-      const p = pools.get(template);
-      if (closed || !p || p.target === 0) return undefined;
+      const size = sizes.get(template) ?? 0;
+      if (closed || size === 0) return undefined;
+      // A tenant's first create of a template starts its pool of it (this create is a miss).
+      const p = poolOf(template, want.tenant);
+      p.target = size;
+      touch(p);
       const fits =
         !opts.named &&
         !opts.project &&
@@ -211,41 +247,48 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
           updatedAt: want.updatedAt,
         });
         p.hits += 1;
-        fill(template);
+        fill(p);
         return taken;
       }
       p.misses += 1;
-      fill(template);
+      fill(p);
       return undefined;
     },
 
     sync() {
       if (closed) return;
-      const wanted = new Map(deps.targets().map((t) => [t.template, t.size]));
-      for (const [template, p] of pools) {
-        if (!wanted.has(template)) {
+      sizes.clear();
+      for (const t of deps.targets()) sizes.set(t.template, t.size);
+      for (const p of pools.values()) {
+        const size = sizes.get(p.template);
+        if (size === undefined) {
           p.target = 0;
           void drainPool(p, 'warm pool: its template was deleted');
         }
       }
-      for (const [template, size] of wanted) {
-        const p = poolOf(template);
+      // The host's own pools fill from the start; a tenant's, once it creates (take).
+      for (const [template, size] of sizes) if (size > 0) poolOf(template, HOST_TENANT);
+      for (const p of pools.values()) {
+        const size = sizes.get(p.template);
+        if (size === undefined) continue;
         p.target = size;
-        const recipe = deps.recipeOf(template);
+        const recipe = deps.recipeOf(p.template);
         const stale = p.ready.filter((e) => e.recipe !== recipe);
         const keep = p.ready.filter((e) => e.recipe === recipe);
         const extra = keep.splice(size);
         p.ready = keep;
         if (stale.length + extra.length > 0) void discard([...stale, ...extra], 'warm pool resized');
-        fill(template);
+        fill(p);
       }
     },
 
     async drain(filter) {
       const out: Promise<void>[] = [];
-      for (const [template, p] of pools) {
+      for (const p of pools.values()) {
         if (
-          'template' in filter ? template === filter.template : p.ready.some((e) => e.image === filter.image)
+          'template' in filter
+            ? p.template === filter.template
+            : p.ready.some((e) => e.image === filter.image)
         )
           out.push(drainPool(p, 'warm pool drained'));
         // A create in flight lands after the drain: wait for it, it is killed on arrival.
@@ -267,13 +310,16 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
     },
 
     stats() {
-      return [...pools].map(([template, p]) => ({
-        template,
-        size: p.ready.length,
-        target: p.target,
-        hits: p.hits,
-        misses: p.misses,
-      }));
+      const by = new Map<string, PoolStats>();
+      for (const p of pools.values()) {
+        const s = by.get(p.template) ?? { template: p.template, size: 0, target: 0, hits: 0, misses: 0 };
+        s.size += p.ready.length;
+        s.target += p.target;
+        s.hits += p.hits;
+        s.misses += p.misses;
+        by.set(p.template, s);
+      }
+      return [...by.values()];
     },
 
     async close() {
@@ -281,7 +327,9 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
       const waits: Promise<void>[] = [];
       for (const p of pools.values()) {
         if (p.retry) clearTimeout(p.retry);
+        if (p.idle) clearTimeout(p.idle);
         p.retry = null;
+        p.idle = null;
         if (p.filling) waits.push(p.filling);
       }
       await Promise.all(waits);

@@ -8,6 +8,8 @@ export interface MountInfo {
   mountPoint: string;
   fsType: string;
   optional: string;
+  /** The mount's own options (field 6: `rw,nosuid,nodev,relatime`, …). */
+  options: string;
 }
 
 /** Decode the octal escapes mountinfo uses for space, tab, newline and backslash. */
@@ -26,6 +28,7 @@ export function readMountInfo(pid: number | 'self' = 'self'): MountInfo[] {
       mountId: Number(left[0]),
       parentId: Number(left[1]),
       mountPoint: unescapeMountPath(left[4] ?? ''),
+      options: left[5] ?? '',
       optional: left.slice(6).join(' '),
       fsType: right[0] ?? '',
     });

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { abuseDaemon } from '../helpers/abuse.ts';
-import { rejectsWith } from '../helpers/assert-error.ts';
 import { refOf } from '../helpers/browser-page.ts';
 import { browserUnavailable, makeBrowserStateDir } from '../helpers/native.ts';
 

@@ -1,14 +1,14 @@
 /**
  * Attack: escaping or rewriting the filesystem view with mount, remount, umount, pivot_root and chroot —
- * from an exec (which must hold neither CAP_SYS_ADMIN nor CAP_SYS_CHROOT), and from the REPL (which holds
- * both in the sandbox's user namespace): remount the agent's code at /.forkbox/bin read-write and
- * rewrite it, and the classic chroot breakout (chroot into a subdirectory, walk `..` up, chroot there).
+ * from an exec and from the REPL (neither holds CAP_SYS_ADMIN or CAP_SYS_CHROOT: a sandbox drops both once
+ * set up, where the REPL once held both): remount the agent's code at /.forkbox/bin read-write and rewrite
+ * it, and the classic chroot breakout (chroot into a subdirectory, walk `..` up, chroot there).
  * Precedent: sandbox-runtime "should prevent privilege escalation attempts" (`mount`, peers 6b #9);
  * the chroot breakout documented in chroot(2) ("this call does not change the current working directory").
  * Contained when: every mount, pivot_root and chroot from an exec fails; from the REPL, the agent's code
- * cannot be written, created, renamed, removed or chmod'ed even on a read-write remount (its files belong
- * to host root, a uid the sandbox does not map), the host's copy is byte-for-byte unchanged, and a chroot
- * breakout ends at the sandbox's own root, never the host's.
+ * cannot be written, created, renamed, removed or chmod'ed (a read-write remount is refused, and its files
+ * belong to host root, a uid the sandbox does not map), the host's copy is byte-for-byte unchanged, and the
+ * chroot breakout is refused (were chroot allowed, it would end at the sandbox's own root, never the host's).
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -123,7 +123,7 @@ describe('abuse: mount, remount, pivot_root and chroot', { skip: skip ?? false }
 
   it('a chroot breakout from the REPL ends at the sandbox’s own root', async () => {
     await api.exec(id, { cmd: 'echo sandbox > /sandbox-root-marker' });
-    const r = await replPython<{ root: string[]; sees_host_marker: boolean; mine: string }>(
+    const r = await replPython<{ root: string[]; sees_host_marker: boolean; mine: string; chroot?: string }>(
       api,
       id,
       [
@@ -133,7 +133,11 @@ describe('abuse: mount, remount, pivot_root and chroot', { skip: skip ?? false }
         'if pid == 0:',
         '    try:',
         '        os.makedirs("/tmp/jail", exist_ok=True)',
-        '        os.chroot("/tmp/jail")  # the cwd stays outside the new root',
+        '        try:',
+        '            os.chroot("/tmp/jail")  # the cwd stays outside the new root',
+        '        except PermissionError:',
+        '            os.write(wfd, json.dumps({"chroot": "EPERM"}).encode())',
+        '            os._exit(0)',
         '        for _ in range(64):',
         '            os.chdir("..")',
         '        os.chroot(".")',
@@ -152,8 +156,13 @@ describe('abuse: mount, remount, pivot_root and chroot', { skip: skip ?? false }
         'print(data.decode())',
       ].join('\n'),
     );
-    assert.equal(r.sees_host_marker, false, 'the host file is not reachable');
-    assert.equal(r.mine, 'sandbox', 'the walk stopped at the sandbox root');
-    assert.ok(r.root.includes('.forkbox'), `the sandbox's root: ${r.root.join(' ')}`);
+    // No CAP_SYS_CHROOT anywhere in a sandbox: the breakout cannot even start. Were it allowed, it must end
+    // at the sandbox's own root.
+    if (r.chroot === undefined) {
+      assert.equal(r.sees_host_marker, false, 'the host file is not reachable');
+      assert.equal(r.mine, 'sandbox', 'the walk stopped at the sandbox root');
+      assert.ok(r.root.includes('.forkbox'), `the sandbox's root: ${r.root.join(' ')}`);
+    }
+    assert.equal(r.chroot, 'EPERM', 'the REPL holds no CAP_SYS_CHROOT');
   });
 });

@@ -42,8 +42,11 @@ describe('abuse: a daemon started under umask 077', () => {
     const childId = f.children[0]?.sandbox?.id;
     assert.ok(f.children[0]?.ok && childId, JSON.stringify(f));
     assert.equal((await d.api.runCode(childId, { code: 'print(x + 1)' })).stdout, '42\n');
-    for (const dir of ['', 'inbox', 'agent', 'templates', 'sandboxes'])
+    // The state dir and templates/ are walked through by templates' runc; the rest is closed to others.
+    for (const dir of ['', 'templates'])
       assert.equal(mode(join(d.stateDir, dir)), '711', `${dir || 'the state dir'} has mode 0711`);
+    for (const dir of ['inbox', 'agent', 'sandboxes', 'layers'])
+      assert.equal(mode(join(d.stateDir, dir)), '700', `${dir} has mode 0700`);
     await d.api.killSandbox(sb.id);
     assert.equal((await d.api.getSandbox(childId)).state, 'running');
   });

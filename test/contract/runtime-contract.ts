@@ -78,6 +78,7 @@ export function runtimeContract(name: string, open: () => Promise<ContractSubjec
       const h = await rt.createSandbox({
         id,
         name: id,
+        group: 'default',
         image: subject.image,
         limits: DEFAULT_LIMITS,
         env,

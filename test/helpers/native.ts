@@ -84,6 +84,18 @@ export async function openNative(
   };
 }
 
+/** The first host uid of forkbox's default uid space (runtimes/native/host/uid-ranges.ts). */
+export const UID_SPACE_START = 0x40000000;
+
+/** The first host uid of a live sandbox's block (what the native runtime holds for it). */
+export function blockBase(fx: NativeFixture, id: string): number {
+  const live = (fx.opened.runtime as unknown as { live: Map<string, { block: { base: number } | null }> })
+    .live;
+  const base = live.get(id)?.block?.base;
+  if (typeof base !== 'number') throw new Error(`sandbox ${id} has no uid block`);
+  return base;
+}
+
 /** Snapshot layers left in a state dir, wherever the storage driver keeps them (copy or btrfs). */
 export function snapshotLayers(stateDir: string): string[] {
   const out: string[] = [];

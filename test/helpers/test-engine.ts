@@ -63,6 +63,8 @@ export interface TestEngineOptions {
   images?: string[];
   hostGc?: EngineDeps['hostGc'];
   diskUsage?: EngineDeps['diskUsage'];
+  /** The warm pool's size per template (default 0: off). */
+  poolSize?: number;
 }
 
 export interface TestEngine {
@@ -107,6 +109,7 @@ function build(
     ...(opts.sessionReattachMs === undefined ? {} : { sessionReattachMs: opts.sessionReattachMs }),
     ...(opts.hostGc ? { hostGc: opts.hostGc } : {}),
     ...(opts.diskUsage ? { diskUsage: opts.diskUsage } : {}),
+    ...(opts.poolSize === undefined ? {} : { poolSize: opts.poolSize }),
   });
   const calls: ApiCall[] = [];
   const scopes = new Map<string, RecordedApi>();

@@ -8,7 +8,13 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { sandboxProcs } from '../helpers/cgroup-files.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import {
+  blockBase,
+  type NativeFixture,
+  nativeUnavailable,
+  openNative,
+  UID_SPACE_START,
+} from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -79,9 +85,11 @@ describe('native sandbox isolation', { skip: skip ?? false }, () => {
     await api.runCode(a, { code: '1' }); // the REPL worker is forked off PID 1 when first needed
     const pids = sandboxProcs(fx.stateDir, a);
     assert.ok(pids.length >= 2, 'agent and REPL worker are in the sandbox cgroup');
+    const base = blockBase(fx, a);
+    assert.ok(base >= UID_SPACE_START, `its block ${base} is in forkbox's uid space, far from host users`);
     for (const pid of pids) {
       const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-      assert.equal(uid, '100000', `host pid ${pid} runs as host uid 100000`);
+      assert.equal(uid, String(base), `host pid ${pid} runs as its block's first uid ${base}`);
     }
   });
 

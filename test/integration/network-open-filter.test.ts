@@ -17,9 +17,12 @@ import { parseNetworkCap } from '../../src/service/network-cap.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
-/** The sandboxes' root host uid (where NATs run) and the last uid of their range. */
-const FIRST = 100000;
-const LAST = 165535;
+/** The host uids sandboxes (and their NATs) run as: the stored ids of older sandboxes, and the uid space. */
+const RANGES = [
+  [100000, 165535],
+  [1073741824, 1879048191],
+] as const;
+const JUDGE = /meta skuid \{ 100000-165535, 1073741824-1879048191 \} jump nat-judge/;
 
 /** The listing of the open filter table of the daemon on `stateDir`, or '' when there is none. */
 function table(stateDir: string): string {
@@ -71,26 +74,40 @@ describe('network open: the host filter', { skip: skip ?? false }, () => {
   });
 
   it("installs one table keyed to the sandboxes' uid range, which reaches neither loopback nor the uplink", () => {
-    assert.match(table(stateDir), new RegExp(`meta skuid != ${FIRST}-${LAST} accept`));
-    for (const uid of [FIRST, LAST]) assert.equal(connectAs(uid, '127.0.0.1', port), 'refused', `uid ${uid}`);
+    assert.match(table(stateDir), JUDGE);
+    for (const [first, last] of RANGES) {
+      for (const uid of [first, last])
+        assert.equal(connectAs(uid, '127.0.0.1', port), 'refused', `uid ${uid}`);
+      assert.equal(
+        connectAs(last + 1, '127.0.0.1', port),
+        'reached',
+        'the ranges end where the sandboxes’ do',
+      );
+    }
     assert.equal(connectAs(65534, '127.0.0.1', port), 'reached', 'other uids are not judged');
-    assert.equal(
-      connectAs(LAST + 1, '127.0.0.1', port),
-      'reached',
-      'the range ends where the sandboxes’ does',
-    );
     assert.ok(uplink, 'the host has an uplink address');
-    assert.equal(connectAs(FIRST, uplink, port), 'refused');
+    assert.equal(connectAs(RANGES[1][0], uplink, port), 'refused');
     assert.equal(connectAs(65534, uplink, port), 'reached');
+  });
+
+  it("packets without a sandbox's socket pass: a closed loopback port refuses at once", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const a = closed.address();
+    const gone = typeof a === 'object' && a ? a.port : 0;
+    await new Promise((r) => closed.close(r));
+    // The kernel's RST has no socket: were it judged (and dropped), the connect would wait out its timeout.
+    const code = `import socket\ntry:\n socket.create_connection(("127.0.0.1",${gone}),timeout=5)\nexcept ConnectionRefusedError:\n print("RST")\nexcept OSError as e:\n print(type(e).__name__)`;
+    assert.equal(execFileSync('/usr/bin/python3', ['-c', code]).toString().trim(), 'RST');
   });
 
   it("a second open daemon's clean stop removes its own table only", async () => {
     const second = await openNative({ networkCap: parseNetworkCap('open', undefined) });
-    assert.match(table(second.stateDir), new RegExp(`meta skuid != ${FIRST}-${LAST} accept`));
+    assert.match(table(second.stateDir), JUDGE);
     await second.close();
     assert.equal(table(second.stateDir), '');
-    assert.match(table(stateDir), new RegExp(`meta skuid != ${FIRST}-${LAST} accept`));
-    assert.equal(connectAs(FIRST, '127.0.0.1', port), 'refused', 'the first daemon is still filtered');
+    assert.match(table(stateDir), JUDGE);
+    assert.equal(connectAs(RANGES[1][0], '127.0.0.1', port), 'refused', 'the first daemon is still filtered');
   });
 
   it('a clean stop removes the table', async () => {

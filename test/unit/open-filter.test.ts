@@ -14,14 +14,17 @@ import {
   resolversOf,
 } from '../../src/network/open-filter.ts';
 
-const RANGE = { hostStart: 100000, size: 65536 };
+const RANGES = [
+  { hostStart: 100000, size: 65536 },
+  { hostStart: 0x40000000, size: 0x30000000 },
+];
 
 describe('open network host filter', () => {
-  it("replaces the daemon's own table, judging only the sandboxes' uid range, DNS to the resolvers only", () => {
+  it("replaces the daemon's own table, judging only the sandboxes' uid ranges, DNS to the resolvers only", () => {
     const table = openFilterTable('0123456789ab');
     assert.equal(table, 'forkbox_0123456789ab');
     assert.throws(() => openFilterTable('x; flush ruleset'), /not a state id/);
-    const s = openFilterScript(table, RANGE, ['10.255.255.53', 'fd00::53']);
+    const s = openFilterScript(table, RANGES, ['10.255.255.53', 'fd00::53']);
     const lines = s.split('\n');
     // declare + delete + define: nft applies the file as one transaction, so a restart replaces it.
     assert.deepEqual(lines.slice(0, 3), [
@@ -31,7 +34,12 @@ describe('open network host filter', () => {
     ]);
     const rules = lines.map((l) => l.trim());
     const at = (prefix: string) => rules.findIndex((l) => l.startsWith(prefix));
-    assert.ok(rules.includes('meta skuid != 100000-165535 accept'));
+    // Only sandboxes' sockets are judged: a packet without a socket (a closed port's RST) is not.
+    assert.ok(rules.includes('meta skuid { 100000-165535, 1073741824-1879048191 } jump nat-judge'));
+    assert.ok(
+      !rules.some((l) => l.includes('!=')),
+      'no negated uid match: it would judge socketless packets',
+    );
     assert.ok(rules.includes('meta l4proto { tcp, udp } th dport 53 ip daddr { 10.255.255.53 } accept'));
     assert.ok(rules.includes('meta l4proto { tcp, udp } th dport 53 ip6 daddr { fd00::53 } accept'));
     // The DNS exceptions come before the drops; loopback, the host's own addresses, the ranges, IPv6 dropped.
@@ -56,7 +64,10 @@ describe('open network host filter', () => {
       { hostStart: 0, size: 65536 },
       { hostStart: 100000, size: 0 },
     ]) {
-      const state = await installOpenFilter({ table: 'forkbox_0123456789ab', range });
+      const state = await installOpenFilter({
+        table: 'forkbox_0123456789ab',
+        ranges: [RANGES[1] ?? range, range],
+      });
       assert.equal(state.ok, false);
       assert.match(state.ok ? '' : state.missing, /not a subordinate range above 65535/);
     }

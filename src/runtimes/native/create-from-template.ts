@@ -9,6 +9,7 @@ import type { NativePaths } from './host/paths.ts';
 import type { UidRange } from './host/uid-range.ts';
 import type { Admit } from './runtime-admission.ts';
 import type { ChildSpawner } from './spawn/child-spawner.ts';
+import type { ChildUids } from './spawn/live-sandbox.ts';
 import { holdProjectLayer, makeProjectLayer } from './storage/project-layer.ts';
 
 export interface CreateFromTemplateDeps {
@@ -26,12 +27,20 @@ export interface ReviveOpts {
   template: TemplateHandle | undefined;
 }
 
+/** Children of a template: each an unrelated sandbox with a new block of its range (none: a legacy template). */
+export function newUids(tpl: TemplateHandle): ChildUids {
+  return tpl.blocks ? { kind: 'new', template: tpl.id, blocks: tpl.blocks } : { kind: 'legacy' };
+}
+
 export function createFromTemplate(deps: CreateFromTemplateDeps) {
   const { paths, templates, images, spawner, admit } = deps;
   return async function createSandbox(spec: CreateSandboxSpec, revival?: ReviveOpts): Promise<SandboxHandle> {
     if (!revival) await admit([spec]);
     const image = images.require(spec.image);
-    const tpl = revival?.template?.conn ? revival.template : await templates.ensure(image, spec.prewarm);
+    // Its own template when it still runs (a revival, same tenant), else one of its tenant's (started on demand).
+    const own = revival?.template;
+    const tpl =
+      own?.conn && own.group === spec.group ? own : await templates.ensure(image, spec.prewarm, spec.group);
     if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
     let lowers = spec.lowers ?? image.layers;
     let unhold: () => void = () => undefined;
@@ -43,7 +52,15 @@ export function createFromTemplate(deps: CreateFromTemplateDeps) {
     }
     try {
       const [out] = await spawner.spawn(
-        { id: tpl.id, hostPid: tpl.hostPid, conn: tpl.conn, templateId: tpl.id, depth: -1, lowers },
+        {
+          id: tpl.id,
+          hostPid: tpl.hostPid,
+          conn: tpl.conn,
+          templateId: tpl.id,
+          depth: -1,
+          lowers,
+          uids: newUids(tpl),
+        },
         [
           {
             id: spec.id,

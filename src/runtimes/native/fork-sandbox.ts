@@ -16,7 +16,9 @@ import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
 import type { NativePaths } from './host/paths.ts';
 import { readProcStatus } from './host/proc.ts';
+import { newUids } from './create-from-template.ts';
 import type { ChildSpawner, LiveSandbox, SpawnOutcome } from './spawn/child-spawner.ts';
+import type { ChildUids } from './spawn/live-sandbox.ts';
 import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
 /** Pid namespaces nest at most 32 deep; keep a margin for the template's own. */
@@ -39,6 +41,18 @@ export interface ForkDeps {
 
 export function createForkSandbox(deps: ForkDeps) {
   const { paths, cgroups, live, spawner } = deps;
+
+  /** A fork's children share the source's block (one trust domain); a source from before blocks, its ids. */
+  function forkUids(sb: LiveSandbox): ChildUids {
+    const blocks = sb.block ? deps.templates.get(sb.block.template)?.blocks : null;
+    if (!sb.block) return { kind: 'legacy' };
+    if (!blocks)
+      throw new ForkboxError(
+        'unavailable',
+        `template ${sb.block.template} of sandbox ${sb.id} is not running; its sandboxes cannot be forked.`,
+      );
+    return { kind: 'inherit', template: sb.block.template, blocks, index: sb.block.index };
+  }
 
   /** Host pid of the sandbox's REPL worker (the agent reports its pid in the sandbox's own namespace). */
   async function workerHostPid(sb: LiveSandbox, conn: AgentConnection): Promise<number | null> {
@@ -78,8 +92,15 @@ export function createForkSandbox(deps: ForkDeps) {
     // inside the pause window (348 ms → 4 ms at 300 MB, docs/BENCHMARKS.md).
     const upper = join(paths.sandbox(rid(source)), 'upper');
     await deps.snapshots.prepareFreeze?.(upper);
+    // A one-step freeze (btrfs) needs the commands held only; a copy walks the upper, so everything that
+    // can write it — the agent and the REPL worker's threads too — is frozen while it runs.
+    const whole = !deps.snapshots.atomicFreeze;
+    const group = whole ? sb.cgroup : `${sb.cgroup}/work`;
+    const wasPaused = sb.paused;
     const t0 = performance.now();
-    await cgroups.freeze(`${sb.cgroup}/work`);
+    // A frozen agent is silent: while the whole sandbox is, that is no failure (the liveness watchdog).
+    if (whole) sb.paused = true;
+    await cgroups.freeze(group);
     let layer: string;
     let snapshotMs: number;
     try {
@@ -87,7 +108,8 @@ export function createForkSandbox(deps: ForkDeps) {
       layer = await deps.snapshots.freeze(upper);
       snapshotMs = performance.now() - s0;
     } finally {
-      await cgroups.thaw(`${sb.cgroup}/work`);
+      await cgroups.thaw(group);
+      sb.paused = wasPaused;
     }
     return { layer, snapshotMs, pauseMs: performance.now() - t0 };
   }
@@ -106,7 +128,15 @@ export function createForkSandbox(deps: ForkDeps) {
       if (!tpl?.conn)
         throw new ForkboxError('unavailable', `template ${sb.templateId} is not connected; try again.`);
       return spawner.spawn(
-        { id: tpl.id, hostPid: tpl.hostPid, conn: tpl.conn, templateId: tpl.id, depth: -1, lowers },
+        {
+          id: tpl.id,
+          hostPid: tpl.hostPid,
+          conn: tpl.conn,
+          templateId: tpl.id,
+          depth: -1,
+          lowers,
+          uids: newUids(tpl),
+        },
         children,
         source.id,
       );
@@ -117,7 +147,15 @@ export function createForkSandbox(deps: ForkDeps) {
     await cgroups.setCpuWeight(sb.cgroup, children.length + 1).catch(() => undefined);
     try {
       return await spawner.spawn(
-        { id: sb.id, hostPid: sb.hostPid, conn, templateId: sb.templateId, depth: sb.depth, lowers },
+        {
+          id: sb.id,
+          hostPid: sb.hostPid,
+          conn,
+          templateId: sb.templateId,
+          depth: sb.depth,
+          lowers,
+          uids: forkUids(sb),
+        },
         children,
         source.id,
       );

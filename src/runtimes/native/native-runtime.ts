@@ -117,7 +117,9 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     published.close(id);
     dialer.close(id);
   };
-  const spawner = createChildSpawner({ ...deps, live, timeouts, exits, closePorts });
+  const releaseBlock = (ref: { template: string; index: number }) =>
+    templates.get(ref.template)?.blocks?.release(ref.index);
+  const spawner = createChildSpawner({ ...deps, live, timeouts, exits, closePorts, releaseBlock });
   // OOM kills counted in each sandbox's memory cgroup, looked at every few seconds: when its agent dies,
   // only a kill counted since tells "the OOM killer" from another death (one cheap read per sandbox).
   const oomLook = setInterval(() => {
@@ -202,12 +204,15 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       } catch {
         return false; // image gone: its templates go with gc / shutdown
       }
-      const tpl = templates.findDedicated(image, prewarm);
       // Every sandbox forked from a template lives in its PID 1's pid namespace: never stop one in use.
-      if (!tpl || [...live.values()].some((s) => s.templateId === tpl.id)) return false;
-      await templates.destroy(tpl.id);
-      deps.log.info({ template: tpl.id, image: imageName }, 'template stopped: its config was deleted');
-      return true;
+      let stopped = false;
+      for (const tpl of templates.findDedicated(image, prewarm)) {
+        if ([...live.values()].some((s) => s.templateId === tpl.id)) continue;
+        await templates.destroy(tpl.id);
+        deps.log.info({ template: tpl.id, image: imageName }, 'template stopped: its config was deleted');
+        stopped = true;
+      }
+      return stopped;
     },
 
     forkSandbox,

@@ -98,6 +98,8 @@ export function createRecover(deps: RecoverDeps) {
       lost.push(rec.id);
       return null;
     }
+    // Live again: it holds a reference to its block (given back when it is released).
+    if (sb.block) deps.templates.get(sb.block.template)?.blocks?.acquire(sb.block.index);
     live.set(rid(rec), sb);
     await deps.exits.noteOoms(sb);
     await spawner.serve(sb, null);
@@ -135,7 +137,7 @@ export function createRecover(deps: RecoverDeps) {
       const sb = live.get(rid(rec));
       if (lost.includes(rec.id) || rec.network.mode !== 'open' || !deps.nat || !sb || sb.tombstone) continue;
       if (rec.labels[SNAPSHOT_LABEL] !== undefined) continue; // a snapshot's holder has none (ForkChildSpec.held)
-      await deps.nat.start(rid(rec), sb.hostPid).catch((e: unknown) => {
+      await deps.nat.start(rid(rec), sb.hostPid, sb.block?.base).catch((e: unknown) => {
         deps.log.warn({ sandbox: rec.id, err: String(e) }, 'could not restart its user-mode NAT');
       });
     }

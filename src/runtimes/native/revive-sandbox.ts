@@ -42,6 +42,7 @@ export function createRevive(deps: ReviveDeps) {
       {
         id: sb.id,
         name: rec.name,
+        group: rec.tenant,
         image: rec.image,
         limits: rec.limits,
         env: rec.env,

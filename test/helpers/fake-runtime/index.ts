@@ -51,7 +51,8 @@ export interface FakeRuntime extends Runtime {
   /** Programs sandboxes can run, by argv[0]; tests add their own. */
   readonly programs: Map<string, Program>;
   /** Every call the service made, in order (method name and sandbox runtime id). */
-  readonly calls: { op: string; rid?: string }[];
+  /** Every runtime call; a create also names the group (tenant) its template must belong to. */
+  readonly calls: { op: string; rid?: string; group?: string }[];
   /** A sandbox's PID 1 dies: running execs fail and every later call says sandbox_gone. */
   crash(rid: string, reason?: string): void;
   /** Make the next createSandbox/forkSandbox child with this name fail with `error`. */
@@ -73,7 +74,7 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
   const sandboxes = new Map<string, FakeSandbox>();
   const layers = new Map<string, FakeFs>();
   const programs = builtinPrograms();
-  const calls: { op: string; rid?: string }[] = [];
+  const calls: { op: string; rid?: string; group?: string }[] = [];
   const failures = new Map<string, string>();
   const repls = createKeyedQueue();
   let pid = 1000;
@@ -193,7 +194,7 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
     ...(opts.revive ? { reviveSandbox } : {}),
 
     async createSandbox(spec: CreateSandboxSpec) {
-      calls.push({ op: 'createSandbox', rid: spec.id });
+      calls.push({ op: 'createSandbox', rid: spec.id, group: spec.group });
       await Promise.resolve();
       const image = opts.images?.require(spec.image);
       const lowers = spec.lowers ?? image?.layers ?? [`fake-layer-${spec.image}`];

@@ -21,15 +21,17 @@ export interface TemplateSpecInput {
   /** A pulled image's config: the default working directory and user of commands. */
   execDefaults?: { cwd: string | null; user: string | null };
   uidRange: UidRange;
+  /** A user namespace to join (its maps must be `uidRange`); default: runc makes one. */
+  userns?: string;
   cgroupsPath: string;
   prewarm: string[];
 }
 
-// Capabilities inside the user namespace: they act only on namespaces the sandbox owns; host uid 0 is
-// not mapped, so host-root-only files stay unreadable whatever the set. CAP_SYS_ADMIN, CAP_SYS_CHROOT
-// and CAP_NET_ADMIN are needed by the agent and REPL worker to fork (unshare, mount, pivot_root, lo up);
-// the agent drops them from the bounding set of every command it execs. CAP_SETPCAP lets it do that
-// drop. Never ambient: an ambient cap would survive exec into unprivileged programs.
+// Capabilities inside the template's user namespace, which holds the template alone: every sandbox is
+// cloned into a user namespace of its own (with a full set there for its set-up, dropped before anything of
+// the sandbox runs: agent/forking.py), so the template needs no CAP_SYS_ADMIN, CAP_NET_ADMIN or
+// CAP_SYS_CHROOT. CAP_SETUID/CAP_SETGID: its REPL worker writes each new sandbox's id maps. CAP_SETPCAP:
+// the agent's bounding-set drop. Never ambient: an ambient cap would survive exec into unprivileged programs.
 const CAPS = [
   'CAP_CHOWN',
   'CAP_DAC_OVERRIDE',
@@ -42,11 +44,8 @@ const CAPS = [
   'CAP_SETFCAP',
   'CAP_NET_BIND_SERVICE',
   'CAP_NET_RAW',
-  'CAP_SYS_CHROOT',
   'CAP_MKNOD',
   'CAP_AUDIT_WRITE',
-  'CAP_SYS_ADMIN',
-  'CAP_NET_ADMIN',
 ];
 
 export function templateOciSpec(input: TemplateSpecInput): Record<string, unknown> {
@@ -73,8 +72,10 @@ export function templateOciSpec(input: TemplateSpecInput): Record<string, unknow
       env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
       cwd: '/',
       capabilities: { bounding: CAPS, effective: CAPS, permitted: CAPS, inheritable: [], ambient: [] },
-      // rlimits are inherited from the daemon: raising a hard limit from inside the user namespace is refused.
-      rlimits: [{ type: 'RLIMIT_CORE', hard: 0, soft: 0 }],
+      // No rlimits: runc sets them from the host with prlimit(2), which a host root without
+      // CAP_SYS_RESOURCE (some hosts withhold it) may do only in a user namespace root owns, and the
+      // template's is owned by its range's first uid. The agent sets RLIMIT_CORE to 0 itself (agent.py);
+      // the rest are inherited from the daemon.
       // no_new_privs: setuid binaries in the image cannot raise privileges, and seccomp can be applied
       // without CAP_SYS_ADMIN in the init namespace.
       noNewPrivileges: true,
@@ -149,7 +150,7 @@ export function templateOciSpec(input: TemplateSpecInput): Record<string, unknow
         { type: 'ipc' },
         { type: 'uts' },
         { type: 'mount' },
-        { type: 'user' },
+        input.userns ? { type: 'user', path: input.userns } : { type: 'user' },
       ],
       cgroupsPath: input.cgroupsPath,
       resources: {

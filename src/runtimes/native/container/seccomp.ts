@@ -9,7 +9,13 @@
  * clone3, faccessat2, close_range…). Left out on purpose, because they widen the kernel's attack surface
  * and sandboxed work does not need them: io_uring, bpf, keyrings, userfaultfd, perf events, module
  * loading, kexec, open_by_handle_at, clock/time setting, swap, reboot, acct, quotactl, syslog,
- * fanotify_init, process_vm_readv/writev, and user namespace creation (below).
+ * fanotify_init, process_vm_readv/writev, and cgroup namespace creation (below).
+ *
+ * Only the native ABI: a 32-bit (`int $0x80`, i386) or x32 system call from a sandbox is refused outright
+ * (libseccomp's bad-architecture action), since the i386 `socketcall` multiplexer hides the arguments the
+ * socket rules look at. A user namespace may be created: every sandbox's REPL worker clones each fork
+ * child into one of its own (agent/forking.py), and commands are denied it by a second filter the agent
+ * stacks on them (agent/cmdfilter.py).
  */
 
 import { EAFNOSUPPORT, ENOSYS, EPERM } from '../host/errno.ts';
@@ -19,7 +25,7 @@ const AF_INET = 2;
 const AF_INET6 = 10;
 const AF_NETLINK = 16;
 const NETLINK_NETFILTER = 12;
-const CLONE_NEWUSER = 0x10000000;
+const CLONE_NEWCGROUP = 0x02000000;
 
 const ALLOWED = [
   // files and directories
@@ -438,29 +444,35 @@ function socketRules(): Rule[] {
 const RULES: Rule[] = [
   { names: [...ALLOWED], action: 'SCMP_ACT_ALLOW' },
   ...socketRules(),
-  // New namespaces yes (forking needs mount/pid/net/uts/ipc), a nested user namespace no: it re-grants a
-  // full capability set over new namespaces and is the entry point of many kernel exploits.
+  // New namespaces yes (forking needs user/mount/pid/net/uts/ipc), a cgroup namespace no: code that made
+  // one, in a user namespace of its own, could mount cgroupfs rooted at a group it shares with others
+  // (a template's cpuset) and read their activity. Nothing forkbox runs needs one.
   {
     names: ['unshare', 'clone'],
     action: 'SCMP_ACT_ALLOW',
-    args: [{ index: 0, value: CLONE_NEWUSER, valueTwo: 0, op: 'SCMP_CMP_MASKED_EQ' }],
+    args: [{ index: 0, value: CLONE_NEWCGROUP, valueTwo: 0, op: 'SCMP_CMP_MASKED_EQ' }],
   },
   {
     names: ['unshare', 'clone'],
     action: 'SCMP_ACT_ERRNO',
     errnoRet: EPERM,
-    args: [{ index: 0, value: CLONE_NEWUSER, valueTwo: CLONE_NEWUSER, op: 'SCMP_CMP_MASKED_EQ' }],
+    args: [{ index: 0, value: CLONE_NEWCGROUP, valueTwo: CLONE_NEWCGROUP, op: 'SCMP_CMP_MASKED_EQ' }],
   },
   // clone3 passes its flags in memory, which seccomp cannot inspect: ENOSYS makes libc fall back to
   // clone(2), whose flags the rules above check (what Docker does too).
   { names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS },
 ];
 
-export function seccompProfile(): Record<string, unknown> {
+/** The native ABI of each architecture Node runs forkbox on: no other is in the profile. */
+const NATIVE_ARCH: Partial<Record<string, string>> = { x64: 'SCMP_ARCH_X86_64', arm64: 'SCMP_ARCH_AARCH64' };
+
+export function seccompProfile(arch: string = process.arch): Record<string, unknown> {
+  const native = NATIVE_ARCH[arch];
+  if (!native) throw new Error(`no seccomp architecture is known for ${arch}`);
   return {
     defaultAction: 'SCMP_ACT_ERRNO',
     defaultErrnoRet: ENOSYS,
-    architectures: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86', 'SCMP_ARCH_X32', 'SCMP_ARCH_AARCH64'],
+    architectures: [native],
     syscalls: RULES,
   };
 }

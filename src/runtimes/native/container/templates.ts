@@ -1,7 +1,10 @@
 /**
- * Templates: one long-lived runc container per (image, template config) whose PID 1 is the agent with
- * a warm REPL worker. Every sandbox is forked from a template's worker (docs/ARCHITECTURE.md,
- * "Templates"). Starting one is template-start.ts; this keeps the running ones.
+ * Templates: long-lived runc containers per (image, template config, tenant) whose PID 1 is the agent with
+ * a warm REPL worker. Every unrelated sandbox is forked from a template's worker into a user namespace and
+ * a block of host uids of its own (docs/ARCHITECTURE.md, "Templates"); a template serves one tenant only,
+ * since what the kernel counts per user is counted per template range (docs/SECURITY.md). A template whose
+ * blocks are all taken gets a sibling with a range of its own. Starting one is template-start.ts; this
+ * keeps the running ones.
  */
 
 import { createHash } from 'node:crypto';
@@ -18,14 +21,25 @@ import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import { isRunning } from '../host/proc.ts';
 import type { UidRange } from '../host/uid-range.ts';
+import { BLOCK_SIZE, type UidRanges } from '../host/uid-ranges.ts';
+import { makeUserNamespaces } from '../host/userns-maker.ts';
 import { installAgent } from './agent-install.ts';
 import { agentStart } from './agent-runtime.ts';
 import { runProcess } from './runc.ts';
 import { seccompProfile } from './seccomp.ts';
-import { newTemplateId, startTemplate, type TemplateHandle } from './template-start.ts';
+import { createTemplateBlocks } from './template-blocks.ts';
+import { blockIdmapSpecs, newTemplateId, startTemplate, type TemplateHandle } from './template-start.ts';
 
 export { installAgent } from './agent-install.ts';
 export type { TemplateHandle } from './template-start.ts';
+
+/** The uid range a template record was started with (none: a template from before ranges). */
+function rangeOf(rec: TemplateRecord | undefined): UidRange | null {
+  const r = rec?.runtime.range as { hostStart?: unknown; size?: unknown } | undefined;
+  return r && typeof r.hostStart === 'number' && typeof r.size === 'number'
+    ? { hostStart: r.hostStart, size: r.size }
+    : null;
+}
 
 const SECCOMP_KEY = createHash('sha256').update(JSON.stringify(seccompProfile())).digest('hex').slice(0, 12);
 
@@ -35,7 +49,10 @@ export interface TemplateDeps {
   hub: InboxHub;
   store: Store;
   log: Logger;
+  /** The ids layers are stored with (container id N = host id hostStart + N). */
   uidRange: UidRange;
+  /** The host-wide registry of template uid ranges. */
+  ranges: UidRanges;
   runc: string;
   /** Modules every template pre-imports, before those of its own config (runtime-wide). */
   prewarm: string[];
@@ -61,19 +78,20 @@ export function createTemplates(deps: TemplateDeps) {
     return image.python ? [...new Set([...deps.prewarm, ...prewarm])] : [];
   }
 
-  function configKey(image: ImageRecord, prewarm: string[]): string {
+  function configKey(image: ImageRecord, prewarm: string[], group: string): string {
     agent ??= installAgent(paths);
     // The security profile is part of the key: a template started under an older seccomp profile (or
     // keyring set-up) is not reused for new sandboxes. So is the agent's runtime when the image has no
-    // python3: a rebuilt default image gets new templates.
+    // python3: a rebuilt default image gets new templates. And the tenant: a template serves one only.
     const key = {
       image: image.id,
       ...(image.python ? {} : { runtime: deps.runtimeImage?.()?.id ?? null }),
       agent: agent.hash,
-      uid: deps.uidRange,
+      uid: { storage: deps.uidRange, ranges: 'v1' },
       prewarm,
       seccomp: SECCOMP_KEY,
       keyring: 'none',
+      group,
     };
     return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 24);
   }
@@ -115,6 +133,8 @@ export function createTemplates(deps: TemplateDeps) {
     handles.delete(id);
     h?.conn?.close();
     hub.close(id);
+    h?.blocks?.close();
+    const range = rangeOf(store.getTemplate(id)) ?? h?.blocks?.range;
     await runProcess(
       deps.runc,
       ['--root', paths.runcRoot, 'delete', '--force', id],
@@ -124,15 +144,21 @@ export function createTemplates(deps: TemplateDeps) {
     mounts.detachAllUnder(paths.template(id));
     rmSync(paths.inbox(id), { recursive: true, force: true });
     rmSync(paths.template(id), { recursive: true, force: true });
+    if (range) deps.ranges.release(range.hostStart);
   }
 
-  async function start(image: ImageRecord, key: string, prewarm: string[]): Promise<TemplateHandle> {
+  async function start(
+    image: ImageRecord,
+    key: string,
+    prewarm: string[],
+    group: string,
+  ): Promise<TemplateHandle> {
     const launch = agentStart(image, deps.runtimeImage?.());
     agent ??= installAgent(paths);
     const startDeps = { ...deps, agent, exemptFromOom: deps.exemptFromOom ?? (() => undefined), serve };
     const id = newTemplateId();
     try {
-      const h = await startTemplate(startDeps, id, image, launch, key, prewarm);
+      const h = await startTemplate(startDeps, id, image, launch, key, { prewarm, group });
       handles.set(h.id, h);
       log.info({ template: h.id, image: image.name, pid: h.hostPid }, 'template started');
       return h;
@@ -143,10 +169,18 @@ export function createTemplates(deps: TemplateDeps) {
     }
   }
 
-  /** A running template of (image, key), reconnected if need be; a dead one is removed. */
-  async function running(image: ImageRecord, key: string): Promise<TemplateHandle | null> {
+  /**
+   * A running template of (image, key) with a block free (`needBlock`), reconnected if need be; a dead one
+   * is removed.
+   */
+  async function running(
+    image: ImageRecord,
+    key: string,
+    needBlock: boolean,
+  ): Promise<TemplateHandle | null> {
     for (const h of [...handles.values()]) {
       if (h.image !== image.name || store.getTemplate(h.id)?.configKey !== key) continue;
+      if (needBlock && h.blocks && h.blocks.used() >= h.blocks.range.size / BLOCK_SIZE - 1) continue;
       if (!isRunning(h.hostPid, h.startTime)) {
         log.warn({ template: h.id }, 'template process is gone; starting a new one');
         await destroy(h.id).catch(() => undefined);
@@ -169,14 +203,14 @@ export function createTemplates(deps: TemplateDeps) {
      * A running template for this image whose worker pre-imported `prewarm` (started on first use).
      * A module that fails to import does not fail the template: the worker logs it and carries on.
      */
-    async ensure(image: ImageRecord, prewarm: readonly string[] = []): Promise<TemplateHandle> {
+    async ensure(image: ImageRecord, prewarm: readonly string[], group: string): Promise<TemplateHandle> {
       const modules = effectivePrewarm(image, prewarm);
-      const key = configKey(image, modules);
-      const h = await running(image, key);
+      const key = configKey(image, modules, group);
+      const h = await running(image, key, true);
       if (h) return h;
       let p = starting.get(key);
       if (!p) {
-        p = start(image, key, modules).finally(() => starting.delete(key));
+        p = start(image, key, modules, group).finally(() => starting.delete(key));
         starting.set(key, p);
       }
       return p;
@@ -190,11 +224,14 @@ export function createTemplates(deps: TemplateDeps) {
      * The running template of (image, prewarm), without starting one; null when there is none or when
      * it is also the image's default template (its config adds nothing to the runtime-wide modules).
      */
-    findDedicated(image: ImageRecord, prewarm: readonly string[]): TemplateHandle | null {
-      const key = configKey(image, effectivePrewarm(image, prewarm));
-      if (key === configKey(image, effectivePrewarm(image, []))) return null;
-      for (const h of handles.values()) if (store.getTemplate(h.id)?.configKey === key) return h;
-      return null;
+    findDedicated(image: ImageRecord, prewarm: readonly string[]): TemplateHandle[] {
+      const out: TemplateHandle[] = [];
+      for (const h of handles.values()) {
+        const key = configKey(image, effectivePrewarm(image, prewarm), h.group);
+        if (key === configKey(image, effectivePrewarm(image, []), h.group)) continue;
+        if (store.getTemplate(h.id)?.configKey === key) out.push(h);
+      }
+      return out;
     },
 
     /** After a daemon restart: re-listen for running templates' agents; stop records whose process is gone. */
@@ -210,6 +247,7 @@ export function createTemplates(deps: TemplateDeps) {
         }
         const cgroup =
           typeof rec.runtime.cgroup === 'string' ? rec.runtime.cgroup : `/forkbox/templates/${rec.id}`;
+        const range = rangeOf(rec);
         const h: TemplateHandle = {
           id: rec.id,
           image: rec.image,
@@ -218,7 +256,21 @@ export function createTemplates(deps: TemplateDeps) {
           cgroup: cgroup.replace(/^\//, ''),
           conn: null,
           ready: Promise.resolve(),
+          group: typeof rec.runtime.group === 'string' ? rec.runtime.group : 'default',
+          blocks: null,
         };
+        if (range) {
+          deps.ranges.adopt(
+            range.hostStart,
+            { stateId: paths.stateId, stateDir: paths.stateDir, template: rec.id },
+            { pid: rec.hostPid, startTime: h.startTime },
+          );
+          h.blocks = createTemplateBlocks(
+            range,
+            await makeUserNamespaces(blockIdmapSpecs(range, deps.uidRange)),
+          );
+          h.blocks.acquire(0);
+        }
         h.ready = serve(h).connected;
         handles.set(rec.id, h);
       }

@@ -10,7 +10,7 @@
 import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
 import type { Logger } from '../../../domain/logger.ts';
 import { type Mounts, readMountInfo } from './mounts.ts';
-import type { Sys } from './sys.ts';
+import { MS, type Sys } from './sys.ts';
 
 export interface InboxFs {
   /** Unmount the tmpfs when nothing lives in it any more (a no-op when the tree stayed on disk). */
@@ -19,16 +19,20 @@ export interface InboxFs {
 
 export function openInboxFs(opts: { dir: string; sys: Sys; mounts: Mounts; log: Logger }): InboxFs {
   const { dir, sys, mounts, log } = opts;
-  mkdirSync(dir, { recursive: true, mode: 0o711 });
-  chmodSync(dir, 0o711);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
   const here = readMountInfo().filter((m) => m.mountPoint === dir);
   let tmpfs = here.some((m) => m.fsType === 'tmpfs');
+  // One an older forkbox mounted: nosuid and nodev from now on (the binds already made keep theirs).
+  if (tmpfs && here.some((m) => !/\bnosuid\b/.test(m.options) || !/\bnodev\b/.test(m.options)))
+    sys.mount(null, dir, null, MS.REMOUNT | MS.NOSUID | MS.NODEV, null);
   if (!tmpfs && here.length === 0) {
     if (readdirSync(dir).length === 0) {
-      // 0711 like the state dir. No nosuid/nodev/noexec: inboxes are bound into sandboxes, where mount
-      // flags of the host are locked, and runc's bind of a template's inbox (without them) then fails.
-      // Nothing in it is a program or a device: only host-root-owned directories and sockets.
-      sys.mount('tmpfs', dir, 'tmpfs', 0, 'mode=0711,size=64m');
+      // 0700: no host user enters (runc opens a template's inbox as root, and each sandbox sees only its
+      // own inbox, bound as its /.forkbox/inbox). nosuid and nodev, which the inboxes' binds into templates
+      // and sandboxes keep (runc's asks for both); not noexec, which that bind does not ask for and which
+      // its lock would then refuse. Nothing in it is a program or a device: directories and sockets.
+      sys.mount('tmpfs', dir, 'tmpfs', MS.NOSUID | MS.NODEV, 'mode=0700,size=64m');
       tmpfs = true;
     } else {
       // Inboxes of sandboxes made before the tmpfs existed: hiding them would cut those sandboxes off.

@@ -2,9 +2,35 @@
 import { chmodSync, mkdirSync } from 'node:fs';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { isMountPoint, mountsUnder } from '../../../util/mountinfo.ts';
+import { type IdmappedTree, openIdmappedTree } from './idmap.ts';
 import { MNT_DETACH, MS, type Sys } from './sys.ts';
 
 export { isMountPoint, type MountInfo, mountsUnder, readMountInfo } from '../../../util/mountinfo.ts';
+
+/** A lower layer of an overlay, and the idmap (an nsfs descriptor, host/userns-maker.ts) it is seen through. */
+export interface OverlayLower {
+  path: string;
+  idmap?: number | undefined;
+}
+
+/** An overlay's upper and work dirs, both under `root` (one mount: overlayfs renames between them). */
+export interface OverlayUpper {
+  root: string;
+  /** Relative to `root`. */
+  upper: string;
+  work: string;
+  idmap?: number | undefined;
+}
+
+/** The one-page limit of mount(2)'s options. */
+function checkOptions(target: string, data: string, layers: number): void {
+  if (data.length > 4000)
+    throw new ForkboxError(
+      'resource_exhausted',
+      `the overlay mount options for ${target} are ${data.length} bytes, over the kernel's one-page limit (${layers} layers). Use a state dir with a shorter path (--state-dir).`,
+      { layers, bytes: data.length },
+    );
+}
 
 export function createMounts(sys: Sys) {
   return {
@@ -27,19 +53,43 @@ export function createMounts(sys: Sys) {
       sys.mount(source, target, null, MS.BIND, null);
     },
 
-    overlay(target: string, lowers: string[], upper: string, work: string): void {
-      // Absolute layer paths are short (<state>/layers/<12 hex>), so ~80 layers fit in the one page
-      // the legacy mount options allow (a fork adds one layer; pid namespaces cap forks of forks at ~30).
-      const data = `lowerdir=${lowers.join(':')},upperdir=${upper},workdir=${work}`;
-      if (data.length > 4000) {
-        // Reached only with a very long state dir path (each layer is named by its absolute path).
-        throw new ForkboxError(
-          'resource_exhausted',
-          `the overlay mount options for ${target} are ${data.length} bytes, over the kernel's one-page limit (${lowers.length} layers). Use a state dir with a shorter path (--state-dir).`,
-          { layers: lowers.length, bytes: data.length },
-        );
+    /**
+     * Mount an overlay at `target`: nosuid and nodev (nothing it holds may raise privileges or reach a
+     * device, whoever looks at it), each layer through its idmap when it has one. Absolute layer paths are
+     * short (<state>/layers/<12 hex>) and idmapped ones shorter (/proc/self/fd/N), so ~80 layers fit in the
+     * one page the mount options allow (a fork adds one layer; pid namespaces cap forks of forks at ~30).
+     */
+    overlay(
+      target: string,
+      lowers: (string | OverlayLower)[],
+      upper: string | OverlayUpper,
+      work?: string,
+    ): void {
+      const trees: IdmappedTree[] = [];
+      const via = (path: string, idmap: number | undefined, writable: boolean): string => {
+        if (idmap === undefined) return path;
+        const t = openIdmappedTree(path, { fd: idmap }, { writable });
+        trees.push(t);
+        return t.path;
+      };
+      try {
+        const low = lowers.map((l) => (typeof l === 'string' ? l : via(l.path, l.idmap, false)));
+        let up: string;
+        let wk: string;
+        if (typeof upper === 'string') {
+          up = upper;
+          wk = work ?? '';
+        } else {
+          const root = via(upper.root, upper.idmap, true);
+          up = `${root}/${upper.upper}`;
+          wk = `${root}/${upper.work}`;
+        }
+        const data = `lowerdir=${low.join(':')},upperdir=${up},workdir=${wk}`;
+        checkOptions(target, data, low.length);
+        sys.mount('overlay', target, 'overlay', MS.NOSUID | MS.NODEV, data);
+      } finally {
+        for (const t of trees) t.close();
       }
-      sys.mount('overlay', target, 'overlay', 0, data);
     },
 
     /** Lazy unmount; a path that is not mounted (EINVAL) or gone (ENOENT) is not an error. */

@@ -53,6 +53,8 @@ export interface ChildSpawnerDeps {
   egress?: EgressProxies | undefined;
   nat?: OpenNats | undefined;
   closePorts?: ((id: string) => void) | undefined;
+  /** Give back one reference to a block of host uids (container/template-blocks.ts). */
+  releaseBlock(ref: { template: string; index: number }): void;
 }
 
 export function createChildSpawner(deps: ChildSpawnerDeps) {

@@ -16,11 +16,21 @@ import type { Cgroups } from '../cgroups/index.ts';
 import { devTmpfsBytes } from '../container/dev-tmpfs.ts';
 import { deadline } from '../host/deadline.ts';
 import type { Mounts } from '../host/mounts.ts';
+import type { UidBlock } from '../container/template-blocks.ts';
 import type { NativePaths } from '../host/paths.ts';
 import type { UidRange } from '../host/uid-range.ts';
-import { mountProject, prepareProjectUpper } from '../storage/project-layer.ts';
+import { BLOCK_SIZE } from '../host/uid-ranges.ts';
+import { mountProject, prepareProjectUpper, projectChain } from '../storage/project-layer.ts';
 import type { SandboxDirs, SnapshotDriver } from '../storage/snapshot-driver.ts';
-import { handleOf, LEAVES, type LiveSandbox, type ParentRef, type SpawnOutcome } from './live-sandbox.ts';
+import {
+  type ChildUids,
+  handleOf,
+  LEAVES,
+  type LiveSandbox,
+  type ParentRef,
+  type SpawnOutcome,
+  takeBlock,
+} from './live-sandbox.ts';
 import { oomRank } from './oom-order.ts';
 import type { Releaser } from './release.ts';
 import type { SandboxLink } from './sandbox-link.ts';
@@ -31,6 +41,27 @@ export interface Prepared {
   sb: LiveSandbox;
   nonce: string;
   ready: Promise<void>;
+  /** Its user namespace's id map as seen from its parent's (null: a legacy parent, none made). */
+  idMap: string | null;
+}
+
+/**
+ * Where a child's mount points are made in its parent's inbox: `<inbox>/<id>/{root,inbox}`, the dir
+ * root:<the child's root gid> 0750, so the child walks through it and nothing else of another block does.
+ */
+export function childMountDirs(
+  parentInbox: string,
+  id: string,
+): { dir: string; root: string; inbox: string } {
+  const dir = join(parentInbox, id);
+  return { dir, root: join(dir, 'root'), inbox: join(dir, 'inbox') };
+}
+
+/** The child's id map relative to its parent's user namespace: a template's block, or a fork's identity. */
+function idMapOf(uids: ChildUids, block: UidBlock | null): string | null {
+  if (!block || uids.kind === 'legacy') return null;
+  const inside = uids.kind === 'new' ? block.index * BLOCK_SIZE : 0;
+  return `0 ${inside} ${BLOCK_SIZE}\n`;
 }
 
 export interface ForkWaveDeps {
@@ -39,8 +70,11 @@ export interface ForkWaveDeps {
   cgroups: Cgroups;
   snapshots: SnapshotDriver;
   log: Logger;
+  /** The ids layers are stored with (container id N = host id hostStart + N). */
   uidRange: UidRange;
   live: Map<string, LiveSandbox>;
+  /** Give back one reference to a block (a child that failed before it was live). */
+  releaseBlock(ref: { template: string; index: number }): void;
   link: SandboxLink;
   releaser: Releaser;
   createTimeoutMs?: number;
@@ -74,25 +108,56 @@ export function createForkWaves(deps: ForkWaveDeps) {
     return kept;
   }
 
+  /** The child's root overlay (and project overlay) at `rootMnt`, through its block's idmaps. */
+  async function mountRoot(parent: ParentRef, dirs: SandboxDirs, rootMnt: string, block: UidBlock | null) {
+    const sbDir = dirname(dirs.upper);
+    const idmap = block?.storageNs;
+    mounts.overlay(
+      rootMnt,
+      parent.lowers.map((path) => ({ path, idmap })),
+      { root: sbDir, upper: 'upper', work: 'work', idmap },
+    );
+    const chain = { upper: dirs.upper, lowers: parent.lowers };
+    if (!projectChain(chain)) return;
+    const host = block ? { fd: await block.hostNs() } : { pid: parent.hostPid };
+    mountProject(mounts, rootMnt, chain, sbDir, { layers: idmap, host });
+  }
+
   async function prepare(parent: ParentRef, c: ForkChildSpec, sourceId: string | null): Promise<Prepared> {
-    const { upper, work } = await sandboxDirs(c);
-    // The sandbox's `/` is owned by its upper dir's owner: container root.
-    chownSync(upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
-    const pInbox = paths.inbox(parent.id);
-    const rootMnt = join(pInbox, c.id);
-    const inboxMnt = join(pInbox, `${c.id}-inbox`);
-    for (const d of [rootMnt, inboxMnt]) {
+    const taken = takeBlock(parent.uids);
+    try {
+      return await prepareOn(parent, c, sourceId, taken);
+    } catch (e) {
+      // Not in `live` yet when it failed early: its block reference is given back here, else by release.
+      if (taken && !live.has(c.id)) deps.releaseBlock(taken.ref);
+      throw e;
+    }
+  }
+
+  async function prepareOn(
+    parent: ParentRef,
+    c: ForkChildSpec,
+    sourceId: string | null,
+    taken: ReturnType<typeof takeBlock>,
+  ): Promise<Prepared> {
+    const dirs = await sandboxDirs(c);
+    // The sandbox's `/` is owned by its upper dir's owner: container root (as stored).
+    chownSync(dirs.upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
+    const m = childMountDirs(paths.inbox(parent.id), c.id);
+    mkdirSync(m.dir, { mode: 0o750 });
+    chownSync(m.dir, 0, taken?.block.base ?? deps.uidRange.hostStart);
+    chmodSync(m.dir, 0o750);
+    for (const d of [m.root, m.inbox]) {
       mkdirSync(d, { mode: 0o755 });
       chmodSync(d, 0o755); // whatever the umask: the child (an unprivileged host uid) walks through them
     }
-    // Both appear inside the parent at /.forkbox/inbox/<id>[-inbox] by mount propagation.
+    // Both appear inside the parent at /.forkbox/inbox/<id>/{root,inbox} by mount propagation.
     // A project directory (storage/project-layer.ts): its own overlay at its mount path, whose upper is
     // that path in this upper, made before the root overlay is mounted over it.
-    prepareProjectUpper(upper, parent.lowers);
-    mounts.overlay(rootMnt, parent.lowers, upper, work);
-    mountProject(mounts, rootMnt, { upper, lowers: parent.lowers }, dirname(upper), parent.hostPid);
+    prepareProjectUpper(dirs.upper, parent.lowers);
+    await mountRoot(parent, dirs, m.root, taken?.block ?? null);
     mounts.sharedSelfBind(paths.inbox(c.id));
-    mounts.bind(paths.inbox(c.id), inboxMnt);
+    mounts.bind(paths.inbox(c.id), m.inbox);
     const cg = paths.sandboxCgroup(c.id);
     // Leaves carry no limits of their own (the sandbox group holds them).
     await cgroups.createGroup(cg, c.limits, LEAVES);
@@ -113,10 +178,15 @@ export function createForkWaves(deps: ForkWaveDeps) {
       memoryBytes: c.limits.memoryBytes,
       oomSeen: 0,
       ended: false,
+      block: taken?.ref ?? null,
     };
     live.set(c.id, sb);
     const nonce = randomBytes(16).toString('hex');
-    const { ready } = await deps.link.serve(sb, { nonce, parentPid: parent.hostPid });
+    const { ready } = await deps.link.serve(sb, {
+      nonce,
+      parentPid: parent.hostPid,
+      ...(taken ? { uid: taken.block.base } : {}),
+    });
     // The policy lives here, in the daemon: the child's agent only relays its loopback port to it.
     if (c.network?.mode === 'allow') {
       if (!deps.egress)
@@ -126,27 +196,27 @@ export function createForkWaves(deps: ForkWaveDeps) {
         );
       await deps.egress.open(c.id, paths.inbox(c.id), c.network);
     }
-    return { c, sb, nonce, ready };
+    return { c, sb, nonce, ready, idMap: idMapOf(parent.uids, taken?.block ?? null) };
   }
 
-  async function startNat(id: string, hostPid: number): Promise<void> {
+  async function startNat(id: string, hostPid: number, uid: number | undefined): Promise<void> {
     if (!deps.nat)
       throw new ForkboxError(
         'requirement_missing',
         'this daemon has no user-mode NAT: create the sandbox with an allow list, or start the daemon with --network-max open.',
       );
-    await deps.nat.start(id, hostPid);
+    await deps.nat.start(id, hostPid, uid);
   }
 
   /** The fork request for one wave; resolves with the agent's per-child results (or rejects). */
   async function askParent(parent: ParentRef, wave: Prepared[], sourceId: string | null) {
     const { result } = await parent.conn.request('fork', {
-      children: wave.map(({ c, sb, nonce }) => ({
+      children: wave.map(({ c, sb, nonce, idMap }) => ({
         sandbox_id: c.id,
         nonce,
         hostname: c.name.slice(0, 63),
-        root: `/.forkbox/inbox/${c.id}`,
-        inbox: `/.forkbox/inbox/${c.id}-inbox`,
+        root: `/.forkbox/inbox/${c.id}/root`,
+        inbox: `/.forkbox/inbox/${c.id}/inbox`,
         env: c.env,
         fork_index: c.forkIndex,
         parent_id: sourceId,
@@ -154,6 +224,8 @@ export function createForkWaves(deps: ForkWaveDeps) {
         // The child's REPL worker and commands take this rank, whether or not its PID 1 is exempt.
         oom_score_adj: oomRank(sb.depth),
         ...(c.network?.mode === 'allow' ? { net_relay_port: EGRESS.relayPort } : {}),
+        // Its own user namespace, with this id map (agent/forking.py); none for an old agent's children.
+        ...(idMap ? { userns: { uid_map: idMap, gid_map: idMap } } : {}),
       })),
     });
     return (Array.isArray(result.children) ? result.children : []) as {
@@ -213,7 +285,7 @@ export function createForkWaves(deps: ForkWaveDeps) {
             },
           );
           // `open`: its own NAT, attached to the network namespace its PID 1 has made by now.
-          if (c.network?.mode === 'open' && c.held !== true) await startNat(c.id, sb.hostPid);
+          if (c.network?.mode === 'open' && c.held !== true) await startNat(c.id, sb.hostPid, sb.block?.base);
           out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
         } catch (e) {
           out.set(c.id, failed(c.id, e));

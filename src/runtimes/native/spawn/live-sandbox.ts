@@ -1,10 +1,11 @@
 /** What the native runtime holds for each live sandbox, and how it maps to and from the store's record. */
 
-import type { ForkboxError } from '../../../domain/errors.ts';
+import { ForkboxError } from '../../../domain/errors.ts';
 import { runtimeId } from '../../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
 import type { SandboxHandle } from '../../../service/ports.ts';
 import type { AgentConnection } from '../agent-link/agent-connection.ts';
+import type { BlockRef, TemplateBlocks, UidBlock } from '../container/template-blocks.ts';
 import type { NativePaths } from '../host/paths.ts';
 
 export interface LiveSandbox {
@@ -30,6 +31,32 @@ export interface LiveSandbox {
   oomSeen: number;
   /** Set once its end (death or unresponsiveness) was reported: it is reported once. */
   ended: boolean;
+  /** Its block of host uids; null for a sandbox made before ranges (host uid 100000, shared). */
+  block: BlockRef | null;
+}
+
+/**
+ * Where a spawn's children get their host uids: each a new block of the template's range (unrelated
+ * sandboxes), the parent's own block (a fork: one trust domain), or none (a parent made before ranges:
+ * its children share its ids, as it does).
+ */
+export type ChildUids =
+  | { kind: 'new'; template: string; blocks: TemplateBlocks }
+  | { kind: 'inherit'; template: string; blocks: TemplateBlocks; index: number }
+  | { kind: 'legacy' };
+
+/** A child's block, taken (one reference) for it; null for a legacy parent. Throws when none is free. */
+export function takeBlock(uids: ChildUids): { block: UidBlock; ref: BlockRef } | null {
+  if (uids.kind === 'legacy') return null;
+  const block = uids.kind === 'new' ? uids.blocks.take() : uids.blocks.acquire(uids.index);
+  if (!block)
+    throw new ForkboxError(
+      'resource_exhausted',
+      uids.kind === 'new'
+        ? `template ${uids.template} has no free block of host uids left; try again (a new template is started for the next create).`
+        : `block ${uids.index} of template ${uids.template} is gone.`,
+    );
+  return { block, ref: { template: uids.template, index: block.index, base: block.base } };
 }
 
 export interface ParentRef {
@@ -41,6 +68,7 @@ export interface ParentRef {
   /** -1 for a template. */
   depth: number;
   lowers: string[];
+  uids: ChildUids;
 }
 
 export type SpawnOutcome =
@@ -65,8 +93,17 @@ export function handleOf(sb: LiveSandbox): SandboxHandle {
       depth: sb.depth,
       lowers: sb.lowers,
       spawnedIn: sb.spawnedIn,
+      ...(sb.block ? { block: sb.block } : {}),
     },
   };
+}
+
+/** A record's block (its runtime data), or null when it has none. */
+function blockOf(r: Record<string, unknown>): BlockRef | null {
+  const b = r.block as Partial<BlockRef> | undefined;
+  return b && typeof b.template === 'string' && typeof b.index === 'number' && typeof b.base === 'number'
+    ? { template: b.template, index: b.index, base: b.base }
+    : null;
 }
 
 /** A live entry for a sandbox known from the store (recovery, or a kill after a restart). */
@@ -90,5 +127,6 @@ export function liveFromRecord(rec: SandboxRecord, paths: NativePaths): LiveSand
     memoryBytes: rec.limits.memoryBytes,
     oomSeen: 0,
     ended: false,
+    block: blockOf(r),
   };
 }

@@ -27,19 +27,25 @@ export interface ReleaseDeps {
   nat?: OpenNats | undefined;
   /** Closes a sandbox's published ports and its ports socket. */
   closePorts?: ((id: string) => void) | undefined;
+  /** Give back a sandbox's reference to its block of host uids. */
+  releaseBlock(ref: { template: string; index: number }): void;
 }
 
 export function createReleaser(deps: ReleaseDeps) {
   const { paths, mounts, cgroups, hub, live } = deps;
 
-  /** Host-side mount points of a child under its parent's inbox (the child has its own copies). */
+  /**
+   * Host-side mount points of a child under its parent's inbox (the child has its own copies):
+   * `<id>/root` and `<id>/inbox` (fork-wave.ts), and `<id>` and `<id>-inbox` as made before.
+   */
   function dropMountPoints(parentId: string, id: string): void {
-    for (const p of [join(paths.inbox(parentId), id), join(paths.inbox(parentId), `${id}-inbox`)]) {
+    const base = join(paths.inbox(parentId), id);
+    for (const p of [join(base, 'root'), join(base, 'inbox'), base, `${base}-inbox`]) {
       mounts.detach(p);
       try {
         rmdirSync(p);
       } catch {
-        // not there
+        // not there (or <id> itself, before its two are gone)
       }
     }
   }
@@ -67,6 +73,8 @@ export function createReleaser(deps: ReleaseDeps) {
     known?: LiveSandbox,
     opts: { keepFiles?: boolean } = {},
   ): Promise<void> {
+    // A live entry with a block holds one reference to it (fork-wave.ts, recovery); a record does not.
+    const held = live.get(id)?.block ?? null;
     const sb = live.get(id) ?? known;
     live.delete(id);
     if (sb) sb.ended = true;
@@ -90,6 +98,7 @@ export function createReleaser(deps: ReleaseDeps) {
     rmSync(paths.inbox(id), { recursive: true, force: true });
     // Through the storage driver: on btrfs the sandbox dir is a subvolume (deleted in O(1)).
     if (opts.keepFiles !== true) await deps.snapshots.removeSandboxDir(paths.sandbox(id));
+    if (held) deps.releaseBlock(held);
   }
 
   return {

@@ -15,10 +15,14 @@ import type { ExitWatch } from './exit-watch.ts';
 import type { LiveSandbox } from './live-sandbox.ts';
 import type { OomOrder } from './oom-order.ts';
 
-/** What the host expects of a sandbox being made: its PID 1's nonce and the PID 1 it is forked under. */
+/**
+ * What the host expects of a sandbox being made: its PID 1's nonce, the PID 1 it is forked under, and the
+ * host uid it greets as (its block's root; absent for a child of an agent from before uid blocks).
+ */
 export interface Expectation {
   nonce: string;
   parentPid: number;
+  uid?: number;
 }
 
 /**
@@ -63,6 +67,8 @@ function notTheAgent(sb: LiveSandbox, expect: Expectation | null, cred: PeerCred
   if (!st) return `unexpected first connection from pid ${cred.pid}`;
   if (st.nsPids[st.nsPids.length - 1] !== 1 || !st.ok)
     return `peer pid ${cred.pid} (ppid ${st.ppid}, NSpid ${st.nsPids.join(' ')}) is not a new sandbox PID 1`;
+  if (expect?.uid !== undefined && cred.uid !== expect.uid)
+    return `peer pid ${cred.pid} runs as host uid ${cred.uid}, not as the new sandbox's root (${expect.uid})`;
   return null;
 }
 

@@ -71,6 +71,7 @@ export function createBtrfsDriver(
 
   return {
     name: 'btrfs',
+    atomicFreeze: true,
     diskLimits: q
       ? {
           enforced: true,

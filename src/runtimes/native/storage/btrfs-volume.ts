@@ -9,7 +9,16 @@
  *   be on the filesystem of its source).
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  statSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { parseSize } from '../../../domain/sizes.ts';
@@ -86,9 +95,11 @@ export function openBtrfsVolume(opts: {
   const { stateDir, sys, mounts } = opts;
   const sandboxesDir = join(stateDir, 'sandboxes');
   if (isOnBtrfs(stateDir)) {
-    mkdirSync(sandboxesDir, { recursive: true, mode: 0o711 });
     const layersDir = join(stateDir, 'layers');
-    mkdirSync(layersDir, { recursive: true, mode: 0o711 });
+    for (const d of [sandboxesDir, layersDir]) {
+      mkdirSync(d, { recursive: true, mode: 0o700 });
+      chmodSync(d, 0o700);
+    }
     if (!isOnBtrfs(sandboxesDir) || !isOnBtrfs(layersDir))
       throw new ForkboxError(
         'conflict',
@@ -139,15 +150,20 @@ export function openBtrfsVolume(opts: {
   // discard=sync: blocks freed at a commit are punched out of the sparse image at that commit. With
   // discard=async, metadata copy-on-write left a whole 1 GiB metadata chunk allocated in the image after
   // 90,000 small files (32 MiB used): the host would store far more than the sandboxes' limits.
-  if (mounted.length === 0) sys.mount(device, mountPoint, 'btrfs', MS.NOATIME, DISCARD);
-  // A volume mounted by an older forkbox (discard=async) is switched in place.
-  else sys.mount(null, mountPoint, null, MS.REMOUNT | MS.NOATIME, DISCARD);
+  // nosuid, nodev: no file a sandbox made there runs with its owner's ids or reaches a device, whoever
+  // finds a way to it (docs/SECURITY.md, "Host users").
+  const flags = MS.NOATIME | MS.NOSUID | MS.NODEV;
+  if (mounted.length === 0) sys.mount(device, mountPoint, 'btrfs', flags, DISCARD);
+  // A volume mounted by an older forkbox (discard=async, no nosuid/nodev) is switched in place.
+  else sys.mount(null, mountPoint, null, MS.REMOUNT | flags, DISCARD);
   if (grow) run('btrfs', ['filesystem', 'resize', 'max', mountPoint]);
   const inner = join(mountPoint, 'sandboxes');
   const layersDir = join(mountPoint, 'layers');
-  mkdirSync(inner, { recursive: true, mode: 0o711 });
-  mkdirSync(layersDir, { recursive: true, mode: 0o711 });
-  mkdirSync(sandboxesDir, { recursive: true, mode: 0o711 });
+  // 0700 all the way (the volume's root too): the sandboxes' files are theirs and forkbox's alone.
+  for (const d of [mountPoint, inner, layersDir, sandboxesDir]) {
+    mkdirSync(d, { recursive: true, mode: 0o700 });
+    chmodSync(d, 0o700);
+  }
   if (mountAt(sandboxesDir).length === 0) {
     if (!isEmptyDir(sandboxesDir)) {
       throw new ForkboxError(
@@ -157,6 +173,8 @@ export function openBtrfsVolume(opts: {
     }
     mounts.bind(inner, sandboxesDir);
   }
+  // A bind takes no flags of its own when made: set them on it (also on one an older forkbox made).
+  sys.mount(null, sandboxesDir, null, MS.REMOUNT | MS.BIND | flags, null);
   return {
     sandboxesDir,
     layersDir,

@@ -117,7 +117,8 @@ export function createExt4Disks(opts: { disksDir: string; sys: Sys; mounts: Moun
   function mountImage(image: string, dir: string): void {
     const { device, fd: loop } = attach(image);
     try {
-      sys.mount(device, dir, 'ext4', MS.NOATIME, 'noinit_itable,discard');
+      // nosuid, nodev: nothing the sandbox made there runs privileged or reaches a device from the host.
+      sys.mount(device, dir, 'ext4', MS.NOATIME | MS.NOSUID | MS.NODEV, 'noinit_itable,discard');
     } finally {
       // With the filesystem mounted the device stays; unmounted (or never mounted), it detaches.
       closeSync(loop);

@@ -3,8 +3,9 @@
  * "Project directories"). Host-side and explicit. Nothing is written when any changed path is not on the
  * host as it was at create (size, mtime and ctime recorded then, in the project layer's manifest): the
  * host's own edits are never lost. Files are written to a temporary name and renamed; new entries take
- * their host parent's owner, modified ones keep theirs; nothing outside the directory is ever written
- * (each parent's real path is checked).
+ * their host parent's owner, modified ones keep theirs; no setuid, setgid or sticky bit is ever written,
+ * devices, FIFOs and sockets are not carried back, a symlink is written as a symlink (never followed), and
+ * nothing outside the directory is ever written (each parent's real path is checked).
  */
 import {
   chmodSync,
@@ -24,6 +25,12 @@ import { ForkboxError } from '../../../domain/errors.ts';
 import type { LayerChain, LayerDiff } from '../../../service/ports.ts';
 import { chainView } from './layer-diff.ts';
 import { type ManifestEntry, readManifest, writeManifest } from './project-layer.ts';
+
+/**
+ * The permission bits a written file or directory keeps: never setuid, setgid or sticky. A sandbox's root
+ * is not the host's, and a setuid file it made must not become a setuid-root one in the host directory.
+ */
+const PLAIN = 0o777;
 
 export interface ApplyReport {
   written: string[];
@@ -99,16 +106,16 @@ export async function applyProject(
     if (e.kind === 'dir') {
       if (old?.isDirectory()) continue;
       if (old) unlinkSync(p);
-      mkdirSync(p, { mode: e.mode & 0o7777 });
+      mkdirSync(p, { mode: e.mode & PLAIN });
       chownSync(p, owner.uid, owner.gid);
     } else if (e.kind === 'file' || e.kind === 'symlink') {
       if (old?.isDirectory()) rmdirSync(p);
       if (e.kind === 'file')
-        writeFileSync(tmp, e.data ?? Buffer.alloc(0), { mode: e.mode & 0o7777, flag: 'wx' });
+        writeFileSync(tmp, e.data ?? Buffer.alloc(0), { mode: e.mode & PLAIN, flag: 'wx' });
       else symlinkSync(e.linkTarget ?? '', tmp);
       try {
         lchownSync(tmp, owner.uid, owner.gid);
-        if (e.kind === 'file') chmodSync(tmp, e.mode & 0o7777);
+        if (e.kind === 'file') chmodSync(tmp, e.mode & PLAIN);
         renameSync(tmp, p);
       } catch (err) {
         unlinkSync(tmp);

@@ -24,7 +24,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { SIZES } from '../../../domain/limits.ts';
 import type { LayerChain } from '../../../service/ports.ts';
@@ -204,16 +204,19 @@ export function projectChain(chain: LayerChain): (LayerChain & { info: ProjectIn
 }
 
 /**
- * After the root overlay is mounted at `rootMnt`: mount the project's overlay at its mount path. `nsPid`
- * is a process in the sandboxes' user namespace (the template's PID 1). Refuses a host directory that is
- * no longer the real path it was (replaced by a symlink since the create).
+ * After the root overlay is mounted at `rootMnt`: mount the project's overlay at its mount path. `sbDir`
+ * holds the sandbox's upper (`upper`) and the overlay's work dir (`pwork`). `idmaps.layers`: what the
+ * layers are seen through (the sandbox's block: host/userns-maker.ts; none for a sandbox made before
+ * ranges); `idmaps.host`: what the host directory is seen through (the block's host idmap, or the user
+ * namespace of a process in a legacy template). Refuses a host directory that is no longer the real path
+ * it was (replaced by a symlink since the create).
  */
 export function mountProject(
   mounts: Mounts,
   rootMnt: string,
   chain: LayerChain,
-  workBase: string,
-  nsPid: number,
+  sbDir: string,
+  idmaps: { layers: number | undefined; host: { fd: number } | { pid: number } },
 ): void {
   const pc = projectChain(chain);
   if (!pc) return;
@@ -229,11 +232,23 @@ export function mountProject(
       'permission_denied',
       `the project directory ${host} is now a link to ${real}; forkbox will not follow it.`,
     );
-  const work = join(workBase, 'pwork');
-  mkdirSync(work, { recursive: true, mode: 0o700 });
-  const tree = openIdmappedTree(host, nsPid);
+  mkdirSync(join(sbDir, 'pwork'), { recursive: true, mode: 0o700 });
+  const tree = openIdmappedTree(host, idmaps.host);
   try {
-    mounts.overlay(join(rootMnt, pc.info.mountPath), [...pc.lowers.slice(0, -1), tree.path], pc.upper, work);
+    const lowers = [
+      ...pc.lowers.slice(0, -1).map((path) => ({ path, idmap: idmaps.layers })),
+      { path: tree.path },
+    ];
+    const upper = relative(sbDir, pc.upper);
+    if (idmaps.layers === undefined)
+      mounts.overlay(join(rootMnt, pc.info.mountPath), lowers, pc.upper, join(sbDir, 'pwork'));
+    else
+      mounts.overlay(join(rootMnt, pc.info.mountPath), lowers, {
+        root: sbDir,
+        upper,
+        work: 'pwork',
+        idmap: idmaps.layers,
+      });
   } finally {
     tree.close();
   }

@@ -40,6 +40,39 @@ function base85Lines(data: Buffer): string {
   return out;
 }
 
+const C_ESCAPES: Record<number, string> = {
+  7: 'a',
+  8: 'b',
+  9: 't',
+  10: 'n',
+  11: 'v',
+  12: 'f',
+  13: 'r',
+  34: '"',
+  92: '\\',
+};
+
+/**
+ * A path as git writes it in a patch (its default core.quotePath): as is when every byte is printable
+ * ASCII other than `"` and `\\`; else in double quotes, with C escapes (\\n, \\t, \\", \\\\, …) and every
+ * other control or non-ASCII byte as a three-digit octal escape. `git apply` reads both forms.
+ */
+export function gitQuote(path: string): string {
+  const bytes = Buffer.from(path, 'utf8');
+  if (bytes.every((b) => b >= 0x20 && b < 0x7f && b !== 34 && b !== 92)) return path;
+  let out = '"';
+  for (const b of bytes) {
+    const esc = C_ESCAPES[b];
+    if (esc !== undefined) out += `\\${esc}`;
+    else if (b < 0x20 || b >= 0x7f) out += `\\${b.toString(8).padStart(3, '0')}`;
+    else out += String.fromCharCode(b);
+  }
+  return `${out}"`;
+}
+
+/** `a/<path>` or `b/<path>`, quoted as a whole when the path needs it (as git does). */
+const side = (prefix: 'a' | 'b', rel: string) => gitQuote(`${prefix}/${rel}`);
+
 /** git's object id of a blob. */
 function blobId(data: Buffer): string {
   return createHash('sha1').update(`blob ${data.length}\0`).update(data).digest('hex');
@@ -74,7 +107,7 @@ function filePatch(rel: string, a: ChainEntry, b: ChainEntry): string {
     return filePatch(rel, a, { kind: 'absent', mode: 0 }) + filePatch(rel, { kind: 'absent', mode: 0 }, b);
   const da = ma === null ? null : contentOf(a);
   const db = mb === null ? null : contentOf(b);
-  let head = `diff --git a/${rel} b/${rel}\n`;
+  let head = `diff --git ${side('a', rel)} ${side('b', rel)}\n`;
   if (ma === null) head += `new file mode ${mb}\n`;
   else if (mb === null) head += `deleted file mode ${ma}\n`;
   else if (ma !== mb) head += `old mode ${ma}\nnew mode ${mb}\n`;
@@ -90,8 +123,8 @@ function filePatch(rel: string, a: ChainEntry, b: ChainEntry): string {
     return `${head}GIT binary patch\nliteral ${db?.length ?? 0}\n${base85Lines(z)}\nliteral ${da?.length ?? 0}\n${base85Lines(back)}\n`;
   }
   const body = unifiedDiff(da?.toString('utf8') ?? '', db?.toString('utf8') ?? '', {
-    old: da === null ? '/dev/null' : `a/${rel}`,
-    new: db === null ? '/dev/null' : `b/${rel}`,
+    old: da === null ? '/dev/null' : side('a', rel),
+    new: db === null ? '/dev/null' : side('b', rel),
   });
   return head + body;
 }
@@ -102,7 +135,7 @@ function renamePatch(r: RenamedEntry): string {
   const ma = r.a.mode & 0o111 ? '100755' : '100644';
   const mb = r.b.mode & 0o111 ? '100755' : '100644';
   const modes = ma === mb ? '' : `old mode ${ma}\nnew mode ${mb}\n`;
-  return `diff --git a/${from} b/${to}\n${modes}similarity index 100%\nrename from ${from}\nrename to ${to}\n`;
+  return `diff --git ${side('a', from)} ${side('b', to)}\n${modes}similarity index 100%\nrename from ${gitQuote(from)}\nrename to ${gitQuote(to)}\n`;
 }
 
 /**

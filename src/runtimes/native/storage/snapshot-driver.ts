@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { runOk } from '../../../util/subprocess.ts';
+import { openNoFollowTree } from '../host/idmap.ts';
 import type { DiskQuota, Ext4Disks } from './ext4-disks.ts';
 
 export type { DiskQuota } from './ext4-disks.ts';
@@ -32,6 +33,12 @@ export type DiskLimitSupport =
 
 export interface SnapshotDriver {
   readonly name: string;
+  /**
+   * Whether `freeze` takes the upper in one step (a btrfs snapshot) rather than walking it (a copy): a
+   * walk must not run while anything of the sandbox can write the upper, so the whole sandbox is frozen
+   * for it (fork-sandbox.ts).
+   */
+  readonly atomicFreeze: boolean;
   readonly diskLimits: DiskLimitSupport;
   /**
    * Create a sandbox's dir `dir` holding an empty `upper` (0755) and `work` (0700), bounded by `quota`
@@ -101,6 +108,7 @@ export function createCopyDriver(
   const vols = 'missing' in disks ? null : disks;
   return {
     name: 'copy',
+    atomicFreeze: false,
     diskLimits: vols
       ? {
           enforced: true,
@@ -142,13 +150,18 @@ export function createCopyDriver(
       const id = `${SNAPSHOT_PREFIX}${randomBytes(5).toString('hex')}`;
       const layer = join(layersDir, id);
       const tmp = `${layer}.tmp`;
+      // The walk reads a clone of the upper on which no symlink is followed: a directory a sandbox swaps for
+      // a link to a host path (renameat2 RENAME_EXCHANGE) fails the copy instead of copying host files in.
+      const src = openNoFollowTree(upperDir);
       try {
         // -a keeps owners, modes, xattrs (overlay's opaque markers) and whiteout device nodes.
-        await runOk('cp', ['-a', '--reflink=auto', upperDir, tmp]);
+        await runOk('cp', ['-a', '--reflink=auto', `/proc/${process.pid}/fd/${src.fd}/.`, tmp]);
         renameSync(tmp, layer);
       } catch (e) {
         rmSync(tmp, { recursive: true, force: true });
         throw e;
+      } finally {
+        src.close();
       }
       return layer;
     },

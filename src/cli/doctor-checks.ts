@@ -77,6 +77,34 @@ export async function runDoctorChecks(opts: { stateDir: string; image?: string }
     }),
   );
   out.push(
+    check('user namespaces without privilege', true, () => {
+      // Every sandbox is cloned into a user namespace of its own by a process holding no capability in the
+      // host's: Debian's kernel.unprivileged_userns_clone=0, or Ubuntu's AppArmor restriction, refuses that.
+      const r = spawnSync(
+        'setpriv',
+        [
+          '--reuid=65534',
+          '--regid=65534',
+          '--clear-groups',
+          '--',
+          'unshare',
+          '--user',
+          '--map-root-user',
+          'true',
+        ],
+        { encoding: 'utf8', timeout: 10000 },
+      );
+      return {
+        ok: r.status === 0,
+        detail:
+          r.status === 0
+            ? 'an unprivileged process may make one'
+            : (r.stderr || r.error?.message || 'refused').trim(),
+        fix: 'sudo sysctl -w kernel.unprivileged_userns_clone=1 (Debian); on Ubuntu 23.10+: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0',
+      };
+    }),
+  );
+  out.push(
     check('overlayfs in a user namespace', true, () => {
       const dir = mkdtempSync(join(tmpdir(), 'forkbox-doctor-'));
       try {

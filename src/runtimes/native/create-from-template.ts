@@ -3,6 +3,7 @@
  * an optional project layer at the bottom of its lowers, then one child spawned from the template.
  */
 import { ForkboxError } from '../../domain/errors.ts';
+import type { ImageRecord } from '../../domain/types.ts';
 import type { CreateSandboxSpec, ImageStore, SandboxHandle } from '../../service/ports.ts';
 import type { TemplateHandle, Templates } from './container/templates.ts';
 import type { NativePaths } from './host/paths.ts';
@@ -34,14 +35,33 @@ export function newUids(tpl: TemplateHandle): ChildUids {
 
 export function createFromTemplate(deps: CreateFromTemplateDeps) {
   const { paths, templates, images, spawner, admit } = deps;
+
+  /**
+   * Its own template when it still runs (a revival, same tenant), else one of its tenant's (started on
+   * demand), with a block taken for it at once: two creates that found the same template's last free block
+   * must not both count on it (the loser asks again, and gets a sibling template).
+   */
+  async function templateWithBlock(
+    spec: CreateSandboxSpec,
+    image: ImageRecord,
+    own: TemplateHandle | undefined,
+  ): Promise<{ tpl: TemplateHandle; uids: ChildUids }> {
+    for (let tries = 0; ; tries++) {
+      const tpl =
+        tries === 0 && own?.conn && own.group === spec.group
+          ? own
+          : await templates.ensure(image, spec.prewarm, spec.group);
+      if (!tpl.blocks) return { tpl, uids: { kind: 'legacy' } };
+      const block = tpl.blocks.take();
+      if (block)
+        return { tpl, uids: { kind: 'reserved', template: tpl.id, blocks: tpl.blocks, index: block.index } };
+      if (tries >= 3)
+        throw new ForkboxError('busy', `every block of host uids of template ${tpl.id} is taken; try again.`);
+    }
+  }
   return async function createSandbox(spec: CreateSandboxSpec, revival?: ReviveOpts): Promise<SandboxHandle> {
     if (!revival) await admit([spec]);
     const image = images.require(spec.image);
-    // Its own template when it still runs (a revival, same tenant), else one of its tenant's (started on demand).
-    const own = revival?.template;
-    const tpl =
-      own?.conn && own.group === spec.group ? own : await templates.ensure(image, spec.prewarm, spec.group);
-    if (!tpl.conn) throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
     let lowers = spec.lowers ?? image.layers;
     let unhold: () => void = () => undefined;
     if (spec.project) {
@@ -51,6 +71,12 @@ export function createFromTemplate(deps: CreateFromTemplateDeps) {
       lowers = [p, ...lowers];
     }
     try {
+      // Taken last, with nothing awaited before the spawn takes it over (its release is the spawn's then).
+      const { tpl, uids } = await templateWithBlock(spec, image, revival?.template);
+      if (!tpl.conn) {
+        if (uids.kind === 'reserved') uids.blocks.release(uids.index);
+        throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
+      }
       const [out] = await spawner.spawn(
         {
           id: tpl.id,
@@ -59,7 +85,7 @@ export function createFromTemplate(deps: CreateFromTemplateDeps) {
           templateId: tpl.id,
           depth: -1,
           lowers,
-          uids: newUids(tpl),
+          uids,
         },
         [
           {

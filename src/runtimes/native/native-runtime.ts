@@ -80,7 +80,14 @@ export interface NativeRuntimeDeps {
   onPortConnection?: (ev: PortConnectionEvent) => void;
 }
 
-export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: Map<string, LiveSandbox> } {
+/** The native runtime: the Runtime port, plus what its host and tests reach directly. */
+export interface NativeRuntime extends Runtime {
+  live: Map<string, LiveSandbox>;
+  /** Stop templates unused since `now − idle` (also every minute on its own): container/templates.ts. */
+  reapIdleTemplates(now?: number): Promise<string[]>;
+}
+
+export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
   const { paths, cgroups, templates } = deps;
   const live = new Map<string, LiveSandbox>();
   let events: RuntimeEvents = {};
@@ -126,6 +133,9 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
     for (const sb of live.values()) if (sb.conn) void exits.noteOoms(sb);
   }, 5000);
   oomLook.unref();
+  // Templates nobody uses give their uid ranges back (container/templates.ts).
+  const templateReap = setInterval(() => void templates.reapIdle().catch(() => undefined), 60_000);
+  templateReap.unref();
 
   async function connOf(rec: SandboxRecord): Promise<AgentConnection> {
     const sb = live.get(rid(rec));
@@ -176,6 +186,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
       network: deps.egress !== undefined,
     },
     live,
+    reapIdleTemplates: (now) => templates.reapIdle(now),
     ports: {
       publish(rec, port, hostPort) {
         if (!live.has(rid(rec))) throw errors.sandboxNotRunning(rec.id, rec.state);
@@ -235,6 +246,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): Runtime & { live: 
 
     async shutdown(opts) {
       clearInterval(oomLook);
+      clearInterval(templateReap);
       if (opts.killSandboxes) {
         // Children first: a parent's PID 1 must outlive its descendants' (they live in its pid namespace).
         const byDepth = [...live.values()].sort((a, b) => b.depth - a.depth);

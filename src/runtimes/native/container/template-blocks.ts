@@ -35,6 +35,8 @@ export interface TemplateBlocks {
   take(): UidBlock | null;
   /** One more reference to block `index` (a fork child, or a sandbox found again after a restart). */
   acquire(index: number): UidBlock | undefined;
+  /** Block `index`, without a reference of its own (one a caller took already). */
+  get(index: number): UidBlock | undefined;
   /** One reference less; the block is free again at zero. */
   release(index: number): void;
   /** Blocks in use, the template's own not counted. */
@@ -80,6 +82,7 @@ export function createTemplateBlocks(range: UidRange, storageNs: number[]): Temp
       if (b && index > 0) refs[index] = (refs[index] ?? 0) + 1;
       return b;
     },
+    get: (index) => blocks[index],
     release(index) {
       if (index > 0 && (refs[index] ?? 0) > 0) refs[index] = (refs[index] ?? 1) - 1;
     },

@@ -41,6 +41,11 @@ function rangeOf(rec: TemplateRecord | undefined): UidRange | null {
     : null;
 }
 
+/** How long a template without sandboxes stays (a tenant's, or a host's second of one config), ms. */
+export const TEMPLATE_IDLE_MS = 10 * 60_000;
+/** The host's own tenant (the local socket's), whose first template of each config is kept warm. */
+const HOST_GROUP = 'default';
+
 const SECCOMP_KEY = createHash('sha256').update(JSON.stringify(seccompProfile())).digest('hex').slice(0, 12);
 
 export interface TemplateDeps {
@@ -62,12 +67,16 @@ export interface TemplateDeps {
   exemptFromOom?: (pid: number) => void;
   /** The image whose Python runs the agent in images without python3 (agent-runtime.ts); undefined: not built. */
   runtimeImage?: () => ImageRecord | undefined;
+  /** TEMPLATE_IDLE_MS unless given (tests). */
+  idleMs?: number;
 }
 
 export function createTemplates(deps: TemplateDeps) {
   const { paths, mounts, hub, store, log } = deps;
   const handles = new Map<string, TemplateHandle>();
   const starting = new Map<string, Promise<TemplateHandle>>();
+  /** When each template with a uid range was last seen without a sandbox. */
+  const idleSince = new Map<string, number>();
   let agent: { dir: string; hash: string } | undefined;
 
   /**
@@ -283,6 +292,37 @@ export function createTemplates(deps: TemplateDeps) {
 
     list(): TemplateHandle[] {
       return [...handles.values()];
+    },
+
+    /**
+     * Stop the templates no sandbox has used for `idleMs`, so their uid ranges go back to the host: a
+     * tenant's, and the host tenant's beyond the first of each config (which stays warm for the next
+     * create). A template's blocks count its live sandboxes, forks, snapshot holders and kept parents.
+     */
+    async reapIdle(now = Date.now()): Promise<string[]> {
+      const reaped: string[] = [];
+      const keptFor = new Set<string>();
+      for (const h of [...handles.values()]) {
+        const key = store.getTemplate(h.id)?.configKey ?? h.id;
+        if (!h.blocks || h.blocks.used() > 0) {
+          idleSince.delete(h.id);
+          if (h.group === HOST_GROUP) keptFor.add(key);
+          continue;
+        }
+        const since = idleSince.get(h.id) ?? now;
+        idleSince.set(h.id, since);
+        const hostFirst = h.group === HOST_GROUP && !keptFor.has(key);
+        if (hostFirst) keptFor.add(key);
+        if (hostFirst || now - since < (deps.idleMs ?? TEMPLATE_IDLE_MS)) continue;
+        idleSince.delete(h.id);
+        await destroy(h.id).catch((e: unknown) =>
+          log.warn({ template: h.id, err: String(e) }, 'could not stop an idle template'),
+        );
+        store.deleteTemplate(h.id);
+        reaped.push(h.id);
+        log.info({ template: h.id, group: h.group }, 'template stopped: no sandbox used it');
+      }
+      return reaped;
     },
   };
 }

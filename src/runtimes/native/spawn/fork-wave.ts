@@ -60,7 +60,7 @@ export function childMountDirs(
 /** The child's id map relative to its parent's user namespace: a template's block, or a fork's identity. */
 function idMapOf(uids: ChildUids, block: UidBlock | null): string | null {
   if (!block || uids.kind === 'legacy') return null;
-  const inside = uids.kind === 'new' ? block.index * BLOCK_SIZE : 0;
+  const inside = uids.kind === 'inherit' ? 0 : block.index * BLOCK_SIZE;
   return `0 ${inside} ${BLOCK_SIZE}\n`;
 }
 

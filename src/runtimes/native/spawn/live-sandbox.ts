@@ -43,12 +43,19 @@ export interface LiveSandbox {
 export type ChildUids =
   | { kind: 'new'; template: string; blocks: TemplateBlocks }
   | { kind: 'inherit'; template: string; blocks: TemplateBlocks; index: number }
+  /** A block its create already took (one reference, handed to the child). */
+  | { kind: 'reserved'; template: string; blocks: TemplateBlocks; index: number }
   | { kind: 'legacy' };
 
 /** A child's block, taken (one reference) for it; null for a legacy parent. Throws when none is free. */
 export function takeBlock(uids: ChildUids): { block: UidBlock; ref: BlockRef } | null {
   if (uids.kind === 'legacy') return null;
-  const block = uids.kind === 'new' ? uids.blocks.take() : uids.blocks.acquire(uids.index);
+  const block =
+    uids.kind === 'new'
+      ? uids.blocks.take()
+      : uids.kind === 'reserved'
+        ? uids.blocks.get(uids.index)
+        : uids.blocks.acquire(uids.index);
   if (!block)
     throw new ForkboxError(
       'resource_exhausted',

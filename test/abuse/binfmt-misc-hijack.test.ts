@@ -13,11 +13,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Listener } from '../../src/transports/http-listener.ts';
 import { lastJson, PY_SYSCALL, token } from '../helpers/attacks.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
-import { startTenantListener } from '../helpers/tenant-listener.ts';
-import { type TenantRest, tenantRest } from '../helpers/tenant-rest.ts';
+import { type TwoTenants, twoTenants } from '../helpers/tenant-rest.ts';
 
 const skip = nativeUnavailable();
 const MARK = token('HIJACKED');
@@ -84,48 +82,38 @@ const SCRIPT = "printf '#!/bin/bash\\necho as-written\\n' > /tmp/s.sh && chmod +
 
 describe('abuse: binfmt_misc and mounts from REPL code, across tenants', { skip: skip ?? false }, () => {
   let fx: NativeFixture;
-  let listener: Listener;
-  let alice: TenantRest;
-  let bob: TenantRest;
-  let a: string;
-  let b: string;
+  let t: TwoTenants;
 
   before(async () => {
     fx = await openNative();
-    const tokens = { alice: `tok-a-${token('a')}`, bob: `tok-b-${token('b')}` };
-    let base: string;
-    ({ listener, base } = await startTenantListener(fx, tokens));
-    alice = tenantRest(base, tokens.alice, 'alice');
-    bob = tenantRest(base, tokens.bob, 'bob');
-    a = await alice.create();
-    b = await bob.create();
+    t = await twoTenants(fx);
   });
   after(async () => {
-    await listener?.close(2000);
+    await t?.listener.close(2000);
     await fx?.close();
   });
 
   it("A's REPL holds no CAP_SYS_ADMIN: binfmt_misc, cgroupfs, proc and a cgroup namespace are refused", async () => {
-    const out = lastJson<Record<string, string>>((await alice.code(a, DIRECT)).stdout, 'REPL');
+    const out = lastJson<Record<string, string>>((await t.alice.code(t.a, DIRECT)).stdout, 'REPL');
     for (const k of ['binfmt', 'cgroup2', 'cgroup-cpuset', 'proc', 'cgroupns'])
       assert.equal(out[k], 'EPERM', `${k}: ${JSON.stringify(out)}`);
-    const r = await bob.exec(b, { cmd: SCRIPT });
+    const r = await t.bob.exec(t.b, { cmd: SCRIPT });
     assert.equal(r.stdout.trim(), 'as-written', `B's script ran A's interpreter: ${r.stdout}`);
   });
 
   it("a binfmt_misc instance A mounts in a user namespace of its own reaches neither B nor A's sandbox", async () => {
-    const out = JSON.parse((await alice.code(a, NESTED)).stdout.trim()) as Record<string, string>;
+    const out = JSON.parse((await t.alice.code(t.a, NESTED)).stdout.trim()) as Record<string, string>;
     try {
       assert.equal(out.unshare, 'ok', JSON.stringify(out));
       assert.equal(out.cgroupns, 'EPERM', 'no cgroup namespace, even with a user namespace of its own');
       assert.equal(out.cgroup2, 'EPERM', 'no cgroupfs from a child user namespace');
       // Whatever the kernel allowed there, it is that namespace's alone.
-      const theirs = await bob.exec(b, { cmd: SCRIPT });
+      const theirs = await t.bob.exec(t.b, { cmd: SCRIPT });
       assert.equal(theirs.stdout.trim(), 'as-written', `B: ${theirs.stdout}`);
-      const own = await alice.exec(a, { cmd: SCRIPT });
+      const own = await t.alice.exec(t.a, { cmd: SCRIPT });
       assert.equal(own.stdout.trim(), 'as-written', `A's own commands: ${own.stdout}`);
     } finally {
-      await alice.exec(a, { cmd: 'touch /tmp/nested-done' });
+      await t.alice.exec(t.a, { cmd: 'touch /tmp/nested-done' });
     }
   });
 });

@@ -15,11 +15,9 @@ import { mkdtempSync, rmSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Listener } from '../../src/transports/http-listener.ts';
-import { lastJson, PY_SYSCALL, token } from '../helpers/attacks.ts';
+import { lastJson, PY_SYSCALL, } from '../helpers/attacks.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
-import { startTenantListener } from '../helpers/tenant-listener.ts';
-import { type TenantRest, tenantRest } from '../helpers/tenant-rest.ts';
+import { type TwoTenants, twoTenants } from '../helpers/tenant-rest.ts';
 
 const skip = nativeUnavailable();
 
@@ -62,37 +60,27 @@ print(json.dumps(out))
 
 describe('abuse: per-user kernel counters across tenants', { skip: skip ?? false }, () => {
   let fx: NativeFixture;
-  let listener: Listener;
-  let alice: TenantRest;
-  let bob: TenantRest;
-  let a: string;
-  let b: string;
+  let t: TwoTenants;
 
   before(async () => {
     fx = await openNative();
-    const tokens = { alice: `tok-a-${token('a')}`, bob: `tok-b-${token('b')}` };
-    let base: string;
-    ({ listener, base } = await startTenantListener(fx, tokens));
-    alice = tenantRest(base, tokens.alice, 'alice');
-    bob = tenantRest(base, tokens.bob, 'bob');
-    a = await alice.create();
-    b = await bob.create();
+    t = await twoTenants(fx);
   });
   after(async () => {
-    await listener?.close(2000);
+    await t?.listener.close(2000);
     await fx?.close();
   });
 
   it("A holding every inotify instance and message-queue byte it may have leaves B's and root's alone", async () => {
     const held = lastJson<{ inotify: number; inotify_stop: string; mq: number; mq_stop: string }>(
-      (await alice.code(a, HOARD)).stdout,
+      (await t.alice.code(t.a, HOARD)).stdout,
       'REPL',
     );
     // A ran into its own limits (so the hoard is real), not into nothing.
     assert.equal(held.inotify_stop, 'EMFILE', JSON.stringify(held));
     assert.ok(held.inotify > 0, JSON.stringify(held));
     assert.notEqual(held.mq_stop, 'none', JSON.stringify(held));
-    const r = await bob.exec(b, { argv: ['python3', '-c', PROBE] });
+    const r = await t.bob.exec(t.b, { argv: ['python3', '-c', PROBE] });
     assert.equal(r.exitCode, 0, r.stderr);
     const probe = lastJson<{ inotify: string[]; mq: string }>(r.stdout, 'exec');
     assert.deepEqual(probe.inotify, ['ok', 'ok', 'ok', 'ok'], `B's inotify: ${JSON.stringify(probe)}`);

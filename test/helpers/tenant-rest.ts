@@ -3,6 +3,10 @@
  * make (create a sandbox, run a command, run Python), each asserting the status it expects.
  */
 import assert from 'node:assert/strict';
+import type { Listener } from '../../src/transports/http-listener.ts';
+import { token } from './attacks.ts';
+import type { NativeFixture } from './native.ts';
+import { startTenantListener } from './tenant-listener.ts';
 
 export interface TenantRest {
   /** A new sandbox's id. */
@@ -72,4 +76,22 @@ export function tenantRest(base: string, token: string, name: string): TenantRes
     },
     call,
   };
+}
+
+/** Two tenants of a fixture's listener, alice and bob, each with a sandbox of its own already made. */
+export interface TwoTenants {
+  listener: Listener;
+  alice: TenantRest;
+  bob: TenantRest;
+  /** Alice's sandbox, then Bob's. */
+  a: string;
+  b: string;
+}
+
+export async function twoTenants(fx: NativeFixture): Promise<TwoTenants> {
+  const tokens = { alice: `tok-a-${token('a')}`, bob: `tok-b-${token('b')}` };
+  const { listener, base } = await startTenantListener(fx, tokens);
+  const alice = tenantRest(base, tokens.alice, 'alice');
+  const bob = tenantRest(base, tokens.bob, 'bob');
+  return { listener, alice, bob, a: await alice.create(), b: await bob.create() };
 }

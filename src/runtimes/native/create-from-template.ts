@@ -10,7 +10,8 @@ import type { NativePaths } from './host/paths.ts';
 import type { UidRange } from './host/uid-range.ts';
 import type { Admit } from './runtime-admission.ts';
 import type { ChildSpawner } from './spawn/child-spawner.ts';
-import type { ChildUids } from './spawn/live-sandbox.ts';
+import type { AgentConnection } from './agent-link/agent-connection.ts';
+import type { ChildUids, ParentRef } from './spawn/live-sandbox.ts';
 import { holdProjectLayer, makeProjectLayer } from './storage/project-layer.ts';
 
 export interface CreateFromTemplateDeps {
@@ -31,6 +32,15 @@ export interface ReviveOpts {
 /** Children of a template: each an unrelated sandbox with a new block of its range (none: a legacy template). */
 export function newUids(tpl: TemplateHandle): ChildUids {
   return tpl.blocks ? { kind: 'new', template: tpl.id, blocks: tpl.blocks } : { kind: 'legacy' };
+}
+
+/** A connected template as the parent of a spawn, its children on `lowers` with host uids from `uids`. */
+export function templateParent(
+  tpl: TemplateHandle & { conn: AgentConnection },
+  lowers: string[],
+  uids: ChildUids = newUids(tpl),
+): ParentRef {
+  return { id: tpl.id, hostPid: tpl.hostPid, conn: tpl.conn, templateId: tpl.id, depth: -1, lowers, uids };
 }
 
 export function createFromTemplate(deps: CreateFromTemplateDeps) {
@@ -73,20 +83,13 @@ export function createFromTemplate(deps: CreateFromTemplateDeps) {
     try {
       // Taken last, with nothing awaited before the spawn takes it over (its release is the spawn's then).
       const { tpl, uids } = await templateWithBlock(spec, image, revival?.template);
-      if (!tpl.conn) {
+      const { conn } = tpl;
+      if (!conn) {
         if (uids.kind === 'reserved') uids.blocks.release(uids.index);
         throw new ForkboxError('unavailable', `template ${tpl.id} is not connected; try again.`);
       }
       const [out] = await spawner.spawn(
-        {
-          id: tpl.id,
-          hostPid: tpl.hostPid,
-          conn: tpl.conn,
-          templateId: tpl.id,
-          depth: -1,
-          lowers,
-          uids,
-        },
+        templateParent({ ...tpl, conn }, lowers, uids),
         [
           {
             id: spec.id,

@@ -16,7 +16,7 @@ import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
 import type { NativePaths } from './host/paths.ts';
 import { readProcStatus } from './host/proc.ts';
-import { newUids } from './create-from-template.ts';
+import { templateParent } from './create-from-template.ts';
 import type { ChildSpawner, LiveSandbox, SpawnOutcome } from './spawn/child-spawner.ts';
 import type { ChildUids } from './spawn/live-sandbox.ts';
 import type { SnapshotDriver } from './storage/snapshot-driver.ts';
@@ -125,18 +125,11 @@ export function createForkSandbox(deps: ForkDeps) {
     if (deep) {
       // Past the pid-namespace depth limit: a filesystem-only fork from the template.
       const tpl = deps.templates.get(sb.templateId);
-      if (!tpl?.conn)
+      const conn = tpl?.conn;
+      if (!tpl || !conn)
         throw new ForkboxError('unavailable', `template ${sb.templateId} is not connected; try again.`);
       return spawner.spawn(
-        {
-          id: tpl.id,
-          hostPid: tpl.hostPid,
-          conn: tpl.conn,
-          templateId: tpl.id,
-          depth: -1,
-          lowers,
-          uids: newUids(tpl),
-        },
+        templateParent({ ...tpl, conn }, lowers),
         children,
         source.id,
       );

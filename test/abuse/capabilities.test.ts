@@ -71,6 +71,20 @@ describe('abuse: capabilities', { skip: skip ?? false }, () => {
     assert.doesNotMatch(all.stdout, /NoNewPrivs:\s*0/, all.stdout);
   });
 
+  it('the Node.js REPL holds none of them either, and may not make a user namespace', async () => {
+    const r = await api.runCode(id, {
+      language: 'node',
+      code: "console.log(require('fs').readFileSync('/proc/self/status', 'utf8'))",
+    });
+    assert.equal(r.ok, true, JSON.stringify(r.error));
+    withoutForbidden(r.stdout, 'the Node REPL');
+    const u = await api.runCode(id, {
+      language: 'node',
+      code: "require('child_process').spawnSync('unshare', ['-U', 'true']).status",
+    });
+    assert.notEqual(u.value, '0', 'unshare -U from the Node REPL');
+  });
+
   it('REPL code cannot hand the worker’s capabilities to a program it runs', async () => {
     const r = await replPython<{ worker: string; capset: string; ambient: string; child: string }>(
       api,

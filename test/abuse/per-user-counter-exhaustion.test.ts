@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { lastJson, PY_SYSCALL, } from '../helpers/attacks.ts';
+import { lastJson, PY_SYSCALL } from '../helpers/attacks.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 import { type TwoTenants, twoTenants } from '../helpers/tenant-rest.ts';
 

@@ -1,37 +1,15 @@
 /**
- * Addresses the egress proxy may connect to. Always refused, whatever the policy: loopback, link-local
- * (169.254.0.0/16 — the cloud metadata address — and fe80::/10), unspecified, multicast, broadcast and
- * reserved ranges, and every address of the host itself. Refused unless a CIDR on the sandbox's list names
- * them: private and shared ranges (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) and NAT64.
+ * Addresses the egress proxy may connect to, judged by the daemon's one range table
+ * (network/address-ranges.ts). Always refused, whatever the policy: the table's `always` ranges (loopback,
+ * link-local — the cloud metadata address —, unspecified, multicast, reserved) and every address of the host
+ * itself. Refused unless a CIDR on the sandbox's list names them: the table's other ranges (private, shared,
+ * benchmarking, protocol, unique-local, NAT64) — the same the `open` policy's filter drops.
  */
 import { networkInterfaces } from 'node:os';
-import { inNet, type Net, parseNet, toBig, unmapped } from '../util/cidr.ts';
+import { inNet, parseNet, toBig, unmapped } from '../util/cidr.ts';
+import { rangeOf } from './address-ranges.ts';
 
 export { cidrContains } from '../util/cidr.ts';
-
-const ALWAYS_REFUSED = [
-  '0.0.0.0/8',
-  '127.0.0.0/8',
-  '169.254.0.0/16',
-  '224.0.0.0/4',
-  '240.0.0.0/4',
-  '::/128',
-  '::1/128',
-  'fe80::/10',
-  'ff00::/8',
-];
-const PRIVATE = [
-  '10.0.0.0/8',
-  '172.16.0.0/12',
-  '192.168.0.0/16',
-  '100.64.0.0/10',
-  '192.0.0.0/24',
-  'fc00::/7',
-  '64:ff9b::/96',
-];
-
-const ALWAYS = ALWAYS_REFUSED.map(parseNet).filter((n): n is Net => n !== null);
-const PRIV = PRIVATE.map(parseNet).filter((n): n is Net => n !== null);
 
 /** The host's own addresses, read at each check (interfaces come and go). */
 function hostAddresses(): { v6: boolean; n: bigint }[] {
@@ -53,10 +31,11 @@ export function refusal(addr: string, cidrs: readonly string[], literal: boolean
   const raw = toBig(addr);
   if (!raw) return 'not an address';
   const x = unmapped(raw);
-  if (ALWAYS.some((n) => inNet(n, x))) return 'loopback, link-local, multicast or reserved address';
+  const special = rangeOf(addr);
+  if (special?.always) return 'loopback, link-local, multicast or reserved address';
   if (hostAddresses().some((h) => h.v6 === x.v6 && h.n === x.n)) return "the host's own address";
   const named = cidrs.map(parseNet).some((n) => n !== null && inNet(n, x));
   if (literal && !named) return 'address not on the allow list';
-  if (!named && PRIV.some((n) => inNet(n, x))) return 'private address not named by a CIDR on the list';
+  if (!named && special) return `${special.kind} address not named by a CIDR on the list`;
   return null;
 }

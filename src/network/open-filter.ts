@@ -18,26 +18,15 @@
 import { readFileSync } from 'node:fs';
 import { createServer, isIP } from 'node:net';
 import { run, which } from '../util/subprocess.ts';
+import { refusedV4 } from './address-ranges.ts';
 
 /** The table of the daemon of state dir `stateId` (state-id.ts: 12 hex digits). */
 export function openFilterTable(stateId: string): string {
   if (!/^[0-9a-f]{1,32}$/.test(stateId)) throw new Error(`not a state id: ${stateId}`);
   return `forkbox_${stateId}`;
 }
-/** Refused for the sandboxes' uid range (IPv4): every range that is not the public internet. */
-export const REFUSED_V4 = [
-  '0.0.0.0/8',
-  '10.0.0.0/8',
-  '100.64.0.0/10',
-  '127.0.0.0/8',
-  '169.254.0.0/16',
-  '172.16.0.0/12',
-  '192.0.0.0/24',
-  '192.168.0.0/16',
-  '198.18.0.0/15',
-  '224.0.0.0/4',
-  '240.0.0.0/4',
-];
+/** Refused for the sandboxes' uid range (IPv4): every special range of the daemon's one table. */
+export const REFUSED_V4: readonly string[] = refusedV4();
 
 /** The `nameserver` addresses of resolv.conf text (at most 3, as the C library reads). */
 export function resolversOf(text: string): string[] {

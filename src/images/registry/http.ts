@@ -7,6 +7,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { ForkboxError } from '../../domain/errors.ts';
 import { REGISTRY } from '../../domain/limits.ts';
+import { isLoopbackHost } from '../../network/address-ranges.ts';
 
 export interface RequestOptions {
   method?: 'GET' | 'HEAD';
@@ -16,8 +17,7 @@ export interface RequestOptions {
 /** Hosts reached over plain HTTP: loopback always, others only when the daemon lists them. */
 export function registryBaseUrl(registry: string, insecure: readonly string[]): string {
   const host = registry.replace(/:\d+$/, '');
-  const plain =
-    host === 'localhost' || host === '[::1]' || /^127\./.test(host) || insecure.includes(registry);
+  const plain = isLoopbackHost(host) || insecure.includes(registry);
   return `${plain ? 'http' : 'https'}://${registry}`;
 }
 

@@ -12,17 +12,12 @@
 import { networkInterfaces } from 'node:os';
 import type { MiddlewareHandler } from 'hono';
 import { ForkboxError } from '../../domain/errors.ts';
+import { isLoopbackHost } from '../../network/address-ranges.ts';
 import { toHttpError } from '../rest/errors.ts';
 
-const LOCALHOST_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1'];
+export { isLoopbackHost };
 
-/** True for addresses only this machine can reach: 127.0.0.0/8, ::1, localhost. */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
-  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
-  return /^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
+const LOCALHOST_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1'];
 
 export function isWildcardHost(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '');

@@ -1,7 +1,7 @@
 /** The host part of the API for one caller: template configs, images, gc, df. */
 import { ForkboxError } from '../domain/errors.ts';
 import type { ForkboxApi } from './api.ts';
-import { type CallerContext, DEFAULT_TENANT } from './caller.ts';
+import { type CallerContext, DEFAULT_TENANT, requireHostTenant } from './caller.ts';
 import type { EngineParts } from './engine-parts.ts';
 import { POOL_TENANT } from './warm-pool.ts';
 
@@ -74,8 +74,9 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
     },
 
     listImages: async () => images.list(),
-    buildImage: (req, onProgress) =>
-      afterImageChange(
+    buildImage: async (req, onProgress) => {
+      requireHostTenant(ctx, 'building an image', 'forkbox images build');
+      return afterImageChange(
         images.buildDebian({
           ...(req.name === undefined ? {} : { name: req.name }),
           ...(req.suite === undefined ? {} : { suite: req.suite }),
@@ -84,12 +85,16 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
           ...(onProgress === undefined ? {} : { onProgress }),
           mayReplace: (old) => refuseWhileUsed(old.name),
         }),
-      ),
-    importImage: (name, source, onProgress) =>
-      afterImageChange(images.importImage(name, source, onProgress ? { onProgress } : {})),
+      );
+    },
+    importImage: async (name, source, onProgress) => {
+      requireHostTenant(ctx, 'importing an image', 'forkbox images import');
+      return afterImageChange(images.importImage(name, source, onProgress ? { onProgress } : {}));
+    },
     pullImage: (ref, onProgress) =>
       images.pull(ref, { remote: ctx.remote === true, ...(onProgress ? { onProgress } : {}) }),
     async removeImage(nameOrRef) {
+      requireHostTenant(ctx, 'removing an image', 'forkbox images rm');
       // A registry reference names the image it was pulled as: sandboxes record that local name.
       const name = images.require(nameOrRef).name;
       const users = liveUsers(name);
@@ -105,7 +110,13 @@ export function adminApi(p: EngineParts, ctx: CallerContext): AdminApi {
       p.pool.sync();
     },
 
-    gc: () => p.gc(),
-    df: () => p.df(),
+    async gc() {
+      requireHostTenant(ctx, 'garbage collection', 'forkbox gc');
+      return p.gc();
+    },
+    async df() {
+      requireHostTenant(ctx, 'disk usage of the whole state dir', 'forkbox df');
+      return p.df();
+    },
   };
 }

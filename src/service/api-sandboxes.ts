@@ -3,7 +3,7 @@ import { errors, ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { ForkResult, SandboxApi, SystemStatus } from './api.ts';
 import { replayBrowser } from './browser-fork.ts';
-import { type CallerContext, namespaceFor, namespacesFor } from './caller.ts';
+import { type CallerContext, DEFAULT_TENANT, namespaceFor, namespacesFor } from './caller.ts';
 import { applyProjectOf, diffSandboxRecords } from './diff.ts';
 import type { EngineParts } from './engine-parts.ts';
 import { MERGED_LABEL } from './lineage.ts';
@@ -39,7 +39,11 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
         capabilities: runtime.capabilities,
         stateDir: p.stateDir,
         sandboxes: counts,
-        templates: store.listTemplates().length,
+        // A tenant's own templates (each tenant has its own: runtimes name the group they were made for);
+        // the host's tenant, which runs the host, counts them all.
+        templates: store
+          .listTemplates()
+          .filter((t) => ctx.tenant === DEFAULT_TENANT || t.runtime.group === ctx.tenant).length,
       };
     },
 

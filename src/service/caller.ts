@@ -24,6 +24,19 @@ export interface CallerContext {
   poolFor?: string;
 }
 
+/**
+ * Refuses a host-wide operation (gc, df, image builds, imports and removals, template definitions) to any
+ * caller but the host's own tenant: its effects reach every tenant's sandboxes and the host's disk.
+ */
+export function requireHostTenant(ctx: CallerContext, what: string, onHost: string): void {
+  if (ctx.tenant === DEFAULT_TENANT) return;
+  throw new ForkboxError(
+    'permission_denied',
+    `${what} acts on the whole host, so only the host's own tenant may do it: run '${onHost}' on the host.`,
+    { tenant: ctx.tenant },
+  );
+}
+
 /** The namespace a caller's unqualified names and new sandboxes are in. */
 export function defaultNamespace(ctx: CallerContext): string {
   return ctx.namespaces?.[0] ?? DEFAULT_NAMESPACE;

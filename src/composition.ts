@@ -29,8 +29,8 @@ import { type InboxFs, openInboxFs } from './runtimes/native/host/inbox-fs.ts';
 import { createMounts } from './runtimes/native/host/mounts.ts';
 import { type NativePaths, nativePaths } from './runtimes/native/host/paths.ts';
 import { stateIdOf } from './runtimes/native/host/state-id.ts';
-import { createUidRanges, DEFAULT_UID_REGISTRY, parseUidSpace } from './runtimes/native/host/uid-ranges.ts';
 import { createSys, type Sys, socketFd } from './runtimes/native/host/sys.ts';
+import { createUidRanges, DEFAULT_UID_REGISTRY, parseUidSpace } from './runtimes/native/host/uid-ranges.ts';
 import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
 import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
 import { createOomOrder } from './runtimes/native/spawn/oom-order.ts';
@@ -43,8 +43,8 @@ import type { NetworkCap } from './service/network-cap.ts';
 import type { Runtime } from './service/ports.ts';
 import { createRetention } from './service/retention.ts';
 import { openSqliteStore, type SqliteStore } from './storage/sqlite/index.ts';
-import { VERSION } from './version.ts';
 import { readMountInfo } from './util/mountinfo.ts';
+import { VERSION } from './version.ts';
 
 export interface OpenEngineOptions {
   stateDir: string;

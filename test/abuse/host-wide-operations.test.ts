@@ -105,7 +105,7 @@ describe('abuse: host-wide operations stay with the host', { skip: skip ?? false
     const calls: [string, () => Promise<unknown>][] = [
       ['gc', () => api.gc()],
       ['df', () => api.df()],
-      ['buildImage', () => api.buildImage({ name: 'stolen' })],
+      ['buildImage', () => api.buildImage({ distro: 'debian', name: 'stolen' })],
       ['importImage', () => api.importImage('stolen', '/etc')],
       ['removeImage', () => api.removeImage('debian')],
       ['defineTemplate', () => api.defineTemplate({ name: 'stolen', image: 'debian' })],

@@ -5,12 +5,12 @@
 import { ForkboxError } from '../../domain/errors.ts';
 import type { ImageRecord } from '../../domain/types.ts';
 import type { CreateSandboxSpec, ImageStore, SandboxHandle } from '../../service/ports.ts';
+import type { AgentConnection } from './agent-link/agent-connection.ts';
 import type { TemplateHandle, Templates } from './container/templates.ts';
 import type { NativePaths } from './host/paths.ts';
 import type { UidRange } from './host/uid-range.ts';
 import type { Admit } from './runtime-admission.ts';
 import type { ChildSpawner } from './spawn/child-spawner.ts';
-import type { AgentConnection } from './agent-link/agent-connection.ts';
 import type { ChildUids, ParentRef } from './spawn/live-sandbox.ts';
 import { holdProjectLayer, makeProjectLayer } from './storage/project-layer.ts';
 

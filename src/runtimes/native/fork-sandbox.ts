@@ -14,9 +14,9 @@ import type { AgentConnection } from './agent-link/agent-connection.ts';
 import type { ExecSpawners } from './agent-link/exec-spawners.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
+import { templateParent } from './create-from-template.ts';
 import type { NativePaths } from './host/paths.ts';
 import { readProcStatus } from './host/proc.ts';
-import { templateParent } from './create-from-template.ts';
 import type { ChildSpawner, LiveSandbox, SpawnOutcome } from './spawn/child-spawner.ts';
 import type { ChildUids } from './spawn/live-sandbox.ts';
 import type { SnapshotDriver } from './storage/snapshot-driver.ts';
@@ -128,11 +128,7 @@ export function createForkSandbox(deps: ForkDeps) {
       const conn = tpl?.conn;
       if (!tpl || !conn)
         throw new ForkboxError('unavailable', `template ${sb.templateId} is not connected; try again.`);
-      return spawner.spawn(
-        templateParent({ ...tpl, conn }, lowers),
-        children,
-        source.id,
-      );
+      return spawner.spawn(templateParent({ ...tpl, conn }, lowers), children, source.id);
     }
     // The source's worker clones every child one after another while the children already set
     // themselves up, each in its own cgroup: weigh the source as much as all of them together, or

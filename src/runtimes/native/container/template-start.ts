@@ -18,13 +18,12 @@ import type { NativePaths } from '../host/paths.ts';
 import { isRunning, procStartTime } from '../host/proc.ts';
 import { traverseAdvice, untraversable } from '../host/traverse.ts';
 import type { UidRange } from '../host/uid-range.ts';
-import { BLOCKS_PER_RANGE, BLOCK_SIZE, type UidRanges } from '../host/uid-ranges.ts';
+import { BLOCK_SIZE, BLOCKS_PER_RANGE, type UidRanges } from '../host/uid-ranges.ts';
 import { makeUserNamespaces, storageIdmap, type UsernsSpec } from '../host/userns-maker.ts';
 import type { AgentStart } from './agent-runtime.ts';
 import { templateOciSpec } from './oci-spec.ts';
-import { createTemplateBlocks, type TemplateBlocks } from './template-blocks.ts';
-
 import { logTail, runProcess } from './runc.ts';
+import { createTemplateBlocks, type TemplateBlocks } from './template-blocks.ts';
 
 export interface TemplateHandle {
   id: string;

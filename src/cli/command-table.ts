@@ -138,7 +138,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'port',
-    description: "publish a sandbox's loopback port on the host and print its address (127.0.0.1:PORT)",
+    description: "publish a sandbox's loopback port on the host and print its address (127.0.0.2:PORT)",
     term: '[options] <id> <port>',
     load: () => import('./commands/port.ts'),
   },

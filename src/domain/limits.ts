@@ -174,8 +174,14 @@ export const REGISTRY = {
   redirects: 5,
 } as const;
 
-/** Published ports (network/published-ports.ts): a sandbox's loopback servers on host 127.0.0.1 ports. */
+/** Published ports (network/published-ports.ts): a sandbox's loopback servers on host 127.0.0.2 ports. */
 export const PORTS = {
+  /**
+   * The host address published ports listen on: a loopback address that is not the listener's
+   * (127.0.0.1), so a page a sandbox serves is never of the console's site — browsers scope cookies by
+   * host, not port — and never receives the console's session cookie.
+   */
+  publishHost: '127.0.0.2',
   /** Ports one sandbox may publish (create's `ports` list and port_expose together). */
   perSandbox: 16,
   /** Connections open at once through one published port (more are closed at accept). */

@@ -63,7 +63,7 @@ export interface SandboxRecord {
   ports?: PublishedPort[];
 }
 
-/** A port published from a sandbox's loopback to the host's 127.0.0.1. */
+/** A port published from a sandbox's loopback to the host's 127.0.0.2. */
 export interface PublishedPort {
   port: number;
   hostPort: number;

@@ -1,13 +1,13 @@
 /**
  * Addresses the egress proxy may connect to, judged by the daemon's one range table
- * (network/address-ranges.ts). Always refused, whatever the policy: the table's `always` ranges (loopback,
+ * (util/address-ranges.ts). Always refused, whatever the policy: the table's `always` ranges (loopback,
  * link-local — the cloud metadata address —, unspecified, multicast, reserved) and every address of the host
  * itself. Refused unless a CIDR on the sandbox's list names them: the table's other ranges (private, shared,
  * benchmarking, protocol, unique-local, NAT64) — the same the `open` policy's filter drops.
  */
 import { networkInterfaces } from 'node:os';
+import { rangeOf } from '../util/address-ranges.ts';
 import { inNet, parseNet, toBig, unmapped } from '../util/cidr.ts';
-import { rangeOf } from './address-ranges.ts';
 
 export { cidrContains } from '../util/cidr.ts';
 

@@ -17,8 +17,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer, isIP } from 'node:net';
+import { refusedV4 } from '../util/address-ranges.ts';
 import { run, which } from '../util/subprocess.ts';
-import { refusedV4 } from './address-ranges.ts';
 
 /** The table of the daemon of state dir `stateId` (state-id.ts: 12 hex digits). */
 export function openFilterTable(stateId: string): string {

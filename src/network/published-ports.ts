@@ -1,6 +1,6 @@
 /**
  * Published ports: a server listening on a sandbox's loopback, reachable from the host on
- * 127.0.0.1:<host port>. The daemon listens on the host port; each accepted connection is joined to a
+ * 127.0.0.2:<host port> (PORTS.publishHost: not the listener's address). The daemon listens on the host port; each accepted connection is joined to a
  * connection to the sandbox's port that `dial` makes (the sandbox's agent connects it from inside,
  * runtimes/native/agent-link/port-dialer.ts), and the two are piped with backpressure (a side's buffer
  * stays at its stream's high-water mark). Bounded (domain/limits.ts PORTS): ports per sandbox,
@@ -33,7 +33,7 @@ interface SandboxPorts {
 }
 
 export interface PublishedPorts {
-  /** Publish `port` of sandbox `sandbox` on host 127.0.0.1:`hostPort` (0: a free one); its host port. */
+  /** Publish `port` of sandbox `sandbox` on host 127.0.0.2:`hostPort` (0: a free one); its host port. */
   publish(sandbox: string, port: number, hostPort: number): Promise<number>;
   /** A connection to published `port` (for the HTTP listener), counted like one on its host port. */
   connect(sandbox: string, port: number): Promise<net.Socket>;
@@ -139,7 +139,7 @@ export function createPublishedPorts(opts: {
       const server = net.createServer({ pauseOnConnect: true });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen({ host: '127.0.0.1', port: hostPort, exclusive: true }, () => {
+        server.listen({ host: PORTS.publishHost, port: hostPort, exclusive: true }, () => {
           server.off('error', reject);
           resolve();
         });

@@ -68,7 +68,7 @@ export interface CreateSandboxRequest {
 export interface PortInfo {
   port: number;
   hostPort: number;
-  /** `127.0.0.1:<hostPort>`. */
+  /** `127.0.0.2:<hostPort>`. */
   address: string;
 }
 
@@ -437,7 +437,7 @@ export interface ForkboxApi {
   applyProject(idOrName: string): Promise<ProjectApplyResult>;
 
   /**
-   * Publish a server on the sandbox's loopback `port` on the host's 127.0.0.1 (`hostPort`, or a free one
+   * Publish a server on the sandbox's loopback `port` on the host's 127.0.0.2 (`hostPort`, or a free one
    * when absent); the same port again returns its address.
    */
   exposePort(idOrName: string, port: number, opts?: { hostPort?: number }): Promise<PortInfo>;

@@ -532,7 +532,7 @@ export interface RuntimeCounters {
 
 /** Published ports: a server on a sandbox's loopback reachable from the host (absent: not supported). */
 export interface RuntimePorts {
-  /** Publish `port` of the sandbox on host 127.0.0.1:`hostPort` (0: a free one); returns the host port. */
+  /** Publish `port` of the sandbox on host 127.0.0.2:`hostPort` (0: a free one); returns the host port. */
   publish(rec: SandboxRecord, port: number, hostPort: number): Promise<number>;
   /** A connection to the sandbox's published `port` (for the HTTP listener). */
   connect(rec: SandboxRecord, port: number): Promise<Duplex>;

@@ -1,4 +1,5 @@
 /** A sandbox record as the API shows it. */
+import { PORTS } from '../domain/limits.ts';
 import { formatNetwork } from '../domain/network.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { PortInfo, SandboxInfo } from './api.ts';
@@ -7,7 +8,7 @@ import type { PortInfo, SandboxInfo } from './api.ts';
 export const portInfo = (p: { port: number; hostPort: number }): PortInfo => ({
   port: p.port,
   hostPort: p.hostPort,
-  address: `127.0.0.1:${p.hostPort}`,
+  address: `${PORTS.publishHost}:${p.hostPort}`,
 });
 
 export function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {

@@ -1,6 +1,6 @@
 /**
  * Published ports, the service side: a server on a sandbox's loopback reachable from the host on
- * 127.0.0.1:<host port> (the runtime listens and relays: RuntimePorts). The ports live on the record
+ * 127.0.0.2:<host port> (the runtime listens and relays: RuntimePorts). The ports live on the record
  * (`ports`, re-opened on the same host ports after a daemon restart); a fork's children get the source's
  * ports on host ports of their own; the runtime closes them when the sandbox ends.
  */

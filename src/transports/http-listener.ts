@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { ForkboxError } from '../domain/errors.ts';
+import { PORTS } from '../domain/limits.ts';
 import type { Logger } from '../domain/logger.ts';
 import type { AuditLog } from '../protocol/audit.ts';
 import { createHttpApp, type HttpApp, type HttpAppOptions } from '../protocol/http/app.ts';
@@ -61,6 +62,13 @@ export function checkListenSecurity(
     throw new ForkboxError(
       'invalid_argument',
       `refusing to listen on ${host} without authentication: anyone who can reach it could run commands in sandboxes. Pass --token-file FILE (or FORKBOX_TOKEN_FILE) with 'TOKEN TENANT' lines, or --oidc-issuer and --oidc-audience, or listen on 127.0.0.1.`,
+      { host },
+    );
+  }
+  if (host.replace(/^\[|\]$/g, '') === PORTS.publishHost) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `refusing to listen on ${host}: sandboxes' published ports are served there, and a page one serves would be of the console's site. Listen on 127.0.0.1 (or another address).`,
       { host },
     );
   }

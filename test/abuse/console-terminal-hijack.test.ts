@@ -13,6 +13,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Listener } from '../../src/transports/http-listener.ts';
+import { consoleCookieAt } from '../helpers/console-login.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 import { startTenantListener } from '../helpers/tenant-listener.ts';
 
@@ -27,8 +28,9 @@ describe('abuse: hijacking another tenant’s console terminal', { skip: skip ??
   let sandbox = '';
   let exec = '';
 
+  const cookies = new Map<string, string>();
   /** A console request as a browser on the console's page sends it: the session cookie and our Origin. */
-  const consoleReq = (
+  const consoleReq = async (
     token: string,
     method: string,
     path: string,
@@ -37,9 +39,17 @@ describe('abuse: hijacking another tenant’s console terminal', { skip: skip ??
   ) =>
     fetch(`${base}/console${path}`, {
       method,
-      headers: { cookie: `forkbox_console=${token}`, origin: base, 'content-type': type },
+      headers: { cookie: await sessionOf(token), origin: base, 'content-type': type },
       ...(body === undefined ? {} : { body }),
     });
+
+  async function sessionOf(token: string): Promise<string> {
+    const have = cookies.get(token);
+    if (have) return have;
+    const made = await consoleCookieAt(base, token);
+    cookies.set(token, made);
+    return made;
+  }
 
   before(async () => {
     fx = await openNative();

@@ -28,10 +28,10 @@ const FLOOD = 400;
 /** Descriptors the daemon may gain during the flood (two per relayed connection, plus slack). */
 const FD_BOUND = 2 * PORTS.connectionsPerPort + 48;
 
-/** Open a TCP connection to 127.0.0.1:port; resolves with the socket once connected, null on error. */
+/** Open a TCP connection to the published ports' address; resolves with the socket once connected, null on error. */
 function connect(port: number): Promise<net.Socket | null> {
   return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port }, () => resolve(s));
+    const s = net.connect({ host: PORTS.publishHost, port }, () => resolve(s));
     s.on('error', () => resolve(null));
   });
 }
@@ -114,7 +114,7 @@ describe('abuse: published ports', () => {
       't = socket.socket()',
       't.settimeout(5)',
       'try:',
-      `    t.connect(("127.0.0.1", ${hostPort}))`,
+      `    t.connect(("${PORTS.publishHost}", ${hostPort}))`,
       '    print("host", "connected")',
       'except OSError as e:',
       '    print("host", type(e).__name__)',

@@ -15,6 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Listener } from '../../src/transports/http-listener.ts';
 import { launchChromium, testOutputDir } from '../helpers/browser.ts';
+import { consoleCookieAt } from '../helpers/console-login.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 import { startTenantListener } from '../helpers/tenant-listener.ts';
 
@@ -236,7 +237,7 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
     await page.goto(`${base}/console/sandboxes/${parent}/file?path=/work/page.html`);
     assert.match((await page.textContent('#content')) ?? '', /<script>/);
     assert.notEqual(await page.title(), 'pwned');
-    const cookie = `forkbox_console=${TOKEN_A}`;
+    const cookie = await consoleCookieAt(base, TOKEN_A);
     const raw = await fetch(`${base}/console/sandboxes/${parent}/download?path=/work/page.html`, {
       headers: { cookie },
     });
@@ -300,12 +301,17 @@ describe('web console in Chromium', { skip: skip ?? false }, () => {
   });
 
   it('refuses a foreign Origin, a POST without Origin, and the cookie as an API credential', async () => {
-    const cookie = `forkbox_console=${TOKEN_A}`;
+    const cookie = await consoleCookieAt(base, TOKEN_A);
     const kill = (headers: Record<string, string>) =>
       fetch(`${base}/console/sandboxes/${parent}/kill`, { method: 'POST', headers: { cookie, ...headers } });
     assert.equal((await kill({ origin: 'http://evil.example' })).status, 403);
     assert.equal((await kill({})).status, 403);
     assert.equal((await fetch(`${base}/v1/sandboxes`, { headers: { cookie } })).status, 401);
+    const sessionId = cookie.split('=')[1];
+    const asBearer = await fetch(`${base}/v1/sandboxes`, {
+      headers: { authorization: `Bearer ${sessionId}` },
+    });
+    assert.equal(asBearer.status, 401, 'the session id is no API token');
     const s = await rest('GET', `/v1/sandboxes/${parent}`, TOKEN_A);
     assert.equal(s.state, 'running');
     const res = await fetch(`${base}/console`, { headers: { cookie } });

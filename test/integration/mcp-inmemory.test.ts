@@ -3,11 +3,12 @@
  * through the SDK's in-memory transport pair, over the real engine (runc templates, forked sandboxes).
  * Every canonical tool is called, with its error cases, progress streaming and cancellation.
  */
+
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { LIMITS } from '../../src/domain/limits.ts';
+import { LIMITS, PORTS } from '../../src/domain/limits.ts';
 import { DEFAULT_LABEL } from '../../src/protocol/mcp/default-sandbox.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
@@ -610,7 +611,7 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
     });
     const body = await waitFor(
       async () => {
-        const r = await fetch(`http://127.0.0.1:${p.host_port}/hi.txt`, {
+        const r = await fetch(`http://${PORTS.publishHost}:${p.host_port}/hi.txt`, {
           signal: AbortSignal.timeout(3000),
         }).catch(() => null);
         return r?.status === 200 ? r.text() : undefined;

@@ -15,6 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { openEngine } from '../../src/composition.ts';
+import { PORTS } from '../../src/domain/limits.ts';
 import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
@@ -52,10 +53,10 @@ async function getWhenUp(url: string, headers: Record<string, string> = {}): Pro
   );
 }
 
-/** Whether something accepts TCP connections on 127.0.0.1:port. */
+/** Whether something accepts TCP connections on the published ports' address. */
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port }, () => {
+    const s = net.connect({ host: PORTS.publishHost, port }, () => {
       s.destroy();
       resolve(true);
     });
@@ -95,7 +96,7 @@ describe('published ports', { skip: skip ?? false }, () => {
     const p = created.ports?.[0];
     assert.ok(p, 'create shows the published port');
     assert.equal(p.port, 8000);
-    assert.equal(p.address, `127.0.0.1:${p.hostPort}`);
+    assert.equal(p.address, `127.0.0.2:${p.hostPort}`);
     hostPort = p.hostPort;
     assert.deepEqual(await alice.listPorts(sb), [p]);
     await serve(alice, sb, 8000, 'hello from web\n');
@@ -110,6 +111,8 @@ describe('published ports', { skip: skip ?? false }, () => {
   it('through the HTTP listener only with the right token; another tenant gets not found', async () => {
     const url = `${base}/v1/sandboxes/${sb}/ports/8000/hello.txt`;
     assert.equal(await getWhenUp(url, { authorization: `Bearer ${TOKEN_A}` }), 'hello from web\n');
+    const fenced = await fetch(url, { headers: { authorization: `Bearer ${TOKEN_A}` } });
+    assert.match(fenced.headers.get('content-security-policy') ?? '', /^sandbox /, 'an opaque origin');
     assert.equal((await fetch(url)).status, 401);
     assert.equal(
       (await fetch(url, { headers: { authorization: 'Bearer tok-nobody-000000000000' } })).status,
@@ -139,10 +142,14 @@ describe('published ports', { skip: skip ?? false }, () => {
       // Processes are not carried by a fork: each child starts its own server.
       await serve(alice, kid.id, 8000, `hello from child ${i}\n`);
     }
-    assert.equal(new Set([...addrs, `127.0.0.1:${hostPort}`]).size, 3, 'three different host ports');
+    assert.equal(
+      new Set([...addrs, `${PORTS.publishHost}:${hostPort}`]).size,
+      3,
+      'three different host ports',
+    );
     for (const [i, a] of addrs.entries())
       assert.equal(await getWhenUp(`http://${a}/hello.txt`), `hello from child ${i}\n`);
-    assert.equal(await getWhenUp(`http://127.0.0.1:${hostPort}/hello.txt`), 'hello from web\n');
+    assert.equal(await getWhenUp(`http://${PORTS.publishHost}:${hostPort}/hello.txt`), 'hello from web\n');
   });
 
   it('port_expose and port_list over MCP', async () => {
@@ -164,7 +171,10 @@ describe('published ports', { skip: skip ?? false }, () => {
       assert.equal(typeof exposed.host_port, 'number');
       assert.deepEqual(await call('port_list', { sandbox: own }), { ports: [exposed] });
       await serve(api, own, 9000, 'hello over mcp\n');
-      assert.equal(await getWhenUp(`http://127.0.0.1:${exposed.host_port}/hello.txt`), 'hello over mcp\n');
+      assert.equal(
+        await getWhenUp(`http://${PORTS.publishHost}:${exposed.host_port}/hello.txt`),
+        'hello over mcp\n',
+      );
       const bad = (await client.callTool({
         name: 'port_expose',
         arguments: { sandbox: own, port: 70000 },

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { registryBaseUrl } from '../../src/images/registry/http.ts';
-import { addressRanges, isLoopbackHost, rangeOf, refusedV4 } from '../../src/network/address-ranges.ts';
 import { refusal } from '../../src/network/addresses.ts';
 import { REFUSED_V4 } from '../../src/network/open-filter.ts';
 import { isLoopbackHost as guardsLoopback } from '../../src/protocol/http/guards.ts';
+import { addressRanges, isLoopbackHost, rangeOf, refusedV4 } from '../../src/util/address-ranges.ts';
 import { cidrContains } from '../../src/util/cidr.ts';
 
 describe('one address-range table and one loopback check', () => {

@@ -13,8 +13,38 @@ import { bytes, duration, ttlLeft } from '../../src/protocol/console/format.ts';
 import { h } from '../../src/protocol/console/markup.ts';
 import { noticeQuery, noticeText } from '../../src/protocol/console/notice.ts';
 import { CONSOLE_BODY_LIMIT, consoleBodyLimit } from '../../src/protocol/console/routes.ts';
+import { createConsoleSessions } from '../../src/protocol/console/sessions.ts';
 import { loadTerminalAssets, TERMINAL_CSP } from '../../src/protocol/console/terminal-page.ts';
 import { buildForest } from '../../src/protocol/console/tree.ts';
+
+describe('console sessions', () => {
+  it('expire, end at logout, refuse ids of another shape, and keep to their bounds', () => {
+    let now = 1000;
+    const s = createConsoleSessions({ ttlMs: 100, perTenant: 2, total: 3, now: () => now });
+    const a = s.open('tok-a', 'alice');
+    assert.equal(s.get(a)?.tenant, 'alice');
+    assert.equal(s.get(a)?.token, 'tok-a');
+    assert.equal(s.get('tok-a'), undefined, 'a token is not a session id');
+    assert.equal(s.get(`${a}x`), undefined);
+    assert.equal(s.get(undefined), undefined);
+    now += 100;
+    assert.equal(s.get(a), undefined, 'expired');
+    const b1 = s.open('tok-b', 'bob');
+    const b2 = s.open('tok-b', 'bob');
+    const b3 = s.open('tok-b', 'bob');
+    assert.equal(s.get(b1), undefined, "a tenant's third session ends its oldest");
+    assert.ok(s.get(b2) && s.get(b3));
+    const c = s.open('tok-c', 'carol');
+    const d = s.open('tok-d', 'dave');
+    assert.equal(s.size(), 3);
+    assert.equal(s.get(b2), undefined, 'past the total bound the oldest of all ends');
+    assert.ok(s.get(c) && s.get(d));
+    s.end(c);
+    assert.equal(s.get(c), undefined);
+    s.end('unknown');
+    s.end(undefined);
+  });
+});
 
 describe('console session cookie', () => {
   it('is HttpOnly, SameSite=Strict, Path=/console; Secure only over HTTPS', () => {

@@ -1,4 +1,4 @@
-/** `forkbox port ID PORT`: publish a sandbox's loopback port on the host; prints 127.0.0.1:HOSTPORT. */
+/** `forkbox port ID PORT`: publish a sandbox's loopback port on the host; prints 127.0.0.2:HOSTPORT. */
 import type { Command } from 'commander';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';

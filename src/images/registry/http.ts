@@ -7,7 +7,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { ForkboxError } from '../../domain/errors.ts';
 import { REGISTRY } from '../../domain/limits.ts';
-import { isLoopbackHost } from '../../network/address-ranges.ts';
+import { isLoopbackHost } from '../../util/address-ranges.ts';
 
 export interface RequestOptions {
   method?: 'GET' | 'HEAD';

@@ -1,8 +1,9 @@
 /**
- * The console's session cookie: the caller's token itself, HttpOnly (no script reads it), SameSite=Strict
- * (no other site's page or link sends it), Path=/console (the REST and MCP endpoints never see it), and
- * Secure when the page was served over HTTPS. Every request checks the token again, so a token removed
- * from the token file (SIGHUP) ends every console session that used it.
+ * The console's session cookie: an opaque session id (sessions.ts keeps what it stands for; never the
+ * caller's token), HttpOnly (no script reads it), SameSite=Strict (no other site's page or link sends
+ * it), Path=/console (the REST and MCP endpoints never see it), and Secure when the page was served over
+ * HTTPS. Published ports listen on another loopback address than the listener (PORTS.publishHost), so a
+ * page a sandbox serves is never of the console's site and its requests never carry the cookie.
  */
 
 export const COOKIE_NAME = 'forkbox_console';
@@ -32,9 +33,9 @@ function attributes(secure: boolean, maxAge: number): string {
   return `Path=${COOKIE_PATH}; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure ? '; Secure' : ''}`;
 }
 
-/** Set-Cookie for a new session holding `token`. */
-export function sessionCookie(token: string, secure: boolean): string {
-  return `${COOKIE_NAME}=${encodeURIComponent(token)}; ${attributes(secure, SESSION_SECONDS)}`;
+/** Set-Cookie for the new session `id`. */
+export function sessionCookie(id: string, secure: boolean): string {
+  return `${COOKIE_NAME}=${encodeURIComponent(id)}; ${attributes(secure, SESSION_SECONDS)}`;
 }
 
 /** Set-Cookie that ends the session (logout). */

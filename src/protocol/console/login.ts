@@ -2,12 +2,30 @@
 import type { Context, Hono } from 'hono';
 import { ForkboxError } from '../../domain/errors.ts';
 import type { Caller } from '../http/tokens.ts';
-import { clearedCookie, isHttps, MAX_TOKEN_CHARS, sessionCookie } from './cookie.ts';
+import { clearedCookie, cookieValue, isHttps, MAX_TOKEN_CHARS, sessionCookie } from './cookie.ts';
 import { h, page } from './markup.ts';
+import type { ConsoleSessions } from './sessions.ts';
 
 export interface LoginDeps {
   authRequired: boolean;
   authenticate(token: string): Promise<Caller | ForkboxError>;
+  sessions: ConsoleSessions;
+}
+
+/**
+ * The caller a request's session cookie stands for: its session is live and its token still
+ * authenticates (a token removed from the token file ends every session opened with it). Undefined
+ * otherwise.
+ */
+export async function sessionCaller(
+  deps: Pick<LoginDeps, 'authenticate' | 'sessions'>,
+  cookieHeader: string | undefined,
+): Promise<Caller | undefined> {
+  const session = deps.sessions.get(cookieValue(cookieHeader));
+  if (!session) return undefined;
+  const who = await deps.authenticate(session.token);
+  if (who instanceof ForkboxError || who.tenant !== session.tenant) return undefined;
+  return who;
 }
 
 function loginPage(error?: string): string {
@@ -17,7 +35,7 @@ function loginPage(error?: string): string {
 <form method="post" action="/console/login"><label>Token
 <input type="password" name="token" autocomplete="off" required maxlength="${MAX_TOKEN_CHARS}" autofocus></label>
 <button type="submit">Log in</button></form>
-<p class="muted">The token of the daemon's token file (or a JWT from its OIDC issuer). It is kept in an HttpOnly cookie for this console only.</p>`,
+<p class="muted">The token of the daemon's token file (or a JWT from its OIDC issuer). It stays in the daemon: this browser keeps only an HttpOnly session cookie for this console.</p>`,
     { loggedIn: false },
   );
 }
@@ -35,10 +53,11 @@ export function mountLogin(app: Hono, deps: LoginDeps): void {
     }
     const who = await deps.authenticate(token);
     if (who instanceof ForkboxError) return c.html(loginPage('That token is not valid here.'), 401);
-    c.header('Set-Cookie', sessionCookie(token, secureOf(c)));
+    c.header('Set-Cookie', sessionCookie(deps.sessions.open(token, who.tenant), secureOf(c)));
     return c.redirect('/console', 303);
   });
   app.post('/logout', (c) => {
+    deps.sessions.end(cookieValue(c.req.header('cookie')));
     c.header('Set-Cookie', clearedCookie(secureOf(c)));
     return c.redirect('/console/login', 303);
   });

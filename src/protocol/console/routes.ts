@@ -1,6 +1,6 @@
 /**
  * The web console under /console on the TCP listener: server-rendered pages, one script and one style
- * sheet. Authentication is the session cookie only (cookie.ts), checked on every request by the
+ * sheet. Authentication is the session cookie only (cookie.ts, sessions.ts), checked on every request by the
  * listener's auth step, which hands this app the caller; the REST and MCP endpoints never accept the
  * cookie. Every POST must carry an Origin header (the listener's guard has already checked it is ours),
  * beside the SameSite=Strict cookie: a page on another site can neither read nor drive the console.
@@ -13,13 +13,12 @@ import type { Caller } from '../http/tokens.ts';
 import { toHttpError } from '../rest/errors.ts';
 import { CONSOLE_CSS, CONSOLE_JS, SECURITY_HEADERS } from './assets.ts';
 import { mountAuditRoute } from './audit-page.ts';
-import { cookieValue } from './cookie.ts';
 import { dashboardBody } from './dashboard.ts';
 import { loadDashboard } from './data.ts';
 import type { ConsoleStreams } from './events.ts';
 import { EXEC_JS } from './exec-page.ts';
 import { UPLOAD_BYTES } from './files-page.ts';
-import { type LoginDeps, mountLogin } from './login.ts';
+import { type LoginDeps, mountLogin, sessionCaller } from './login.ts';
 import { h, page } from './markup.ts';
 import { mountSandboxRoutes } from './sandbox-routes.ts';
 import { loadTerminalAssets, TERMINAL_JS } from './terminal-page.ts';
@@ -97,13 +96,8 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
     );
   });
   /** Whether the session cookie of a long-lived stream's request still logs in (a token may be revoked). */
-  const stillValid = async (c: Context) => {
-    const token = cookieValue(c.req.header('cookie'));
-    return (
-      !deps.authRequired ||
-      (token !== undefined && !((await deps.authenticate(token)) instanceof ForkboxError))
-    );
-  };
+  const stillValid = async (c: Context) =>
+    !deps.authRequired || (await sessionCaller(deps, c.req.header('cookie'))) !== undefined;
   app.get('/events', (c) => {
     const { caller, api } = callerApi();
     return deps.streams.open(c, {

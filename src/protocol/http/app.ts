@@ -24,9 +24,11 @@ import { type CallerContext, DEFAULT_TENANT } from '../../service/engine.ts';
 import type { HostMetrics } from '../../service/host-metrics.ts';
 import type { PoolStats } from '../../service/warm-pool.ts';
 import { type AuditLog, outcomeOf, sandboxInPath } from '../audit.ts';
-import { cookieValue } from '../console/cookie.ts';
+import { SESSION_SECONDS } from '../console/cookie.ts';
 import { createConsoleStreams } from '../console/events.ts';
+import { sessionCaller } from '../console/login.ts';
 import { consoleBodyLimit, createConsoleApp, isConsolePath, isConsoleStream } from '../console/routes.ts';
+import { type ConsoleSessions, createConsoleSessions } from '../console/sessions.ts';
 import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
 import type { ToolLog } from '../mcp/tool-kit.ts';
 import { bodyLimitFor, bodyLimits, mountApiRoutes } from '../rest/api-routes.ts';
@@ -159,7 +161,7 @@ async function peekMcp(req: Request, scope: RequestScope): Promise<void> {
  * authenticates by its session cookie instead (and only there); its routes decide what a request without
  * a valid one gets (the login page, a redirect to it, or 401).
  */
-function bearerAuth(opts: HttpAppOptions, scopeOf: () => RequestScope) {
+function bearerAuth(opts: HttpAppOptions, sessions: ConsoleSessions, scopeOf: () => RequestScope) {
   return async (c: Context, next: () => Promise<void>) => {
     const scope = scopeOf();
     if (!opts.tokens && !opts.oidc) {
@@ -167,9 +169,9 @@ function bearerAuth(opts: HttpAppOptions, scopeOf: () => RequestScope) {
       return next();
     }
     if (isConsolePath(c.req.path)) {
-      const token = cookieValue(c.req.header('cookie'));
-      const who = token === undefined ? undefined : await authenticate(token, opts.tokens, opts.oidc);
-      if (who !== undefined && !(who instanceof ForkboxError)) scope.caller = who;
+      const auth = (token: string) => authenticate(token, opts.tokens, opts.oidc);
+      const who = await sessionCaller({ authenticate: auth, sessions }, c.req.header('cookie'));
+      if (who !== undefined) scope.caller = who;
       return next();
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '');
@@ -242,6 +244,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
   const callerOf = (): Caller => als.getStore()?.caller ?? ANONYMOUS;
 
   const consoleStreams = createConsoleStreams(opts.console?.maxStreamsPerTenant);
+  const consoleSessions = createConsoleSessions({ ttlMs: SESSION_SECONDS * 1000 });
   const mcpEndpoints = createMcpEndpoints(opts, (api) => instrumentApi(api, metrics, noteError));
   const { mcp, mcpFor } = mcpEndpoints;
 
@@ -305,7 +308,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
 
   app.use(
     '*',
-    bearerAuth(opts, () => als.getStore() as RequestScope),
+    bearerAuth(opts, consoleSessions, () => als.getStore() as RequestScope),
   );
 
   app.get('/metrics', async (c) =>
@@ -372,6 +375,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
       caller: () => als.getStore()?.caller,
       api: apiFor,
       streams: consoleStreams,
+      sessions: consoleSessions,
       audit: opts.audit,
     }),
   );

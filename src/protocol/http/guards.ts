@@ -12,7 +12,7 @@
 import { networkInterfaces } from 'node:os';
 import type { MiddlewareHandler } from 'hono';
 import { ForkboxError } from '../../domain/errors.ts';
-import { isLoopbackHost } from '../../network/address-ranges.ts';
+import { isLoopbackHost } from '../../util/address-ranges.ts';
 import { toHttpError } from '../rest/errors.ts';
 
 export { isLoopbackHost };

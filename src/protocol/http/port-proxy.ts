@@ -1,10 +1,15 @@
 /**
  * `/v1/sandboxes/{id}/ports/{port}/…` on the TCP listener: plain HTTP to a sandbox's published port,
- * for remote users who cannot reach the host's 127.0.0.1. It is behind the listener's bearer token and
+ * for remote users who cannot reach the host's 127.0.0.2. It is behind the listener's bearer token and
  * tenant scope (another tenant's sandbox is not found) like every /v1 route; the request goes to the
  * sandbox's server over a connection the runtime relays (service: connectPort), with the prefix taken
  * off the path, the caller's Authorization and hop-by-hop headers dropped and `Connection: close`.
  * No upgrades (WebSocket): only request/response.
+ *
+ * The sandbox's pages come back on the listener's own origin, where the console lives, so they are
+ * fenced in: the request carries no cookie, a `Set-Cookie` of the sandbox's is dropped, and every
+ * response is served under `Content-Security-Policy: sandbox` (an opaque origin: a script on the page can
+ * neither read the console's pages nor send its session cookie, whatever path it asks for).
  */
 import http from 'node:http';
 import type net from 'node:net';
@@ -28,6 +33,9 @@ const HOP = new Set([
   'host',
   'authorization',
 ]);
+/** Never passed on: the listener's cookies to the sandbox, the sandbox's cookies to the listener's origin. */
+const COOKIES = new Set(['cookie', 'set-cookie', 'set-cookie2']);
+export const PROXIED_CSP = 'sandbox allow-scripts allow-forms allow-popups allow-downloads';
 
 export async function proxyToPort(req: Request, api: ForkboxApi): Promise<Response> {
   const url = new URL(req.url);
@@ -40,7 +48,7 @@ export async function proxyToPort(req: Request, api: ForkboxApi): Promise<Respon
   const sock = (await api.connectPort(id, port)) as net.Socket;
   const headers: Record<string, string> = {};
   req.headers.forEach((v, k) => {
-    if (!HOP.has(k)) headers[k] = v;
+    if (!HOP.has(k) && !COOKIES.has(k)) headers[k] = v;
   });
   headers.host = `127.0.0.1:${port}`;
   headers.connection = 'close';
@@ -48,9 +56,10 @@ export async function proxyToPort(req: Request, api: ForkboxApi): Promise<Respon
     const out = http.request({ method: req.method, path, headers, createConnection: () => sock }, (res) => {
       const h = new Headers();
       for (const [k, v] of Object.entries(res.headers)) {
-        if (v === undefined || HOP.has(k)) continue;
+        if (v === undefined || HOP.has(k) || COOKIES.has(k)) continue;
         for (const one of Array.isArray(v) ? v : [v]) h.append(k, one);
       }
+      h.append('content-security-policy', PROXIED_CSP); // both policies hold: ours only narrows
       const status = res.statusCode ?? 502;
       const empty = req.method === 'HEAD' || status === 204 || status === 304;
       try {

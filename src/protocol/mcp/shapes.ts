@@ -203,7 +203,7 @@ export function streamsOut(s: { stdout: StreamSummaryLike; stderr: StreamSummary
   return s ? { streams: { stdout: streamOut(s.stdout), stderr: streamOut(s.stderr) } } : {};
 }
 
-/** A published port: the sandbox's loopback `port` answers on the host at 127.0.0.1:`host_port`. */
+/** A published port: the sandbox's loopback `port` answers on the host at 127.0.0.2:`host_port`. */
 export const portShape = z.object({ port: z.number(), host_port: z.number() });
 
 export function portOut(p: PortInfo): z.infer<typeof portShape> {

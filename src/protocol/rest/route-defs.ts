@@ -251,7 +251,7 @@ export const ROUTES = {
   exposePort: def(
     'post',
     '/v1/sandboxes/{id}/ports',
-    "Publish a server on the sandbox's loopback port on the host's 127.0.0.1 (and at /v1/sandboxes/{id}/ports/{port}/ on the TCP listener)",
+    "Publish a server on the sandbox's loopback port on the host's 127.0.0.2 (and at /v1/sandboxes/{id}/ports/{port}/ on the TCP listener)",
     { params: sandboxId, body: jsonBody(exposePortBody) },
     { schema: portInfoSchema },
     S,

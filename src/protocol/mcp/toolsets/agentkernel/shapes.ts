@@ -21,7 +21,7 @@ export const commandArg = z
 export const portsArg = z
   .array(z.string().max(32))
   .max(64)
-  .describe('Port mappings (e.g. ["8080:80", "3000"]): the sandbox port published on 127.0.0.1');
+  .describe('Port mappings (e.g. ["8080:80", "3000"]): the sandbox port published on 127.0.0.2');
 
 const PORT_RE = /^(?:(\d{1,5}):)?(\d{1,5})(?:\/(tcp|udp))?$/;
 
@@ -32,7 +32,7 @@ export async function publishPorts(api: ForkboxApi, sandbox: string, specs: read
     if (!m || m[3] === 'udp') {
       throw new ForkboxError(
         'invalid_argument',
-        `port mapping '${spec}': write HOST:CONTAINER or CONTAINER (TCP only; forkbox publishes TCP ports on 127.0.0.1).`,
+        `port mapping '${spec}': write HOST:CONTAINER or CONTAINER (TCP only; forkbox publishes TCP ports on 127.0.0.2).`,
       );
     }
     return { port: Number(m[2]), ...(m[1] ? { hostPort: Number(m[1]) } : {}) };

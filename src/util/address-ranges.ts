@@ -10,7 +10,7 @@
  * always by the `open` policy. IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the IPv4 address.
  */
 import { isIP } from 'node:net';
-import { inNet, type Net, parseNet, toBig, unmapped } from '../util/cidr.ts';
+import { inNet, type Net, parseNet, toBig, unmapped } from './cidr.ts';
 
 export type RangeKind =
   | 'unspecified'

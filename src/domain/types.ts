@@ -138,6 +138,8 @@ export interface SnapshotRecord {
   id: string;
   name: string;
   tenant: string;
+  /** The namespace of the sandbox it was taken from: only callers that may act there see it. */
+  namespace: string;
   /** The sandbox it was taken from (may be gone since). */
   sourceId: string;
   image: string;

@@ -13,6 +13,7 @@
  * (`cli`, `mcp-stdio`, from a request header): a claim, recorded as such, never used for a decision.
  */
 import { toForkboxError } from '../domain/errors.ts';
+import { SIZES } from '../domain/limits.ts';
 import type { ForkboxApi } from '../service/api.ts';
 
 /**
@@ -24,6 +25,8 @@ export type AuditDoor = 'socket' | 'http' | 'egress' | 'port';
 export interface AuditEntry {
   door: AuditDoor;
   tenant: string;
+  /** The namespaces the caller's token is limited to (absent: every namespace of its tenant). */
+  namespaces?: readonly string[] | undefined;
   /** The client's own name for itself (a claim, not verified). */
   client?: string | undefined;
   /** Socket door: the peer's uid and pid (SO_PEERCRED, verified). */
@@ -47,6 +50,8 @@ export interface AuditLine {
   time: string;
   door: AuditDoor;
   tenant: string;
+  /** The caller's namespace limit, when its token has one. */
+  namespaces?: string[];
   client?: string;
   uid?: number;
   pid?: number;
@@ -78,6 +83,8 @@ export function auditLine(e: AuditEntry, now = new Date()): AuditLine {
     status: Math.trunc(e.status),
     duration_ms: Math.max(0, Math.round(e.durationMs)),
   };
+  if (e.namespaces !== undefined)
+    line.namespaces = e.namespaces.slice(0, SIZES.tokenNamespaces).map((n) => (SAFE_ID.test(n) ? n : '?'));
   if (e.client !== undefined) line.client = SAFE_CLIENT.test(e.client) ? e.client : '?';
   const uid = id32(e.uid);
   const pid = id32(e.pid);
@@ -93,6 +100,11 @@ export function auditLine(e: AuditEntry, now = new Date()): AuditLine {
 /** Which recent lines to read back: one tenant's, optionally of one sandbox, door or outcome. */
 export interface AuditQuery {
   tenant: string;
+  /**
+   * A reader limited to these namespaces sees only the lines of callers limited to some of them (a line
+   * of an unlimited caller may name any namespace's sandbox, so it is not shown).
+   */
+  namespaces?: readonly string[] | undefined;
   sandbox?: string | undefined;
   door?: AuditDoor | undefined;
   /** `ok`, or `error` for every other outcome. */
@@ -108,12 +120,16 @@ export interface AuditLog {
   close(): Promise<void>;
 }
 
+const withinNamespaces = (l: AuditLine, readable: readonly string[]) =>
+  l.namespaces?.every((n) => readable.includes(n)) === true;
+
 /** The lines of `lines` (oldest first) that match `q`, newest first. */
 export function matchAudit(lines: readonly AuditLine[], q: AuditQuery): AuditLine[] {
   const out: AuditLine[] = [];
   for (let i = lines.length - 1; i >= 0 && out.length < q.limit; i--) {
     const l = lines[i] as AuditLine;
     if (l.tenant !== q.tenant) continue;
+    if (q.namespaces !== undefined && !withinNamespaces(l, q.namespaces)) continue;
     if (q.sandbox !== undefined && l.sandbox !== q.sandbox) continue;
     if (q.door !== undefined && l.door !== q.door) continue;
     if (q.outcome !== undefined && (l.outcome === 'ok') !== (q.outcome === 'ok')) continue;

@@ -16,6 +16,12 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
   const { store, runtime, snapshots } = p;
   const find = (idOrName: string) => p.find(ctx, idOrName);
   const running = (idOrName: string) => p.running(ctx, idOrName);
+  const diffDeps = {
+    runtime,
+    store,
+    find,
+    findSnapshot: (idOrName: string) => snapshots.find(ctx, idOrName),
+  };
   /** A fork's or restore's new sandboxes publish `ports` (each on a host port of its own). */
   async function withPorts(out: ForkResult, ports: number[]): Promise<ForkResult> {
     const kids = out.children.flatMap((c) => (c.ok && c.sandbox ? [c.sandbox.id] : []));
@@ -32,7 +38,7 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
   return {
     async status(): Promise<SystemStatus> {
       // One GROUP BY over the (tenant, state) index: the ended history is not read row by row.
-      const counts = store.countSandboxesByState(ctx.tenant);
+      const counts = store.countSandboxesByState(ctx.tenant, ctx.namespaces);
       return {
         version: p.version,
         runtime: runtime.name,
@@ -119,16 +125,15 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
     },
 
     createSnapshot: async (idOrName, opts) => snapshots.create(ctx, running(idOrName), opts?.name),
-    listSnapshots: async () => snapshots.list(ctx.tenant),
-    getSnapshot: async (idOrName) => snapshots.get(ctx.tenant, idOrName),
-    deleteSnapshot: async (idOrName, opts) => snapshots.remove(ctx.tenant, idOrName, opts?.cascade === true),
+    listSnapshots: async () => snapshots.list(ctx),
+    getSnapshot: async (idOrName) => snapshots.get(ctx, idOrName),
+    deleteSnapshot: async (idOrName, opts) => snapshots.remove(ctx, idOrName, opts?.cascade === true),
     async restoreSnapshot(idOrName, req) {
-      const ports = snapshots.portsOf(ctx.tenant, idOrName);
+      const ports = snapshots.portsOf(ctx, idOrName);
       return withPorts(await snapshots.restore(ctx, idOrName, req ?? {}), ports);
     },
-    diffSandboxes: (a, b, opts) =>
-      diffSandboxRecords({ runtime, store, tenant: ctx.tenant, find }, a, b, opts),
-    applyProject: (idOrName) => applyProjectOf({ runtime, store, tenant: ctx.tenant, find }, idOrName),
+    diffSandboxes: (a, b, opts) => diffSandboxRecords(diffDeps, a, b, opts),
+    applyProject: (idOrName) => applyProjectOf(diffDeps, idOrName),
     async exposePort(idOrName, port, opts) {
       const rec = await p.ports.publish(running(idOrName), port, opts?.hostPort ?? 0);
       const got = (rec.ports ?? []).find((x) => x.port === port);

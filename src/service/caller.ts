@@ -42,13 +42,14 @@ export function defaultNamespace(ctx: CallerContext): string {
   return ctx.namespaces?.[0] ?? DEFAULT_NAMESPACE;
 }
 
-const mayUse = (ctx: CallerContext, ns: string) =>
+/** Whether the caller may see and act in namespace `ns` (every namespace when its token names none). */
+export const mayUseNamespace = (ctx: Pick<CallerContext, 'namespaces'>, ns: string) =>
   ctx.namespaces === undefined || ctx.namespaces.includes(ns);
 
 /** The namespace a create (or a kill by name) acts in: the one asked for, checked, or the caller's default. */
 export function namespaceFor(ctx: CallerContext, asked: string | undefined): string {
   const ns = asked === undefined ? defaultNamespace(ctx) : checkNamespace(asked);
-  if (!mayUse(ctx, ns)) {
+  if (!mayUseNamespace(ctx, ns)) {
     throw new ForkboxError(
       'permission_denied',
       `this token may act only in the namespaces ${ctx.namespaces?.join(', ')}: pick one of them.`,
@@ -65,7 +66,7 @@ export function namespaceFor(ctx: CallerContext, asked: string | undefined): str
 export function namespacesFor(ctx: CallerContext, asked: string | undefined): readonly string[] | undefined {
   if (asked === ALL_NAMESPACES) return ctx.namespaces;
   const ns = asked === undefined ? defaultNamespace(ctx) : checkNamespace(asked);
-  return mayUse(ctx, ns) ? [ns] : [];
+  return mayUseNamespace(ctx, ns) ? [ns] : [];
 }
 
 export interface SandboxFinder {
@@ -84,7 +85,7 @@ export function createSandboxFinder(store: Store): SandboxFinder {
     const visible = (r: SandboxRecord | undefined) =>
       r !== undefined &&
       r.tenant === ctx.tenant &&
-      mayUse(ctx, r.namespace) &&
+      mayUseNamespace(ctx, r.namespace) &&
       (namespace === undefined || r.namespace === namespace);
     const byId = store.getSandbox(ref);
     let rec: SandboxRecord | undefined = visible(byId)

@@ -7,7 +7,7 @@
  * MAX_EDITS the differing middle is shown as one replacement, so time and memory stay bounded.
  */
 import { errors } from '../domain/errors.ts';
-import type { SandboxRecord } from '../domain/types.ts';
+import type { SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { DiffRequest, DiffResult } from './api.ts';
 import type { LayerChain, ProjectChain, Runtime, Store } from './ports.ts';
 import { checkPath } from './validate.ts';
@@ -18,9 +18,10 @@ export const MAX_DIFF_PATHS = 64;
 export interface DiffDeps {
   runtime: Runtime;
   store: Store;
-  tenant: string;
   /** The caller's sandbox by id or name (throws not_found). */
   find(idOrName: string): SandboxRecord;
+  /** The caller's snapshot by id or name (throws not_found): its tenant's, in a namespace it may use. */
+  findSnapshot(idOrName: string): SnapshotRecord;
 }
 
 /**
@@ -32,10 +33,13 @@ function chainOf(deps: DiffDeps, idOrName: string): { id: string; chain: LayerCh
   try {
     rec = deps.find(idOrName);
   } catch (e) {
-    const byId = deps.store.getSnapshot(idOrName);
-    const snap =
-      byId && byId.tenant === deps.tenant ? byId : deps.store.getSnapshotByName(idOrName, deps.tenant);
-    const [top, ...rest] = snap?.layers ?? [];
+    let snap: SnapshotRecord | undefined;
+    try {
+      snap = deps.findSnapshot(idOrName);
+    } catch {
+      throw e;
+    }
+    const [top, ...rest] = snap.layers;
     if (!snap || top === undefined) throw e;
     return { id: snap.id, chain: { upper: top, lowers: rest } };
   }

@@ -189,7 +189,8 @@ export interface Store {
 
   // retention (see service/retention.ts)
   /** Sandboxes per state (one GROUP BY over an index), of one tenant or of all. */
-  countSandboxesByState(tenant?: string): Record<string, number>;
+  /** Sandboxes by state: of `tenant` (all when absent), in `namespaces` (all of the tenant's when absent). */
+  countSandboxesByState(tenant?: string, namespaces?: readonly string[]): Record<string, number>;
   /** Delete up to `maxRows` chunks of exec output of sandboxes that ended; returns how many went. */
   dropEndedOutput(maxRows: number): number;
   /**

@@ -2,11 +2,20 @@
 import { ForkboxError } from '../domain/errors.ts';
 import type { SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { SnapshotInfo } from './api.ts';
+import { type CallerContext, mayUseNamespace } from './caller.ts';
 import type { Store } from './ports.ts';
 
+/** Who looks a snapshot up: its tenant, and the namespaces its token may use. */
+export type SnapshotCaller = Pick<CallerContext, 'tenant' | 'namespaces'>;
+
 export interface SnapshotLookup {
-  /** By id or name, within the tenant; not_found otherwise. */
-  find(tenant: string, idOrName: string): SnapshotRecord;
+  /**
+   * By id or name, among the caller's: its tenant's, in a namespace the caller may use; not_found
+   * otherwise (another tenant's or namespace's snapshot is not said to exist).
+   */
+  find(ctx: SnapshotCaller, idOrName: string): SnapshotRecord;
+  /** The caller's snapshots, oldest first. */
+  list(ctx: SnapshotCaller): SnapshotRecord[];
   /** The paused (or, mid-restore, running) sandbox holding the snapshot's live REPL copy, if any. */
   holder(snap: SnapshotRecord): SandboxRecord | undefined;
   /** Live sandboxes stacked on the snapshot's files (other than its holder). */
@@ -15,10 +24,12 @@ export interface SnapshotLookup {
 }
 
 export function createSnapshotLookup(store: Store): SnapshotLookup {
-  function find(tenant: string, idOrName: string): SnapshotRecord {
+  const visible = (ctx: SnapshotCaller, r: SnapshotRecord | undefined) =>
+    r !== undefined && r.tenant === ctx.tenant && mayUseNamespace(ctx, r.namespace);
+  function find(ctx: SnapshotCaller, idOrName: string): SnapshotRecord {
     const byId = store.getSnapshot(idOrName);
-    const rec = byId && byId.tenant === tenant ? byId : store.getSnapshotByName(idOrName, tenant);
-    if (!rec) {
+    const rec = visible(ctx, byId) ? byId : store.getSnapshotByName(idOrName, ctx.tenant);
+    if (!rec || !visible(ctx, rec)) {
       throw new ForkboxError(
         'not_found',
         `no snapshot '${idOrName}'. List snapshots with 'forkbox snapshot ls'.`,
@@ -61,5 +72,7 @@ export function createSnapshotLookup(store: Store): SnapshotLookup {
     };
   }
 
-  return { find, holder, dependents, info: snapInfo };
+  const list = (ctx: SnapshotCaller) =>
+    store.listSnapshots(ctx.tenant).filter((r) => mayUseNamespace(ctx, r.namespace));
+  return { find, list, holder, dependents, info: snapInfo };
 }

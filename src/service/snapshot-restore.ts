@@ -7,7 +7,7 @@ import { formatNetwork, NETWORK_NONE, type NetworkPolicy } from '../domain/netwo
 import type { Limits, SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, ForkRequest, ForkResult } from './api.ts';
 import { info as sandboxInfo } from './sandbox-info.ts';
-import type { SnapshotLookup } from './snapshot-lookup.ts';
+import type { SnapshotCaller, SnapshotLookup } from './snapshot-lookup.ts';
 import type { SnapshotDeps } from './snapshots.ts';
 import { checkForkCount } from './validate.ts';
 
@@ -32,11 +32,11 @@ export function createSnapshotRestore(deps: SnapshotDeps, { find, holder }: Snap
 
   const { store, runtime, now } = deps;
   return async function restore(
-    ctx: { tenant: string; session?: string },
+    ctx: SnapshotCaller & { session?: string },
     idOrName: string,
     req: ForkRequest,
   ): Promise<ForkResult> {
-    const snap = find(ctx.tenant, idOrName);
+    const snap = find(ctx, idOrName);
     const h = holder(snap);
     if (h) {
       // Thaw the holder just long enough to fork it; it holds the REPL copy for the next restore.
@@ -72,6 +72,8 @@ export function createSnapshotRestore(deps: SnapshotDeps, { find, holder }: Snap
       const name = req.names?.[i];
       const creq: CreateSandboxRequest = {
         image: snap.image,
+        // Where the holder's forks would be: the snapshot's namespace, which the caller may use (find).
+        namespace: snap.namespace,
         memoryMb: req.memoryMb ?? snap.limits.memoryBytes / 2 ** 20,
         cpus: req.cpus ?? snap.limits.cpus,
         pids: req.pids ?? snap.limits.pids,

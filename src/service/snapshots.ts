@@ -10,8 +10,9 @@ import { ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { CreateSandboxRequest, ForkRequest, ForkResult, SnapshotInfo } from './api.ts';
+import { mayUseNamespace } from './caller.ts';
 import type { Runtime, Store } from './ports.ts';
-import { createSnapshotLookup } from './snapshot-lookup.ts';
+import { createSnapshotLookup, type SnapshotCaller } from './snapshot-lookup.ts';
 import { createSnapshotRestore, SNAPSHOT_LABEL } from './snapshot-restore.ts';
 import { checkName } from './validate.ts';
 
@@ -40,7 +41,7 @@ export interface SnapshotDeps {
 export function createSnapshots(deps: SnapshotDeps) {
   const { store, runtime, now } = deps;
   const lookup = createSnapshotLookup(store);
-  const { find, holder, dependents, info: snapInfo } = lookup;
+  const { find, list, holder, dependents, info: snapInfo } = lookup;
 
   return {
     async create(
@@ -81,6 +82,7 @@ export function createSnapshots(deps: SnapshotDeps) {
         id,
         name: snapName,
         tenant: ctx.tenant,
+        namespace: source.namespace,
         sourceId: source.id,
         image: source.image,
         templateId: h.templateId,
@@ -95,16 +97,26 @@ export function createSnapshots(deps: SnapshotDeps) {
       return { ...snapInfo(rec), pauseMs: r.pauseMs };
     },
 
-    list: (tenant: string) => store.listSnapshots(tenant).map(snapInfo),
-    get: (tenant: string, idOrName: string) => snapInfo(find(tenant, idOrName)),
+    list: (ctx: SnapshotCaller) => list(ctx).map(snapInfo),
+    get: (ctx: SnapshotCaller, idOrName: string) => snapInfo(find(ctx, idOrName)),
 
     async remove(
-      tenant: string,
+      ctx: SnapshotCaller,
       idOrName: string,
       cascade: boolean,
     ): Promise<{ deleted: string; killed: string[] }> {
-      const snap = find(tenant, idOrName);
+      const snap = find(ctx, idOrName);
       const deps2 = dependents(snap);
+      const beyond = deps2.filter((r) => !mayUseNamespace(ctx, r.namespace)).length;
+      if (beyond > 0) {
+        // A restore by a wider token may have put sandboxes on it in namespaces this caller cannot use:
+        // it may not kill them (cascade) nor pull their files from under them.
+        throw new ForkboxError(
+          'conflict',
+          `snapshot '${snap.name}' is used by ${beyond} live sandbox(es) in namespaces your token may not use. Delete it with a token of those namespaces, or once they end.`,
+          { snapshot: snap.id },
+        );
+      }
       if (deps2.length > 0 && !cascade) {
         throw new ForkboxError(
           'conflict',
@@ -134,7 +146,9 @@ export function createSnapshots(deps: SnapshotDeps) {
 
     restore: createSnapshotRestore(deps, lookup),
     /** The ports a snapshot's source had published when it was taken (restores publish them again). */
-    portsOf: (tenant: string, idOrName: string): number[] => find(tenant, idOrName).ports,
+    portsOf: (ctx: SnapshotCaller, idOrName: string): number[] => find(ctx, idOrName).ports,
+    /** The caller's snapshot record (not_found otherwise). */
+    find,
   };
 }
 

@@ -16,6 +16,12 @@ import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { Listener } from '../../src/transports/http-listener.ts';
 import { token } from '../helpers/attacks.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import {
+  CANONICAL_LISTS,
+  canonicalToolsNaming,
+  REST_LISTS,
+  restRoutesNaming,
+} from '../helpers/snoop-tables.ts';
 import { startTenantListener } from '../helpers/tenant-listener.ts';
 
 const skip = nativeUnavailable();
@@ -99,60 +105,14 @@ describe('abuse: tenant snooping over REST and MCP', { skip: skip ?? false }, ()
   }
 
   it('REST: every route naming alice’s objects answers 404 to bob', async () => {
-    const s = (id: string) => `/v1/sandboxes/${id}`;
-    const routes: [string, string, unknown?][] = [];
-    for (const box of [alice.box, alice.name]) {
-      routes.push(
-        ['GET', s(box)],
-        ['GET', `${s(box)}?usage=1`],
-        ['POST', `${s(box)}/exec`, { cmd: 'id' }],
-        ['POST', `${s(box)}/execs`, { cmd: 'id' }],
-        ['GET', `${s(box)}/execs`],
-        ['GET', `${s(box)}/execs/${alice.exec}`],
-        ['POST', `${s(box)}/execs/${alice.bgExec}/stdin?eof=1`, Buffer.from('x')],
-        ['POST', `${s(box)}/execs/${alice.bgExec}/cancel`],
-        ['POST', `${s(box)}/code`, { code: '1' }],
-        ['POST', `${s(box)}/code/reset`],
-        ['GET', `${s(box)}/files/content?path=/tmp/secret.txt`],
-        ['PUT', `${s(box)}/files/content?path=/tmp/secret.txt`, Buffer.from('overwritten')],
-        ['GET', `${s(box)}/files/list?path=/tmp`],
-        ['GET', `${s(box)}/files/stat?path=/tmp/secret.txt`],
-        ['DELETE', `${s(box)}/files?path=/tmp/secret.txt`],
-        ['POST', `${s(box)}/files/mkdir`, { path: '/tmp/bob' }],
-        ['POST', `${s(box)}/files/move`, { from: '/tmp/secret.txt', to: '/tmp/moved' }],
-        ['POST', `${s(box)}/fork`, { n: 1 }],
-        ['POST', `${s(box)}/merge`, { winner: bobBox }],
-        ['POST', `${s(bobBox)}/merge`, { winner: box }],
-        ['POST', '/v1/sandboxes/diff', { a: box, b: bobBox }],
-        ['POST', '/v1/sandboxes/diff', { a: bobBox, b: box }],
-        ['POST', `${s(box)}/snapshots`, { name: 'stolen' }],
-        ['POST', `${s(box)}/pause`],
-        ['POST', `${s(box)}/resume`],
-        ['POST', `${s(box)}/extend`, { ttlSeconds: 1 }],
-        ['DELETE', s(box)],
-      );
-    }
-    // Alice's exec ids under bob's own sandbox.
-    routes.push(
-      ['GET', `${s(bobBox)}/execs/${alice.exec}`],
-      ['POST', `${s(bobBox)}/execs/${alice.bgExec}/stdin`, Buffer.from('x')],
-      ['POST', `${s(bobBox)}/execs/${alice.bgExec}/cancel`],
-    );
-    for (const snap of [alice.snap, alice.snapName]) {
-      routes.push(
-        ['GET', `/v1/snapshots/${snap}`],
-        ['POST', `/v1/snapshots/${snap}/restore`, { n: 1 }],
-        ['DELETE', `/v1/snapshots/${snap}?cascade=1`],
-        ['POST', '/v1/sandboxes/diff', { a: snap, b: bobBox }],
-      );
-    }
+    const routes = restRoutesNaming(alice, bobBox, [alice.box, alice.name]);
     for (const [method, path, body] of routes) {
       const r = await call(TOKEN_B, method, path, body);
       assert.equal(r.status, 404, `bob ${method} ${path} → ${r.status} ${r.text}`);
       assert.equal((r.json.error as { code?: string } | undefined)?.code, 'not_found', r.text);
       assert.ok(!r.text.includes(SECRET), `bob ${method} ${path} leaked alice's data`);
     }
-    for (const list of ['/v1/sandboxes', '/v1/sandboxes?all=1', '/v1/snapshots']) {
+    for (const list of REST_LISTS) {
       const r = await call(TOKEN_B, 'GET', list);
       assert.equal(r.status, 200);
       for (const x of [alice.box, alice.name, alice.snap, alice.snapName])
@@ -183,43 +143,7 @@ describe('abuse: tenant snooping over REST and MCP', { skip: skip ?? false }, ()
       }),
     );
     // By id (her name now also names bob's own sandbox: see the test above).
-    const sandbox = alice.box;
-    const calls: [string, Record<string, unknown>][] = [];
-    calls.push(
-      ['sandbox_get', { sandbox }],
-      ['exec_run', { sandbox, command: 'id' }],
-      ['exec_start', { sandbox, command: 'id' }],
-      ['exec_list', { sandbox }],
-      ['exec_poll', { sandbox, exec_id: alice.exec }],
-      ['exec_write_stdin', { sandbox, exec_id: alice.bgExec, data: 'x', eof: true }],
-      ['exec_cancel', { sandbox, exec_id: alice.bgExec }],
-      ['code_run', { sandbox, code: '1' }],
-      ['code_reset', { sandbox }],
-      ['file_read', { sandbox, path: '/tmp/secret.txt' }],
-      ['file_write', { sandbox, path: '/tmp/secret.txt', content: 'overwritten' }],
-      ['file_edit', { sandbox, path: '/tmp/secret.txt', old_string: SECRET, new_string: 'x' }],
-      ['file_list', { sandbox, path: '/tmp' }],
-      ['file_stat', { sandbox, path: '/tmp/secret.txt' }],
-      ['file_move', { sandbox, from: '/tmp/secret.txt', to: '/tmp/moved' }],
-      ['file_delete', { sandbox, path: '/tmp/secret.txt' }],
-      ['wait_for_text', { sandbox, path: '/tmp/secret.txt', marker: 'x', timeout_s: 0 }],
-      ['sandbox_fork', { sandbox, n: 1 }],
-      ['sandbox_merge', { parent: sandbox, winner: bobBox }],
-      ['sandbox_merge', { parent: bobBox, winner: sandbox }],
-      ['sandbox_diff', { a: sandbox, b: bobBox }],
-      ['snapshot_create', { sandbox, name: 'stolen-mcp' }],
-      ['sandbox_pause', { sandbox }],
-      ['sandbox_resume', { sandbox }],
-      ['sandbox_extend', { sandbox, ttl_s: 1 }],
-      ['sandbox_kill', { sandbox }],
-    );
-    calls.push(
-      ['exec_poll', { sandbox: bobBox, exec_id: alice.exec }],
-      ['exec_cancel', { sandbox: bobBox, exec_id: alice.bgExec }],
-      ['snapshot_get', { snapshot: alice.snap }],
-      ['snapshot_restore', { snapshot: alice.snap, n: 1 }],
-      ['snapshot_delete', { snapshot: alice.snap, cascade: true }],
-    );
+    const calls = canonicalToolsNaming(alice, bobBox, alice.box);
     for (const [name, args] of calls) {
       const r = (await mcp.callTool({ name, arguments: args })) as CallToolResult;
       const text = r.content[0]?.type === 'text' ? r.content[0].text : '';
@@ -227,10 +151,7 @@ describe('abuse: tenant snooping over REST and MCP', { skip: skip ?? false }, ()
       assert.match(text, /not_found/, `${name} ${JSON.stringify(args)}: ${text}`);
       assert.ok(!text.includes(SECRET), `${name} leaked alice's data`);
     }
-    for (const [name, args] of [
-      ['sandbox_list', { all: true }],
-      ['snapshot_list', {}],
-    ] as const) {
+    for (const [name, args] of CANONICAL_LISTS) {
       const r = (await mcp.callTool({ name, arguments: args })) as CallToolResult;
       const text = JSON.stringify(r.structuredContent);
       assert.notEqual(r.isError, true, text);

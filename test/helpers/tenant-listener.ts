@@ -1,7 +1,8 @@
 /**
  * The TCP listener over a native fixture's engine with a token file naming tenants (`TOKEN TENANT` per
  * line, written 0600 in the state dir), on a free loopback port: the set-up of every test that drives
- * the listener as two or more tenants.
+ * the listener as two or more tenants. A key may carry the line's namespace field too (`'team-a ns1'`:
+ * the token of tenant team-a limited to namespace ns1).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

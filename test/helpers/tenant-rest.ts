@@ -21,12 +21,12 @@ export interface TenantRest {
   }>;
   /** Python in the sandbox's REPL; fails the test when the code raises. */
   code(id: string, code: string): Promise<{ stdout: string; stderr: string; value?: string }>;
-  /** Any other call: status and parsed body. */
+  /** Any other call (a Buffer body goes as raw bytes): status, body text and parsed body. */
   call(
     method: string,
     path: string,
     body?: unknown,
-  ): Promise<{ status: number; json: Record<string, unknown> }>;
+  ): Promise<{ status: number; text: string; json: Record<string, unknown> }>;
 }
 
 export function tenantRest(base: string, token: string, name: string): TenantRest {
@@ -35,9 +35,9 @@ export function tenantRest(base: string, token: string, name: string): TenantRes
       method,
       headers: {
         authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(body === undefined || Buffer.isBuffer(body) ? {} : { 'content-type': 'application/json' }),
       },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(body === undefined ? {} : { body: Buffer.isBuffer(body) ? body : JSON.stringify(body) }),
     });
     const text = await r.text();
     let json: Record<string, unknown> = {};
@@ -46,7 +46,7 @@ export function tenantRest(base: string, token: string, name: string): TenantRes
     } catch {
       json = { text };
     }
-    return { status: r.status, json };
+    return { status: r.status, text, json };
   }
   const ok = async (method: string, path: string, body: unknown, status: number) => {
     const r = await call(method, path, body);

@@ -189,7 +189,7 @@ describe('CLI sandbox commands against a real daemon', { skip: skip ?? false }, 
     const shown = cli.run(['port', id, '8000']);
     assert.equal(shown.status, 0, shown.stderr);
     const address = shown.stdout.trim();
-    assert.match(address, /^127\.0\.0\.1:\d+$/);
+    assert.match(address, /^127\.0\.0\.2:\d+$/);
     const bg = cli.run([
       'exec',
       id,

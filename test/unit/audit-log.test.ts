@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { auditLine } from '../../src/protocol/audit.ts';
+import { auditLine, memoryAuditLog } from '../../src/protocol/audit.ts';
 import { auditFilters } from '../../src/protocol/console/audit-page.ts';
 import { auditMaxBytes, createAuditFile, tailLines } from '../../src/transports/audit-file.ts';
 
@@ -165,6 +165,31 @@ describe('audit log', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('shows a namespace-limited reader only the lines of callers limited to some of its namespaces', () => {
+    const log = memoryAuditLog();
+    const call = (sandbox: string, namespaces?: string[]) =>
+      log.write({
+        door: 'http',
+        tenant: 'a',
+        namespaces,
+        route: 'GET /v1/sandboxes/:id',
+        sandbox,
+        outcome: 'ok',
+        status: 200,
+        durationMs: 1,
+      });
+    call('sb-wide');
+    call('sb-ns1', ['ns1']);
+    call('sb-ns2', ['ns2']);
+    call('sb-both', ['ns1', 'ns2']);
+    const seen = (namespaces?: string[]) =>
+      log.recent({ tenant: 'a', namespaces, limit: 10 }).map((l) => l.sandbox);
+    assert.deepEqual(seen(), ['sb-both', 'sb-ns2', 'sb-ns1', 'sb-wide']);
+    assert.deepEqual(seen(['ns1']), ['sb-ns1']);
+    assert.deepEqual(seen(['ns1', 'ns2']), ['sb-both', 'sb-ns2', 'sb-ns1']);
+    assert.deepEqual(log.lines[1]?.namespaces, ['ns1'], 'the line keeps the limit');
   });
 
   it('takes the console’s audit filters from a closed set', () => {

@@ -207,6 +207,7 @@ describe('retention: ended sandboxes', () => {
       CREATE UNIQUE INDEX sandboxes_live_tenant_name ON sandboxes(tenant, name) WHERE state = 'running';
       CREATE INDEX sandboxes_tenant_name ON sandboxes(tenant, name, created_at);`);
     raw.exec('ALTER TABLE snapshots DROP COLUMN ports');
+    raw.exec('ALTER TABLE snapshots DROP COLUMN namespace');
     raw.exec('ALTER TABLE template_configs DROP COLUMN pool');
     assert.equal(raw.pragma('auto_vacuum', { simple: true }), 0);
     raw.close();

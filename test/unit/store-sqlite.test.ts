@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { ForkboxError } from '../../src/domain/errors.ts';
 import { NETWORK_NONE } from '../../src/domain/network.ts';
 import { LIVE_STATES } from '../../src/domain/sandbox-state.ts';
-import type { ExecRecord, SandboxRecord } from '../../src/domain/types.ts';
+import type { ExecRecord, SandboxRecord, SnapshotRecord } from '../../src/domain/types.ts';
 import { LATEST_SCHEMA_VERSION, openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
 import { MIGRATION_1_LIVE_STATES } from '../../src/storage/sqlite/migrations.ts';
 
@@ -221,6 +221,7 @@ describe('sqlite store: sandboxes', () => {
     const raw = new Database(path);
     raw.exec(`DELETE FROM schema_migrations WHERE version >= 11;
       ALTER TABLE snapshots DROP COLUMN ports;
+      ALTER TABLE snapshots DROP COLUMN namespace;
       ALTER TABLE template_configs DROP COLUMN pool;
       DROP INDEX sandboxes_live_ns_name; DROP INDEX sandboxes_tenant_ns_name;
       ALTER TABLE sandboxes DROP COLUMN namespace;
@@ -233,6 +234,40 @@ describe('sqlite store: sandboxes', () => {
       assert.equal(again.getSandboxByName('web', 'default', 'default')?.id, 'old');
       again.insertSandbox(sb('new', { name: 'web', state: 'running', namespace: 'other' }));
       assert.throws(() => again.insertSandbox(sb('dup', { name: 'web' })), isCode('already_exists'));
+    } finally {
+      again.close();
+    }
+  });
+
+  test("a version-13 database's snapshots move into their source's namespace", () => {
+    const { store, path } = fresh();
+    store.insertSandbox(sb('src', { namespace: 'prod' }));
+    const snap = (id: string, sourceId: string): SnapshotRecord => ({
+      id,
+      name: id,
+      tenant: 'default',
+      namespace: 'default',
+      sourceId,
+      image: 'debian',
+      templateId: 't',
+      layers: [],
+      holderId: null,
+      limits: sb(sourceId).limits,
+      env: {},
+      ports: [],
+      createdAt: 1,
+    });
+    store.insertSnapshot(snap('of-prod', 'src'));
+    store.insertSnapshot(snap('source-gone', 'gone'));
+    store.close();
+    const raw = new Database(path);
+    raw.exec(`DELETE FROM schema_migrations WHERE version >= 14;
+      ALTER TABLE snapshots DROP COLUMN namespace;`);
+    raw.close();
+    const again = openSqliteStore({ path });
+    try {
+      assert.equal(again.getSnapshot('of-prod')?.namespace, 'prod');
+      assert.equal(again.getSnapshot('source-gone')?.namespace, 'default');
     } finally {
       again.close();
     }

@@ -52,17 +52,22 @@ export function auditBody(lines: readonly AuditLine[], f: Omit<AuditQuery, 'tena
 <th>outcome</th><th>status</th><th>took</th></tr></thead><tbody>${lines.map(row)}</tbody></table>`
     : h`<p class="muted">No audit lines match.</p>`;
   return h`<h2>Audit log</h2>${form(f)}
-<p class="muted">Your tenant's newest ${AUDIT_SHOWN} calls at most, newest first. Counters for monitoring:
+<p class="muted">Your tenant's newest ${AUDIT_SHOWN} calls at most, newest first (a token limited to namespaces sees the calls of tokens limited to some of them). Counters for monitoring:
 <code>/metrics</code> (Prometheus text, with a bearer token).</p>${table}`;
 }
 
 export function mountAuditRoute(
   app: Hono,
-  deps: { audit: AuditLog | undefined; tenant(): string; loggedIn: boolean },
+  deps: {
+    audit: AuditLog | undefined;
+    caller(): { tenant: string; namespaces?: readonly string[] | undefined };
+    loggedIn: boolean;
+  },
 ): void {
   app.get('/audit', (c) => {
     const f = auditFilters((k) => c.req.query(k));
-    const lines = deps.audit?.recent({ ...f, tenant: deps.tenant(), limit: AUDIT_SHOWN }) ?? [];
+    const { tenant, namespaces } = deps.caller();
+    const lines = deps.audit?.recent({ ...f, tenant, namespaces, limit: AUDIT_SHOWN }) ?? [];
     return c.html(page('Audit log', auditBody(lines, f), { loggedIn: deps.loggedIn }));
   });
 }

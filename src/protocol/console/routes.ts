@@ -115,7 +115,7 @@ export function createConsoleApp(deps: ConsoleDeps): Hono {
   });
   mountAuditRoute(app, {
     audit: deps.audit,
-    tenant: () => callerApi().caller.tenant,
+    caller: () => callerApi().caller,
     loggedIn: deps.authRequired,
   });
   mountTerminalRoutes(app, {

@@ -275,6 +275,7 @@ export function createHttpApp(opts: HttpAppOptions): HttpApp {
         // Not authenticated: '?', which no tenant can be named (a tenant 'anonymous' could, and would
         // then read these lines back on the console's audit page).
         tenant: scope.caller?.tenant ?? '?',
+        namespaces: scope.caller?.namespaces,
         client: c.req.header(CLIENT_HEADER),
         route: MCP_ROUTES.has(matched) ? matched : `${c.req.method} ${matched}`,
         tool: scope.tool,

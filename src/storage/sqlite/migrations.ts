@@ -251,6 +251,16 @@ CREATE INDEX sandboxes_tenant_ns_name ON sandboxes(tenant, namespace, name, crea
     // NULL: the daemon's --pool default; a number: this template's own (0 = no pool).
     sql: 'ALTER TABLE template_configs ADD COLUMN pool INTEGER;',
   },
+  {
+    version: 14,
+    name: 'snapshot namespaces',
+    // A snapshot lives in its source's namespace: a token limited to namespaces sees only theirs.
+    sql: `
+ALTER TABLE snapshots ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default';
+UPDATE snapshots SET namespace = COALESCE(
+  (SELECT namespace FROM sandboxes WHERE sandboxes.id = snapshots.source_id), 'default');
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

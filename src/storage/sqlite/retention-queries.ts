@@ -23,6 +23,8 @@ const ENDED = list(MIGRATION_7_ENDED_STATES);
 export const RETENTION_SQL = {
   countByState: 'SELECT state, COUNT(*) AS n FROM sandboxes WHERE tenant = ? GROUP BY state',
   countAllByState: 'SELECT state, COUNT(*) AS n FROM sandboxes GROUP BY state',
+  countByNamespaceState:
+    'SELECT state, COUNT(*) AS n FROM sandboxes WHERE tenant = ? AND namespace = ? GROUP BY state',
   nextDrop: 'SELECT sandbox_id FROM output_drops LIMIT 1',
   execWithOutput: `SELECT e.id FROM execs AS e WHERE e.sandbox_id = ?
      AND EXISTS (SELECT 1 FROM exec_output AS o WHERE o.exec_id = e.id) LIMIT 1`,
@@ -45,6 +47,9 @@ export const RETENTION_SQL = {
 export function createRetentionQueries(db: Database.Database): RetentionMethods {
   const countByState = db.prepare<[string], { state: string; n: number }>(RETENTION_SQL.countByState);
   const countAll = db.prepare<[], { state: string; n: number }>(RETENTION_SQL.countAllByState);
+  const countByNs = db.prepare<[string, string], { state: string; n: number }>(
+    RETENTION_SQL.countByNamespaceState,
+  );
   const nextDrop = db.prepare<[], { sandbox_id: string }>(RETENTION_SQL.nextDrop);
   const execWithOutput = db.prepare<[string], { id: string }>(RETENTION_SQL.execWithOutput);
   const dropChunks = db.prepare<{ exec: string; max: number }>(RETENTION_SQL.dropChunks);
@@ -76,7 +81,13 @@ export function createRetentionQueries(db: Database.Database): RetentionMethods 
   });
 
   return {
-    countSandboxesByState(tenant) {
+    countSandboxesByState(tenant, namespaces) {
+      if (tenant !== undefined && namespaces !== undefined) {
+        const out: Record<string, number> = {};
+        for (const ns of new Set(namespaces))
+          for (const r of countByNs.all(tenant, ns)) out[r.state] = (out[r.state] ?? 0) + r.n;
+        return out;
+      }
       const rows = tenant === undefined ? countAll.all() : countByState.all(tenant);
       return Object.fromEntries(rows.map((r) => [r.state, r.n]));
     },

@@ -10,6 +10,7 @@ interface SnapshotRow {
   id: string;
   name: string;
   tenant: string;
+  namespace: string;
   source_id: string;
   image: string;
   template_id: string;
@@ -26,6 +27,7 @@ function toRow(r: SnapshotRecord): SnapshotRow {
     id: r.id,
     name: r.name,
     tenant: r.tenant,
+    namespace: r.namespace,
     source_id: r.sourceId,
     image: r.image,
     template_id: r.templateId,
@@ -61,6 +63,7 @@ function fromRow(r: SnapshotRow): SnapshotRecord {
     id: r.id,
     name: r.name,
     tenant: r.tenant,
+    namespace: r.namespace,
     sourceId: r.source_id,
     image: r.image,
     templateId: r.template_id,
@@ -85,9 +88,9 @@ type SnapshotMethods = Pick<
 
 export function createSnapshotQueries(db: Database.Database): SnapshotMethods {
   const cols =
-    'id, name, tenant, source_id, image, template_id, layers, holder_id, limits, env, ports, created_at';
+    'id, name, tenant, namespace, source_id, image, template_id, layers, holder_id, limits, env, ports, created_at';
   const insert = db.prepare<SnapshotRow>(
-    `INSERT INTO snapshots (${cols}) VALUES (@id, @name, @tenant, @source_id, @image, @template_id, @layers, @holder_id, @limits, @env, @ports, @created_at)`,
+    `INSERT INTO snapshots (${cols}) VALUES (@id, @name, @tenant, @namespace, @source_id, @image, @template_id, @layers, @holder_id, @limits, @env, @ports, @created_at)`,
   );
   const byId = db.prepare<[string], SnapshotRow>('SELECT * FROM snapshots WHERE id = ?');
   const byName = db.prepare<[string, string], SnapshotRow>(
@@ -98,7 +101,7 @@ export function createSnapshotQueries(db: Database.Database): SnapshotMethods {
     'SELECT * FROM snapshots WHERE tenant = ? ORDER BY created_at, id',
   );
   const update = db.prepare<SnapshotRow>(
-    `UPDATE snapshots SET name = @name, tenant = @tenant, source_id = @source_id, image = @image, template_id = @template_id,
+    `UPDATE snapshots SET name = @name, tenant = @tenant, namespace = @namespace, source_id = @source_id, image = @image, template_id = @template_id,
        layers = @layers, holder_id = @holder_id, limits = @limits, env = @env, ports = @ports, created_at = @created_at WHERE id = @id`,
   );
   const del = db.prepare<[string]>('DELETE FROM snapshots WHERE id = ?');

@@ -159,6 +159,12 @@ export interface SnapshotInfo {
   createdAt: string;
   /** True while the snapshot still holds a live copy of the REPL (restores bring Python state back). */
   pythonState: boolean;
+  /**
+   * Set when the live copy it held is gone, and why. That copy is a paused hidden sandbox (a fork of the
+   * source): it lives only as long as its processes do — a host reboot, a daemon started without it, or
+   * its PID 1 killed or its source's dying end it; the files stay.
+   */
+  pythonStateLost?: string;
   /** Number of read-only layers in its chain. */
   layers: number;
   /** Live sandboxes built on it (restored from it, or forked from those). */

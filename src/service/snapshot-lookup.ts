@@ -67,9 +67,18 @@ export function createSnapshotLookup(store: Store): SnapshotLookup {
       image: snap.image,
       createdAt: new Date(snap.createdAt).toISOString(),
       pythonState: holder(snap) !== undefined,
+      ...liveStateLost(snap),
       layers: snap.layers.length,
       dependents: dependents(snap).map((r) => r.id),
     };
+  }
+
+  /** Why a snapshot that held a live REPL copy no longer does: its holder's end. */
+  function liveStateLost(snap: SnapshotRecord): { pythonStateLost?: string } {
+    if (!snap.holderId || holder(snap)) return {};
+    const h = store.getSandbox(snap.holderId);
+    const why = h?.endReason ?? 'its holder sandbox is gone';
+    return { pythonStateLost: `the live Python state is gone (${why}): restores bring back its files only` };
   }
 
   const list = (ctx: SnapshotCaller) =>

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
+import Database from 'better-sqlite3';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { abuseDaemon, agentPid, running, waitFor } from '../helpers/abuse.ts';
 import { sandboxCgroupDirsLeft } from '../helpers/cgroup-files.ts';
@@ -23,6 +24,8 @@ import { ROOT } from '../helpers/daemon.ts';
 
 /** How long the daemon may take to call a dead sandbox failed (the issue asks for about a second). */
 const NOTICE_MS = 2000;
+/** A paused sandbox's death has no connection close to tell of it: a sweep every second finds it. */
+const HOLDER_NOTICE_MS = 5000;
 
 describe('abuse: a sandbox whose agent dies', () => {
   const d = abuseDaemon();
@@ -126,6 +129,81 @@ describe('abuse: a sandbox whose agent dies', () => {
     assert.match(s.endReason ?? '', /OOM killer/);
     await assert.rejects(bomb);
     assert.equal(running(pid1), false);
+  });
+
+  /** The hidden sandbox holding a snapshot's live REPL copy (not shown to tenants: read from the store). */
+  function holderOf(snapshot: string): string {
+    const db = new Database(join(d.stateDir, 'forkbox.db'), { readonly: true });
+    try {
+      const row = db.prepare('SELECT holder_id FROM snapshots WHERE id = ?').get(snapshot) as
+        | { holder_id: string | null }
+        | undefined;
+      assert.ok(row?.holder_id, `snapshot ${snapshot} has a holder`);
+      return row.holder_id;
+    } finally {
+      db.close();
+    }
+  }
+
+  it('SIGKILL of the PID 1 of a sandbox holding a snapshot: failed, and the snapshot says its live state is gone', async () => {
+    // Its PID 1 cannot finish exiting while the snapshot's paused holder (a fork, in its pid namespace)
+    // is frozen: it used to stay `running` for ever, and the snapshot to claim its Python state.
+    const sb = await d.api.createSandbox({});
+    await d.api.runCode(sb.id, { code: 'kept = 41' });
+    const snap = await d.api.createSnapshot(sb.id, { name: `held-${sb.id}` });
+    assert.equal((await d.api.getSnapshot(snap.id)).pythonState, true);
+    const holder = holderOf(snap.id);
+    process.kill(agentPid(d.stateDir, sb.id), 'SIGKILL');
+    const { endReason, ms } = await failedWithin(sb.id);
+    process.stderr.write(`# SIGKILL of a snapshot source's PID 1 → failed in ${ms} ms: ${endReason}\n`);
+    assert.match(endReason ?? '', /PID 1\) exited unexpectedly/);
+    const h = await waitFor('the holder failed', HOLDER_NOTICE_MS, async () => {
+      const r = await d.api.getSandbox(holder);
+      return r.state === 'failed' ? r : undefined;
+    });
+    assert.match(h.endReason ?? '', /forked from died/);
+    const info = await d.api.getSnapshot(snap.id);
+    assert.equal(info.pythonState, false);
+    assert.match(
+      info.pythonStateLost ?? '',
+      /live Python state is gone \(the PID 1 of the template or sandbox/,
+    );
+    // A restore now brings back the files, and says the REPL did not come back.
+    const r = await d.api.restoreSnapshot(snap.id, { n: 1 });
+    assert.equal(r.children[0]?.ok, true, JSON.stringify(r));
+    assert.equal(r.carried.pythonState, false);
+    await waitFor('the source is released', 10_000, () => {
+      try {
+        released(sb.id);
+        return true;
+      } catch {
+        return undefined;
+      }
+    });
+    await d.api.deleteSnapshot(snap.id, { cascade: true });
+  });
+
+  it('SIGKILL of a paused snapshot holder’s PID 1: it is failed within seconds and the snapshot says so', async () => {
+    const sb = await d.api.createSandbox({});
+    await d.api.runCode(sb.id, { code: 'kept = 41' });
+    const snap = await d.api.createSnapshot(sb.id, { name: `held-${sb.id}` });
+    const holder = holderOf(snap.id);
+    process.kill(agentPid(d.stateDir, holder), 'SIGKILL'); // frozen: it takes the signal only once thawed
+    const t0 = Date.now();
+    const h = await waitFor('the holder failed', HOLDER_NOTICE_MS, async () => {
+      const r = await d.api.getSandbox(holder);
+      return r.state === 'failed' ? r : undefined;
+    });
+    process.stderr.write(`# SIGKILL of a paused holder → failed in ${Date.now() - t0} ms: ${h.endReason}\n`);
+    assert.match(h.endReason ?? '', /killed while the sandbox was paused/);
+    assert.match(
+      (await d.api.getSnapshot(snap.id)).pythonStateLost ?? '',
+      /killed while the sandbox was paused/,
+    );
+    // The source is untouched.
+    assert.equal((await d.api.runCode(sb.id, { code: 'kept + 1' })).value, '42');
+    await d.api.deleteSnapshot(snap.id, { cascade: true });
+    await d.api.killSandbox(sb.id);
   });
 
   it('a killed parent’s PID 1, kept for its child, is released when the child’s PID 1 dies', async () => {

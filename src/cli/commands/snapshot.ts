@@ -13,7 +13,7 @@ function detail(s: SnapshotInfo): string {
     `source:        ${s.source}`,
     `image:         ${s.image}`,
     `created:       ${s.createdAt} (${formatRelative(s.createdAt)})`,
-    `python state:  ${s.pythonState ? 'yes (restores bring the REPL back)' : 'no (files only)'}`,
+    `python state:  ${s.pythonState ? 'yes (restores bring the REPL back)' : (s.pythonStateLost ?? 'no (files only)')}`,
     `layers:        ${s.layers}`,
     `dependents:    ${s.dependents.length === 0 ? '-' : s.dependents.join(', ')}`,
   ].join('\n');

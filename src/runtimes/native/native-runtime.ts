@@ -31,7 +31,7 @@ import { deadline } from './host/deadline.ts';
 import type { FdBudget } from './host/fd-budget.ts';
 import type { Mounts } from './host/mounts.ts';
 import type { NativePaths } from './host/paths.ts';
-import { isRunning } from './host/proc.ts';
+import { isDying, isRunning } from './host/proc.ts';
 import type { Sys } from './host/sys.ts';
 import type { UidRange } from './host/uid-range.ts';
 import { createRecover } from './recover.ts';
@@ -101,8 +101,9 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
     cgroups,
     log: deps.log,
     parentRunning(sb) {
+      // A parent no longer held is gone: one killed on request while children live stays (a tombstone).
       const parent = live.get(sb.spawnedIn) ?? templates.get(sb.spawnedIn);
-      return parent === undefined || isRunning(parent.hostPid, parent.startTime);
+      return parent !== undefined && !isDying(parent.hostPid, parent.startTime);
     },
     onExited: (id, reason) => events.onSandboxExited?.(id, reason),
   });
@@ -133,6 +134,9 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
     for (const sb of live.values()) if (sb.conn) void exits.noteOoms(sb);
   }, 5000);
   oomLook.unref();
+  // Deaths no connection close tells of: a paused sandbox's, a PID 1 stuck exiting (spawn/exit-watch.ts).
+  const deathLook = setInterval(() => void exits.sweep().catch(() => undefined), 1000);
+  deathLook.unref();
   // Templates nobody uses give their uid ranges back (container/templates.ts).
   const templateReap = setInterval(() => void templates.reapIdle().catch(() => undefined), 60_000);
   templateReap.unref();
@@ -246,6 +250,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
 
     async shutdown(opts) {
       clearInterval(oomLook);
+      clearInterval(deathLook);
       clearInterval(templateReap);
       if (opts.killSandboxes) {
         // Children first: a parent's PID 1 must outlive its descendants' (they live in its pid namespace).

@@ -8,7 +8,7 @@ const DEFAULT_TIMEOUT_S = 30;
 export const waitForText = defineTool({
   name: 'wait_for_text',
   title: 'Wait for text',
-  description: `Wait until a file contains marker (e.g. a server's "listening" log line); found=false after timeout_s (default ${DEFAULT_TIMEOUT_S}).`,
+  description: `Wait until a file contains marker (a server's log line); found=false after timeout_s (default ${DEFAULT_TIMEOUT_S}).`,
   annotations: HINTS.read,
   input: z.object({
     sandbox: sandboxArg,

@@ -53,6 +53,32 @@ export function procState(pid: number): string | undefined {
   }
 }
 
+/** PF_EXITING (include/linux/sched.h): the process is in do_exit (a pid namespace's init stays so while any
+ * process of its namespace has not exited, e.g. a frozen one). */
+const PF_EXITING = 0x4;
+/** SIGKILL's bit in /proc/<pid>/status's pending-signal masks. */
+const SIGKILL_BIT = 1n << 8n;
+
+/**
+ * Whether `pid` is dead or on its way out: gone, a zombie, exiting (its code has run its course: a pid
+ * namespace's init stays in exit while a frozen process of its namespace has not died), or holding a
+ * pending SIGKILL (a frozen process receives it only when thawed).
+ */
+export function isDying(pid: number, startTime?: number): boolean {
+  if (!isRunning(pid, startTime)) return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const flags = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[6]);
+    if ((flags & PF_EXITING) !== 0) return true;
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    for (const m of status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm))
+      if ((BigInt(`0x${m[1]}`) & SIGKILL_BIT) !== 0n) return true;
+    return false;
+  } catch {
+    return true; // it went while we looked
+  }
+}
+
 /**
  * Whether `pid` (started at `startTime`, when given) still runs: alive and not a zombie. A sandbox's PID 1
  * that died stays a zombie until its parent (its template's or parent sandbox's agent) reaps it, and a

@@ -5,10 +5,15 @@
  * sandbox ended, and it is reported (RuntimeEvents.onSandboxExited) with the reason — the OOM killer when
  * its memory cgroup counted a new OOM kill. A live agent reconnects instead (a dropped connection), and the
  * watch stops. An agent that stops answering (agent-link/liveness.ts) is reported the same way.
+ *
+ * "Dead" includes dying (host/proc.ts isDying): a PID 1 whose namespace holds a frozen process (a paused
+ * snapshot holder, a paused fork child) cannot finish its exit, and a frozen PID 1 takes a SIGKILL only
+ * once thawed. So paused sandboxes and sandboxes without a connection are also looked at every second
+ * (sweep): one dying is thawed, so that it and its namespace can end, and reported.
  */
 import type { Logger } from '../../../domain/logger.ts';
 import type { Cgroups } from '../cgroups/index.ts';
-import { isRunning } from '../host/proc.ts';
+import { isDying } from '../host/proc.ts';
 import type { LiveSandbox } from './live-sandbox.ts';
 
 /** How long after a close PID 1 is watched before the close is taken for a mere disconnection. */
@@ -17,7 +22,7 @@ const POLL_MS = 50;
 
 export interface ExitWatchDeps {
   live: Map<string, LiveSandbox>;
-  cgroups: Pick<Cgroups, 'oomKills'>;
+  cgroups: Pick<Cgroups, 'oomKills' | 'thaw'>;
   log: Pick<Logger, 'warn'>;
   /** Whose pid namespace a sandbox lives in: false when that PID 1 (template or parent sandbox) is gone. */
   parentRunning(sb: LiveSandbox): boolean;
@@ -35,6 +40,7 @@ export function createExitWatch(deps: ExitWatchDeps) {
       return `its agent (PID 1) was killed by the OOM killer: the sandbox reached its memory limit of ${Math.round(sb.memoryBytes / 2 ** 20)} MiB`;
     if (!deps.parentRunning(sb))
       return 'the PID 1 of the template or sandbox it was forked from died, which ends every sandbox in its pid namespace';
+    if (sb.paused) return 'its agent (PID 1) was killed while the sandbox was paused';
     return 'its agent (PID 1) exited unexpectedly: it was killed or it crashed';
   }
 
@@ -52,13 +58,27 @@ export function createExitWatch(deps: ExitWatchDeps) {
       const until = Date.now() + WATCH_MS;
       const look = async (): Promise<void> => {
         if (!current(sb) || sb.conn !== null) return; // killed on request, or reconnected
-        if (!isRunning(sb.hostPid, sb.startTime)) {
+        if (isDying(sb.hostPid, sb.startTime)) {
           report(sb, await reasonOf(sb));
           return;
         }
         if (Date.now() < until) setTimeout(() => void look(), POLL_MS).unref();
       };
       void look();
+    },
+
+    /**
+     * Paused sandboxes and those without a connection whose PID 1 is dying: thawed (a frozen process
+     * takes its SIGKILL, and lets its namespace's init finish exiting, only then) and reported.
+     */
+    async sweep(): Promise<void> {
+      for (const sb of [...live.values()]) {
+        if (!current(sb) || sb.hostPid <= 0 || (sb.conn !== null && !sb.paused)) continue;
+        if (!isDying(sb.hostPid, sb.startTime)) continue;
+        const reason = await reasonOf(sb);
+        if (sb.paused) await deps.cgroups.thaw(sb.cgroup).catch(() => undefined);
+        report(sb, reason);
+      }
     },
 
     /** The agent stopped answering: the sandbox is given up. */

@@ -49,8 +49,15 @@ export type EnsureLayer = ((
   emit: (e: ProgressEvent) => void,
   signal?: AbortSignal,
 ) => Promise<{ layer: string; sizeBytes: number }>) & {
-  /** Sweep what dead processes left in tmp/; call before making a temp dir of one's own. */
+  /** Sweep what dead processes left in tmp/ (once: the first build or pull of this process waits for it). */
   cleanStale(): Promise<void>;
+  /**
+   * Remove every entry of tmp/ that no build or pull in flight uses (this process's, or a live other
+   * process's): what a crash left, at start and at `gc`. Returns the paths removed.
+   */
+  sweepTemps(): Promise<string[]>;
+  /** A fresh work dir in tmp/ for `fn`, kept from sweepTemps while `fn` runs and removed after. */
+  withWorkDir<T>(fn: (work: string) => Promise<T>): Promise<T>;
   /** The directory the layer of `key` lives in (whether or not it exists yet). */
   pathOf(key: string): string;
 };
@@ -61,16 +68,35 @@ export function createLayerBuilder(opts: LayerBuildOptions): EnsureLayer {
   const building = new Map<string, Promise<{ layer: string; sizeBytes: number }>>();
   let staleCleaned: Promise<void> | undefined;
 
-  /** Remove build directories that processes which died mid-build left in tmp/. */
+  /** Names of tmp/ entries in use by this process's builds and pulls. */
+  const active = new Set<string>();
+
+  async function sweepTemps(): Promise<string[]> {
+    const removed: string[] = [];
+    for (const n of await readdir(tmpDir).catch(() => [] as string[])) {
+      if (active.has(n) || ownerAlive(n)) continue;
+      log.info({ dir: n }, 'images: removing what a crashed build, import or pull left');
+      await removeTree(join(tmpDir, n));
+      removed.push(join(tmpDir, n));
+    }
+    return removed;
+  }
   function cleanStale(): Promise<void> {
-    staleCleaned ??= (async () => {
-      for (const n of await readdir(tmpDir)) {
-        if (!n.startsWith(TMP_PREFIX) || ownerAlive(n)) continue;
-        log.info({ dir: n }, 'images: removing a stale build directory');
-        await removeTree(join(tmpDir, n));
-      }
-    })();
+    staleCleaned ??= sweepTemps().then(() => undefined);
     return staleCleaned;
+  }
+
+  async function withWorkDir<T>(fn: (work: string) => Promise<T>): Promise<T> {
+    const name = tmpName();
+    const work = join(tmpDir, name);
+    active.add(name);
+    try {
+      await mkdir(work, { mode: 0o700 });
+      return await fn(work);
+    } finally {
+      await removeTree(work);
+      active.delete(name);
+    }
   }
 
   /**
@@ -94,9 +120,7 @@ export function createLayerBuilder(opts: LayerBuildOptions): EnsureLayer {
         // the rename happens only once a layer is complete, so it is whole either way.
         return { layer, sizeBytes: sibling?.sizeBytes ?? (await treeBytes(layer)) };
       }
-      const work = join(tmpDir, tmpName());
-      await mkdir(work, { mode: 0o700 });
-      try {
+      return withWorkDir(async (work) => {
         const rootfs = join(work, 'rootfs');
         await fill(rootfs);
         if (signal?.aborted) throw new ForkboxError('conflict', 'image build cancelled.');
@@ -110,9 +134,7 @@ export function createLayerBuilder(opts: LayerBuildOptions): EnsureLayer {
         });
         await rename(rootfs, layer);
         return { layer, sizeBytes: shifted.bytes };
-      } finally {
-        await removeTree(work);
-      }
+      });
     })();
     building.set(key, p);
     const clear = () => building.delete(key);
@@ -122,6 +144,8 @@ export function createLayerBuilder(opts: LayerBuildOptions): EnsureLayer {
 
   return Object.assign(ensureLayer, {
     cleanStale,
+    sweepTemps,
+    withWorkDir,
     pathOf: (key: string) => join(layersDir, key.slice(0, LAYER_ID_LEN)),
   });
 }

@@ -15,11 +15,9 @@ import type { Logger } from '../domain/logger.ts';
 import type { ImageRecord } from '../domain/types.ts';
 import type { ProgressEvent } from '../service/api.ts';
 import type { PullOptions } from '../service/ports.ts';
-import { removeTree } from './fsutil.ts';
 import type { ImageRecords } from './image-records.ts';
 import { populate } from './import.ts';
 import type { EnsureLayer } from './layer-build.ts';
-import { tmpName } from './layer-build.ts';
 import { findPythonInLayers } from './layers-python.ts';
 import { imageAllowed } from './registry/allow.ts';
 import { downloadBlob, readSmallBlob } from './registry/blob.ts';
@@ -32,7 +30,6 @@ import { convertWhiteouts } from './whiteout.ts';
 export interface PullDeps {
   records: Pick<ImageRecords, 'get' | 'write'>;
   ensureLayer: EnsureLayer;
-  tmpDir: string;
   shiftSalt: string;
   env: Readonly<Record<string, string | undefined>>;
   /** `forkbox serve --image-allow` patterns; none: local callers may pull anything, remote ones nothing. */
@@ -95,9 +92,7 @@ export function createPuller(deps: PullDeps) {
     }
     const config = parseImageConfig(await readSmallBlob(client, ref, m.config), ref.canonical);
     await deps.ensureLayer.cleanStale();
-    const work = join(deps.tmpDir, tmpName());
-    await mkdir(work, { mode: 0o700 });
-    try {
+    return deps.ensureLayer.withWorkDir(async (work) => {
       // 1. Download and verify every missing layer before anything enters the store.
       const blobs = new Map<string, string>();
       for (const [i, l] of m.layers.entries()) {
@@ -163,9 +158,7 @@ export function createPuller(deps: PullDeps) {
       deps.log.info({ image: name, ref: ref.canonical, digest: m.digest }, 'images: pulled');
       emit({ phase: 'done', message: `${ref.canonical} pulled as '${name}' (${m.digest})` });
       return rec;
-    } finally {
-      await removeTree(work);
-    }
+    });
   }
 
   return {

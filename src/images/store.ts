@@ -5,7 +5,7 @@
  * Metadata is image-records.ts, building a layer layer-build.ts; this file builds, imports and removes images.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import { errors, ForkboxError } from '../domain/errors.ts';
@@ -114,7 +114,6 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
   const puller = createPuller({
     records,
     ensureLayer,
-    tmpDir,
     shiftSalt,
     env: opts.env ?? {},
     allow: opts.imageAllow ?? [],
@@ -305,10 +304,26 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     return dropped;
   }
 
+  /**
+   * What a crash left: work dirs of builds, imports and pulls and half-deleted layers in tmp/, and image
+   * records written but never renamed into place (`.<name>.<hex>.tmp`; written and renamed in one
+   * synchronous step, so none is ever in flight).
+   */
+  async function sweepTemps(): Promise<string[]> {
+    const removed = await ensureLayer.sweepTemps();
+    for (const n of readdirSync(imagesDir)) {
+      if (!/^\..+\.tmp$/.test(n)) continue;
+      rmSync(join(imagesDir, n), { force: true });
+      removed.push(join(imagesDir, n));
+    }
+    return removed;
+  }
+
   return {
     list,
     get,
     require: requireImage,
+    sweepTemps,
     buildDebian,
     importImage,
     pull: puller.pull,

@@ -59,6 +59,8 @@ export interface ImageStore {
    * went. A layer's device could otherwise become a real one in an upper on the host (docs/IMAGES.md).
    */
   sweepDeviceNodes?(): Promise<number>;
+  /** Remove what a crashed build, import or pull left (start and `gc`); returns the paths removed. */
+  sweepTemps?(): Promise<string[]>;
 }
 
 export interface PullOptions {

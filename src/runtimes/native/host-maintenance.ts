@@ -1,5 +1,6 @@
 /**
- * `forkbox gc` and `forkbox df` for the native runtime: find what no live sandbox or template uses.
+ * `forkbox gc` and `forkbox df` for the native runtime: find what no live sandbox or template uses, and
+ * the temporaries a crash left (image work dirs, half-made layers). The daemon's start runs the same gc.
  *
  * Scope: only this state dir's objects. Mounts, inboxes and sandbox dirs are under the state dir; cgroups
  * are under `forkbox/<state-id>/` (host/state-id.ts). The cgroup tree is shared by every daemon on the
@@ -30,8 +31,8 @@ export function createHostMaintenance(deps: {
   paths: NativePaths;
   mounts: Mounts;
   cgroups: Cgroups;
-  images: { list(): ImageRecord[] };
-  snapshots: Pick<SnapshotDriver, 'removeSandboxDir'>;
+  images: { list(): ImageRecord[]; sweepTemps?(): Promise<string[]> };
+  snapshots: Pick<SnapshotDriver, 'removeSandboxDir' | 'sweepTemps'>;
 }) {
   const { paths, mounts, cgroups } = deps;
 
@@ -100,6 +101,11 @@ export function createHostMaintenance(deps: {
         await deps.snapshots.removeSandboxDir(paths.sandbox(id));
         out.removedDirs.push(paths.sandbox(id));
       }
+      // What a crash left mid-build, mid-import, mid-pull or mid-snapshot (nothing of a call in flight).
+      out.removedDirs.push(
+        ...((await deps.images.sweepTemps?.()) ?? []),
+        ...(await deps.snapshots.sweepTemps()),
+      );
       await sweepCgroups(paths.sandboxCgroups, (id) => !keep.has(id), out);
       await sweepCgroups(LEGACY_SANDBOX_CGROUPS, (id) => ours(id) && !keep.has(id), out);
       out.removedDirs = out.removedDirs.filter((d) => !existsSync(d));

@@ -22,6 +22,7 @@ import {
   keptDirs,
   SNAPSHOT_PREFIX,
   type SnapshotDriver,
+  staleLayerTemps,
 } from './snapshot-driver.ts';
 
 const GiB = 1024 ** 3;
@@ -33,6 +34,8 @@ export function createBtrfsDriver(
 ): SnapshotDriver {
   const { layersDir } = volume;
   const q = 'missing' in quotas ? null : quotas;
+  /** Half-made layers of freezes in flight (sweepTemps leaves them). */
+  const making = new Set<string>();
 
   /** ENOSPC becomes an error that says which setting to change. */
   function full(e: unknown, doing: string): unknown {
@@ -131,6 +134,7 @@ export function createBtrfsDriver(
       // An upper this driver did not make (e.g. before a switch from the copy driver): copy it into a
       // subvolume, with reflinks where the source is on the same btrfs.
       const tmp = `${layer}.tmp`;
+      making.add(tmp);
       try {
         wrap('making a layer', () => ioctl.createSubvolume(tmp));
         await runOk('cp', ['-a', '--reflink=auto', upperDir, join(tmp, 'upper')]);
@@ -138,8 +142,16 @@ export function createBtrfsDriver(
       } catch (e) {
         removeTree(tmp);
         throw full(e, 'copying a sandbox into a layer');
+      } finally {
+        making.delete(tmp);
       }
       return join(layer, 'upper');
+    },
+
+    async sweepTemps() {
+      const stale = staleLayerTemps(layersDir, making);
+      for (const p of stale) removeTree(p);
+      return stale;
     },
 
     async remove(layer) {

@@ -67,6 +67,11 @@ export interface SnapshotDriver {
   /** Every layer this driver made. */
   list(): Promise<string[]>;
   /**
+   * Remove the half-made layers (`<layers>/s-<id>.tmp`) no freeze of this process is making: what a
+   * crash mid-snapshot or mid-fork left (start and `gc`). Returns the paths removed.
+   */
+  sweepTemps(): Promise<string[]>;
+  /**
    * Release what the driver holds on the host (mounts, loop devices). `inUse`: sandboxes outlive this
    * process (a daemon restart), so their storage must stay reachable.
    */
@@ -91,6 +96,20 @@ export function keptDirs(dir: string): SandboxDirs | null {
 /** Snapshot layers live beside image layers, with a prefix image ids never have. */
 export const SNAPSHOT_PREFIX = 's-';
 
+/** The half-made layers of `layersDir` that are not in `making` (this process's freezes in flight). */
+export function staleLayerTemps(layersDir: string, making: ReadonlySet<string>): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(layersDir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.startsWith(SNAPSHOT_PREFIX) && n.endsWith('.tmp'))
+    .map((n) => join(layersDir, n))
+    .filter((p) => !making.has(p));
+}
+
 /** Free bytes for an unprivileged writer on the filesystem holding `path`. */
 export function freeBytes(path: string): number {
   const s = statfsSync(path);
@@ -106,6 +125,8 @@ export function createCopyDriver(
   disks: Ext4Disks | { missing: string } = { missing: 'no disk volumes configured' },
 ): SnapshotDriver {
   const vols = 'missing' in disks ? null : disks;
+  /** Half-made layers of freezes in flight (sweepTemps leaves them). */
+  const making = new Set<string>();
   return {
     name: 'copy',
     atomicFreeze: false,
@@ -153,6 +174,7 @@ export function createCopyDriver(
       // The walk reads a clone of the upper on which no symlink is followed: a directory a sandbox swaps for
       // a link to a host path (renameat2 RENAME_EXCHANGE) fails the copy instead of copying host files in.
       const src = openNoFollowTree(upperDir);
+      making.add(tmp);
       try {
         // -a keeps owners, modes, xattrs (overlay's opaque markers) and whiteout device nodes.
         await runOk('cp', ['-a', '--reflink=auto', `/proc/${process.pid}/fd/${src.fd}/.`, tmp]);
@@ -162,8 +184,14 @@ export function createCopyDriver(
         throw e;
       } finally {
         src.close();
+        making.delete(tmp);
       }
       return layer;
+    },
+    async sweepTemps() {
+      const stale = staleLayerTemps(layersDir, making);
+      for (const p of stale) rmSync(p, { recursive: true, force: true });
+      return stale;
     },
     async remove(layer) {
       rmSync(layer, { recursive: true, force: true });

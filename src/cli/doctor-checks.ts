@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createImageStore } from '../images/index.ts';
 import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
-import { hasCapSysResource } from '../runtimes/native/host/proc.ts';
+import { hasCapSysResource, isAlive } from '../runtimes/native/host/proc.ts';
 import { traverseAdvice, untraversable } from '../runtimes/native/host/traverse.ts';
 import { DEFAULT_UID_SPACE } from '../runtimes/native/host/uid-ranges.ts';
 import { planStorage } from '../runtimes/native/storage/btrfs-storage.ts';
+import { configuredElsewhere, readServeRecord } from '../transports/serve-record.ts';
 import { which } from '../util/subprocess.ts';
 
 export interface DoctorCheck {
@@ -183,6 +184,21 @@ export async function runDoctorChecks(opts: { stateDir: string; image?: string }
       mkdirSync(opts.stateDir, { recursive: true, mode: 0o711 });
       accessSync(opts.stateDir, constants.W_OK);
       return { ok: true, detail: opts.stateDir };
+    }),
+  );
+  out.push(
+    check('who serves the state dir', false, () => {
+      // Informational: which daemon the CLI talks to, and whether the CLI may start one itself.
+      const rec = readServeRecord(opts.stateDir);
+      const elsewhere = configuredElsewhere(opts.stateDir);
+      if (!rec) return { ok: true, detail: 'no daemon has served it yet: the CLI starts one on demand' };
+      const how = rec.configured
+        ? `configured: 'forkbox serve ${rec.how.join(' ').slice(0, 200)}'; the CLI never starts one in its place`
+        : 'started on demand (or plain `forkbox serve`): the CLI starts one again when none answers';
+      return {
+        ok: true,
+        detail: `pid ${rec.pid}${isAlive(rec.pid) ? '' : ' (not running)'}, started ${rec.startedAt}, ${how}${elsewhere && !rec.configured ? `; ${elsewhere}` : ''}`,
+      };
     }),
   );
   out.push(

@@ -1,7 +1,9 @@
 /**
  * Find the daemon that owns a state dir, or start one (docs/ARCHITECTURE.md, "Design decisions": one owner per state dir): the CLI and the stdio MCP
  * server are clients of `forkbox serve`; when none answers and the caller is root, start it in the
- * background and wait for it; otherwise say exactly what to run.
+ * background and wait for it — unless an operator configured the daemon of that state dir (its record,
+ * or a systemd unit: transports/serve-record.ts), which a plain one must not replace; otherwise say
+ * exactly what to run.
  */
 import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { ForkboxError } from '../domain/errors.ts';
 import type { Logger } from '../domain/logger.ts';
 import { createDaemonClient, type DaemonClient } from './daemon-client.ts';
+import { configuredElsewhere, ON_DEMAND_ENV } from './serve-record.ts';
 
 export const SOCKET_NAME = 'forkbox.sock';
 export const DAEMON_LOG_NAME = 'daemon.log';
@@ -47,6 +50,8 @@ export interface ConnectOptions {
   entry?: string;
   /** This client's name for itself in the daemon's audit log: `cli`, `mcp-stdio`. */
   client?: string;
+  /** The systemd unit whose presence (naming this state dir) forbids starting a daemon; default /etc/systemd/system/forkbox.service. */
+  unitPath?: string;
 }
 
 /** bin/forkbox.js, from either src/transports/ (checkout) or dist/transports/ (built package). */
@@ -83,6 +88,14 @@ export async function connectOrStartDaemon(opts: ConnectOptions): Promise<Daemon
       `no forkbox daemon answers on ${socketPath} for this user, and starting one needs root. Ask an administrator to run 'sudo forkbox service install --socket-group GROUP' (a systemd unit) or 'sudo forkbox serve --socket-group GROUP', and to add you to GROUP (then log in again); or set FORKBOX_SOCKET to the group socket's path.`,
       { socketPath, stateDir: opts.stateDir },
     );
+  }
+  const configured = configuredElsewhere(opts.stateDir, opts.unitPath);
+  if (configured !== undefined) {
+    client.close();
+    throw new ForkboxError('unavailable', `no forkbox daemon answers on ${socketPath}: ${configured}`, {
+      socketPath,
+      stateDir: opts.stateDir,
+    });
   }
   if (!opts.allowStart || socketPath !== socketPathFor(opts.stateDir)) {
     client.close();
@@ -130,7 +143,7 @@ async function spawnDaemon(opts: ConnectOptions, logPath: string): Promise<() =>
     const child = spawn(process.execPath, [entry, '--state-dir', opts.stateDir, 'serve'], {
       detached: true,
       stdio: ['ignore', fd, fd],
-      env: process.env,
+      env: { ...process.env, [ON_DEMAND_ENV]: '1' },
     });
     child.once('exit', (code, signal) => {
       exited = { code, signal };
@@ -153,7 +166,11 @@ async function startDaemon(opts: ConnectOptions, client: DaemonClient): Promise<
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await client.health(500)) {
-      opts.log.debug({ socketPath: client.target }, 'forkbox daemon is up');
+      // Said on stderr: the caller learns that this daemon is one it started, not the operator's.
+      opts.log.info(
+        { socketPath: client.target, log: logPath },
+        `no forkbox daemon answered for ${opts.stateDir}: started one on demand (its log: ${logPath})`,
+      );
       return;
     }
     if (exited()) {

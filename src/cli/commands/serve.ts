@@ -24,6 +24,7 @@ import {
   startListener,
 } from '../../transports/http-listener.ts';
 import { DEFAULT_LISTEN, parseListen } from '../../transports/http-server.ts';
+import { serveRecord, writeServeRecord } from '../../transports/serve-record.ts';
 import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';
 import { defineCommand } from '../command-table.ts';
@@ -242,6 +243,9 @@ export function register(program: Command, ctx: CliContext): void {
     }
     const unix = server;
     const groupUnix = groupServer;
+    // Who serves this state dir, and whether an operator configured it (transports/serve-record.ts).
+    const serveArgs = process.argv.slice(process.argv.indexOf('serve') + 1);
+    writeServeRecord(stateDir, serveRecord(serveArgs, process.env, process.pid));
     log.info(
       { socket: unix.socketPath, groupSocket: groupUnix?.socketPath, stateDir, version: VERSION },
       'forkbox daemon listening',

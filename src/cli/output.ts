@@ -53,7 +53,8 @@ export function createOutput(json: boolean, io: OutputStreams = process): Output
 
 /** A plain left-aligned table with a header row. */
 export function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  // A reduce, not Math.max(...): a spread of 300,000 rows overflows the call stack.
+  const widths = headers.map((h, i) => rows.reduce((w, r) => Math.max(w, (r[i] ?? '').length), h.length));
   const line = (cells: string[]) =>
     cells
       .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))

@@ -132,7 +132,8 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       const ports = snapshots.portsOf(ctx, idOrName);
       return withPorts(await snapshots.restore(ctx, idOrName, req ?? {}), ports);
     },
-    diffSandboxes: (a, b, opts) => diffSandboxRecords(diffDeps, a, b, opts),
+    diffSandboxes: (a, b, opts) =>
+      p.heavy.run(ctx.tenant, 'diff', () => diffSandboxRecords(diffDeps, a, b, opts)),
     applyProject: (idOrName) => applyProjectOf(diffDeps, idOrName),
     async exposePort(idOrName, port, opts) {
       const rec = await p.ports.publish(running(idOrName), port, opts?.hostPort ?? 0);

@@ -5,6 +5,7 @@ import type { KeyedQueue } from '../util/keyed-queue.ts';
 import type { DiskUsage, ForkRequest, ForkResult, GcReport, MergeResult, SandboxInfo } from './api.ts';
 import type { CallerContext, SandboxFinder } from './caller.ts';
 import type { ExecManager } from './exec-manager.ts';
+import type { HeavyCalls } from './heavy-calls.ts';
 import type { Browsers, ImageStore, Runtime, Store } from './ports.ts';
 import type { CreateSandbox } from './sandbox-create.ts';
 import type { SandboxPorts } from './sandbox-ports.ts';
@@ -40,4 +41,6 @@ export interface EngineParts extends SandboxFinder {
   df(): Promise<DiskUsage>;
   /** The sandboxes' open browsers (src/browser/). */
   browsers: Browsers | undefined;
+  /** Calls whose cost the caller controls (diffs), a few at once per tenant (heavy-calls.ts). */
+  heavy: HeavyCalls;
 }

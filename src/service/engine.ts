@@ -17,6 +17,7 @@ import type { DiskPolicy } from './disk-limits.ts';
 import type { EngineParts } from './engine-parts.ts';
 import type { ExecSettings } from './exec-launch.ts';
 import { createExecManager } from './exec-manager.ts';
+import { createHeavyCalls } from './heavy-calls.ts';
 import { createLineage } from './lineage.ts';
 import type { NetworkCap } from './network-cap.ts';
 import type { Browsers, ImageStore, Runtime, Store } from './ports.ts';
@@ -248,6 +249,7 @@ export function createEngine(deps: EngineDeps): Engine {
     merge,
     withKids,
     browsers,
+    heavy: createHeavyCalls(),
     async gc(): Promise<GcReport> {
       const removedSandboxes = await reapExpired();
       return { removedSandboxes, ...(await hostGc()) };

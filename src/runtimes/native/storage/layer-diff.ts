@@ -30,6 +30,7 @@ import {
   sha256Of,
   take,
   walkLayer,
+  yieldToLoop,
 } from './layer-walk.ts';
 
 export { relOf } from './layer-walk.ts';
@@ -218,7 +219,9 @@ export async function diffLayerChains(
     modified: [],
     truncated: false,
   };
+  let seen = 0;
   for (const rel of [...candidates].sort()) {
+    if (++seen % 256 === 0) await yieldToLoop();
     const ra = resolve(viewA, rel);
     const rb = resolve(viewB, rel);
     const path = `/${rel}`;

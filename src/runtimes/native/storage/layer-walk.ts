@@ -58,6 +58,10 @@ export interface Budget {
   truncated: boolean;
 }
 
+/** A walk gives the event loop back this often (entries): other callers' requests are served between. */
+const YIELD_EVERY = 256;
+export const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 export function take(b: Budget): boolean {
   if (b.left <= 0) {
     b.truncated = true;
@@ -140,6 +144,7 @@ export async function walkLayer(root: string, filter: Filter, budget: Budget): P
     children.set(rel, kids);
     for (const name of names.sort()) {
       if (!take(budget)) return;
+      if (budget.left % YIELD_EVERY === 0) await yieldToLoop();
       const childRel = rel === '' ? name : `${rel}/${name}`;
       const p = `/proc/self/fd/${fd}/${name}`;
       let st: Stats;

@@ -23,6 +23,7 @@ import {
   restRoutesNaming,
 } from '../helpers/snoop-tables.ts';
 import { startTenantListener } from '../helpers/tenant-listener.ts';
+import { tenantRest } from '../helpers/tenant-rest.ts';
 
 const skip = nativeUnavailable();
 const TOKEN_A = `tok-alice-${token('a')}`;
@@ -37,24 +38,9 @@ describe('abuse: tenant snooping over REST and MCP', { skip: skip ?? false }, ()
   const alice = { box: '', name: 'alice-secret', exec: '', bgExec: '', snap: '', snapName: 'alice-snap' };
   let bobBox = '';
 
-  const call = async (tok: string, method: string, path: string, body?: unknown) => {
-    const r = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${tok}`,
-        ...(body === undefined || Buffer.isBuffer(body) ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: Buffer.isBuffer(body) ? body : JSON.stringify(body) }),
-    });
-    const text = await r.text();
-    let json: Record<string, unknown> = {};
-    try {
-      json = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      // raw body
-    }
-    return { status: r.status, text, json };
-  };
+  /** One call with token `tok` (a Buffer body goes as raw bytes). */
+  const call = (tok: string, method: string, path: string, body?: unknown) =>
+    tenantRest(base, tok, tok === TOKEN_A ? 'alice' : 'bob').call(method, path, body);
   const asA = async (method: string, path: string, body?: unknown, status = 200) => {
     const r = await call(TOKEN_A, method, path, body);
     assert.equal(r.status, status, `alice ${method} ${path}: ${r.text}`);

@@ -29,7 +29,7 @@ import {
 import { findPython } from './fsutil.ts';
 import { createImageRecords, type ImageRecords, validateImageName } from './image-records.ts';
 import { contentKey, populate, sourceKind } from './import.ts';
-import { createLayerBuilder, LAYER_ID_LEN, tmpName } from './layer-build.ts';
+import { createLayerBuilder, type EnsureLayer, LAYER_ID_LEN, tmpName } from './layer-build.ts';
 import { createPuller } from './pull.ts';
 import { isRegistryRef } from './registry/reference.ts';
 import { dropDeviceNodes, type UidShift } from './shift.ts';
@@ -92,6 +92,21 @@ function dropUnusedLayers(
     }
     rmSync(doomed, { recursive: true, force: true });
   }
+}
+
+/**
+ * What a crash left: work dirs of builds, imports and pulls and half-deleted layers in tmp/, and image
+ * records written but never renamed into place (`.<name>.<hex>.tmp`; written and renamed in one
+ * synchronous step, so none is ever in flight).
+ */
+async function sweepTemps(ensureLayer: EnsureLayer, imagesDir: string): Promise<string[]> {
+  const removed = await ensureLayer.sweepTemps();
+  for (const n of readdirSync(imagesDir)) {
+    if (!/^\..+\.tmp$/.test(n)) continue;
+    rmSync(join(imagesDir, n), { force: true });
+    removed.push(join(imagesDir, n));
+  }
+  return removed;
 }
 
 export function createImageStore(opts: ImageStoreOptions): ImageStore {
@@ -304,26 +319,11 @@ export function createImageStore(opts: ImageStoreOptions): ImageStore {
     return dropped;
   }
 
-  /**
-   * What a crash left: work dirs of builds, imports and pulls and half-deleted layers in tmp/, and image
-   * records written but never renamed into place (`.<name>.<hex>.tmp`; written and renamed in one
-   * synchronous step, so none is ever in flight).
-   */
-  async function sweepTemps(): Promise<string[]> {
-    const removed = await ensureLayer.sweepTemps();
-    for (const n of readdirSync(imagesDir)) {
-      if (!/^\..+\.tmp$/.test(n)) continue;
-      rmSync(join(imagesDir, n), { force: true });
-      removed.push(join(imagesDir, n));
-    }
-    return removed;
-  }
-
   return {
     list,
     get,
     require: requireImage,
-    sweepTemps,
+    sweepTemps: () => sweepTemps(ensureLayer, imagesDir),
     buildDebian,
     importImage,
     pull: puller.pull,

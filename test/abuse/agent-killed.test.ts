@@ -50,6 +50,22 @@ describe('abuse: a sandbox whose agent dies', () => {
     );
   }
 
+  /**
+   * Its cgroup, inbox, storage and mounts go right after its PID 1 (one release, in steps): wait for the
+   * last of them, then say which is left if one never goes.
+   */
+  async function releasedWithin(id: string, ms = 10_000): Promise<void> {
+    await waitFor(`${id}'s resources released`, ms, () => {
+      try {
+        released(id);
+        return true;
+      } catch {
+        return undefined;
+      }
+    }).catch(() => undefined);
+    released(id);
+  }
+
   it('SIGKILL of PID 1 from the host: failed with the reason everywhere, resources released', async () => {
     const sb = await d.api.createSandbox({});
     await d.api.exec(sb.id, { argv: ['true'] });
@@ -58,14 +74,7 @@ describe('abuse: a sandbox whose agent dies', () => {
     const { endReason, ms } = await failedWithin(sb.id);
     process.stderr.write(`# SIGKILL of PID 1 → failed in ${ms} ms: ${endReason}\n`);
     assert.match(endReason ?? '', /PID 1\) exited unexpectedly/);
-    await waitFor('its resources are released', 10_000, () => {
-      try {
-        released(sb.id);
-        return true;
-      } catch {
-        return undefined;
-      }
-    });
+    await releasedWithin(sb.id);
 
     // The same in `forkbox ls` (the CLI), REST on the TCP listener, and MCP `sandbox_get`.
     const ls = spawnSync(
@@ -172,14 +181,7 @@ describe('abuse: a sandbox whose agent dies', () => {
     const r = await d.api.restoreSnapshot(snap.id, { n: 1 });
     assert.equal(r.children[0]?.ok, true, JSON.stringify(r));
     assert.equal(r.carried.pythonState, false);
-    await waitFor('the source is released', 10_000, () => {
-      try {
-        released(sb.id);
-        return true;
-      } catch {
-        return undefined;
-      }
-    });
+    await releasedWithin(sb.id);
     await d.api.deleteSnapshot(snap.id, { cascade: true });
   });
 
@@ -220,16 +222,6 @@ describe('abuse: a sandbox whose agent dies', () => {
     const { endReason } = await failedWithin(childId);
     assert.match(endReason ?? '', /exited unexpectedly/);
     await waitFor('the parent’s PID 1 is released', 10_000, () => (running(parentPid1) ? undefined : true));
-    // Its cgroup, inbox, storage and mounts go right after its PID 1 (one release, in steps): wait for the
-    // last of them, then say which is left if one never goes.
-    await waitFor('the parent’s resources are released', 10_000, () => {
-      try {
-        released(parent.id);
-        return true;
-      } catch {
-        return undefined;
-      }
-    }).catch(() => undefined);
-    released(parent.id);
+    await releasedWithin(parent.id);
   });
 });

@@ -181,6 +181,10 @@ export function register(program: Command, ctx: CliContext): void {
       ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
       ...(o.pool === undefined ? {} : { poolSize: o.pool }),
     });
+    // Who serves this state dir (it holds the lock now), and whether an operator configured it
+    // (transports/serve-record.ts): written before any door opens, so whoever reaches it can read it.
+    const serveArgs = process.argv.slice(process.argv.indexOf('serve') + 1);
+    writeServeRecord(stateDir, serveRecord(serveArgs, process.env, process.pid));
     let server: Awaited<ReturnType<typeof serveUnix>> | undefined;
     let groupServer: Awaited<ReturnType<typeof serveUnix>> | undefined;
     let listener: Listener | undefined;
@@ -243,9 +247,6 @@ export function register(program: Command, ctx: CliContext): void {
     }
     const unix = server;
     const groupUnix = groupServer;
-    // Who serves this state dir, and whether an operator configured it (transports/serve-record.ts).
-    const serveArgs = process.argv.slice(process.argv.indexOf('serve') + 1);
-    writeServeRecord(stateDir, serveRecord(serveArgs, process.env, process.pid));
     log.info(
       { socket: unix.socketPath, groupSocket: groupUnix?.socketPath, stateDir, version: VERSION },
       'forkbox daemon listening',

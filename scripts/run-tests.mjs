@@ -25,7 +25,10 @@ const KINDS = {
   'native-copy': {
     dirs: ['test/integration'],
     filter: (f) => /\/native-[^/]+\.test\.ts$/.test(f),
-    env: { FORKBOX_STORAGE: 'copy' },
+    // The copy driver promises each sandbox's disk image in full (docs/STORAGE.md): at the 10 GiB default a
+    // fork of 20 asks for 200 GiB, more than a test machine has free. These tests are about forks, not disk
+    // admission (test/integration/full-disk.test.ts runs that at the default of 1), so promise 16 times over.
+    env: { FORKBOX_STORAGE: 'copy', FORKBOX_DISK_OVERCOMMIT: '16' },
   },
 };
 const ORDER = ['unit', 'integration', 'abuse', 'clients', 'native-copy'];

@@ -341,7 +341,13 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
   const sys = createSys();
   const lockFd = lockStateDir(stateDir, sys);
   const host = prepareProcess(sys, log);
-  const store = openSqliteStore({ path: join(stateDir, 'forkbox.db') });
+  const store = openSqliteStore({
+    path: join(stateDir, 'forkbox.db'),
+    onReserveReleased: () =>
+      log.warn(
+        `the disk holding ${stateDir} is full: forkbox used its database reserve to record this call. Kill sandboxes and delete snapshots you no longer need; 'forkbox gc' makes the reserve again once there is room.`,
+      ),
+  });
   let storage: ReturnType<typeof openStorage> | null = null;
   let inboxFs: InboxFs | null = null;
   try {
@@ -481,7 +487,8 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
       version: VERSION,
       log,
       diskUsage: maintenance.diskUsage,
-      hostGc: maintenance.gc,
+      // After a gc, the database's disk reserve is made again if a full disk used it up and there is room.
+      hostGc: (keep, ours) => maintenance.gc(keep, ours).finally(() => store.ensureDiskReserve()),
       execSettings: execSettingsFrom(opts.execOutput),
       ...(opts.poolSize === undefined ? {} : { poolSize: opts.poolSize }),
     });

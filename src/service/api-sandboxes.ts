@@ -132,8 +132,13 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       const ports = snapshots.portsOf(ctx, idOrName);
       return withPorts(await snapshots.restore(ctx, idOrName, req ?? {}), ports);
     },
-    diffSandboxes: (a, b, opts) =>
-      p.heavy.run(ctx.tenant, 'diff', () => diffSandboxRecords(diffDeps, a, b, opts)),
+    async diffSandboxes(a, b, opts) {
+      const { limit, cursor, ...req } = opts ?? {};
+      if (cursor !== undefined) return p.diffPages.next(ctx.tenant, cursor, limit);
+      return p.heavy.run(ctx.tenant, 'diff', () =>
+        p.diffPages.first(ctx.tenant, limit, () => diffSandboxRecords(diffDeps, a, b, req)),
+      );
+    },
     applyProject: (idOrName) => applyProjectOf(diffDeps, idOrName),
     async exposePort(idOrName, port, opts) {
       const rec = await p.ports.publish(running(idOrName), port, opts?.hostPort ?? 0);

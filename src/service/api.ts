@@ -337,8 +337,18 @@ export interface SystemStatus {
 export interface DiskUsage {
   stateDir: string;
   images: { name: string; bytes: number }[];
+  /** What each sandbox stores (against its disk limit where the storage tracks it). */
   sandboxes: { id: string; bytes: number }[];
+  /** What the state dir takes on its filesystem (mounted disks counted once, as their image files). */
   totalBytes: number;
+  /** The filesystem holding the state dir, when known. */
+  filesystem?: {
+    sizeBytes: number;
+    /** Free for the daemon (not counting blocks reserved for root). */
+    freeBytes: number;
+    /** What live sandboxes' disk images may still take from it (kept free by admission). */
+    promisedBytes: number;
+  };
 }
 
 export interface GcReport {
@@ -364,6 +374,10 @@ export interface DiffRequest {
   project?: boolean;
   /** With `project`: also return a `git apply`-able patch of every change. */
   patch?: boolean;
+  /** Entries per answer, over added, removed, modified and renamed in that order (default 10,000; at most 50,000). */
+  limit?: number;
+  /** The `nextCursor` of the answer before: the next page of that diff (the other fields are not used). */
+  cursor?: string;
 }
 
 /**
@@ -375,6 +389,10 @@ export interface DiffResult extends LayerDiff {
   b: string;
   /** With `project` and `patch`: the changes as a patch for `git apply` in the host directory. */
   patch?: string;
+  /** How many entries of each kind the whole diff has (the arrays hold one page of them). */
+  counts?: { added: number; removed: number; modified: number; renamed: number };
+  /** Where the next page starts (pass it as `cursor`), or null on the last page. */
+  nextCursor?: string | null;
 }
 
 /** The API's commands (sync and background) and REPL calls: one group on every side that implements them. */

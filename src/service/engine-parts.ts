@@ -4,6 +4,7 @@ import type { SandboxRecord } from '../domain/types.ts';
 import type { KeyedQueue } from '../util/keyed-queue.ts';
 import type { DiskUsage, ForkRequest, ForkResult, GcReport, MergeResult, SandboxInfo } from './api.ts';
 import type { CallerContext, SandboxFinder } from './caller.ts';
+import type { DiffPages } from './diff-pages.ts';
 import type { ExecManager } from './exec-manager.ts';
 import type { HeavyCalls } from './heavy-calls.ts';
 import type { Browsers, ImageStore, Runtime, Store } from './ports.ts';
@@ -43,4 +44,6 @@ export interface EngineParts extends SandboxFinder {
   browsers: Browsers | undefined;
   /** Calls whose cost the caller controls (diffs), a few at once per tenant (heavy-calls.ts). */
   heavy: HeavyCalls;
+  /** Diffs kept for the cursors of their next pages (diff-pages.ts). */
+  diffPages: DiffPages;
 }

@@ -13,6 +13,7 @@ import { execApi } from './api-execs.ts';
 import { fileApi } from './api-files.ts';
 import { sandboxApi } from './api-sandboxes.ts';
 import { type CallerContext, createSandboxFinder, DEFAULT_TENANT } from './caller.ts';
+import { createDiffPages } from './diff-pages.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import type { EngineParts } from './engine-parts.ts';
 import type { ExecSettings } from './exec-launch.ts';
@@ -250,6 +251,7 @@ export function createEngine(deps: EngineDeps): Engine {
     withKids,
     browsers,
     heavy: createHeavyCalls(),
+    diffPages: createDiffPages(),
     async gc(): Promise<GcReport> {
       const removedSandboxes = await reapExpired();
       return { removedSandboxes, ...(await hostGc()) };

@@ -115,7 +115,7 @@ for (const storage of ['btrfs', 'copy'] as const) {
         (e: unknown) =>
           isForkboxError(e) &&
           e.code === 'resource_exhausted' &&
-          /asks for 1 TiB but only [\d.]+ [KMGT]?i?B is free/.test(e.message),
+          /asks for 1 TiB but only [\d.]+ [KMGT]?i?B is (free|left)/.test(e.message),
       );
       await assert.rejects(
         api.createSandbox({ diskMb: 4 * 1024 * 1024 }),

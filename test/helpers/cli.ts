@@ -34,6 +34,8 @@ export function cliFor(stateDir: string): Cli {
       encoding: 'utf8',
       ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
       timeout: CALL_TIMEOUT_MS,
+      // A diff of tens of thousands of paths is megabytes of JSON (spawnSync's default is 1 MiB).
+      maxBuffer: 64 * 1024 * 1024,
       input: opts.input ?? '',
       env: { ...process.env, FORKBOX_URL: '' },
     });

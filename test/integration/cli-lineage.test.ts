@@ -18,7 +18,8 @@ import { servedSuite } from '../helpers/served-suite.ts';
 const skip = nativeUnavailable();
 
 describe('CLI lineage commands against a real daemon', { skip: skip ?? false }, () => {
-  const { cli } = servedSuite();
+  const suite = servedSuite();
+  const { cli } = suite;
 
   /** A sandbox with a file and a REPL variable: what a fork or a snapshot must carry. */
   function source(name: string): string {
@@ -93,6 +94,47 @@ describe('CLI lineage commands against a real daemon', { skip: skip ?? false }, 
     assert.match(human, /^-original$/m);
     assert.match(human, /^\+changed$/m);
     assert.match(cli.ok('diff', src, src), /no differences between/);
+    cli.ok('kill', '--cascade', src);
+  });
+
+  it('diff of 25,000 files: the daemon answers in pages, the CLI follows them all', async () => {
+    const src = cli.json<SandboxInfo>('create', '--name', 'diff-big').id;
+    cli.ok(
+      'exec',
+      src,
+      '--',
+      'python3',
+      '-c',
+      "import os\nos.makedirs('/root/many')\nfor i in range(25000): open(f'/root/many/{i}', 'w').close()",
+    );
+    const [kid] = cli.json<ForkResult>('fork', src).children;
+    const k = kid?.sandbox?.id ?? assert.fail('no child');
+    cli.ok('exec', k, '--', 'rm', '-rf', '/root/many');
+    const d = cli.json<DiffResult>('diff', src, k, '--path', '/root/many');
+    assert.equal(d.removed.length, 25_001, 'every path of every page, and the directory');
+    assert.equal(new Set(d.removed.map((e) => e.path)).size, 25_001);
+    assert.equal(d.nextCursor, null);
+    assert.deepEqual(d.counts, { added: 0, removed: 25_001, modified: 0, renamed: 0 });
+    // Over REST: one page of at most 10,000 and a cursor for the next; the cursor is the tenant's own.
+    const post = async (body: unknown) => {
+      const r = await fetch(`${suite.daemon.url}/v1/sandboxes/diff`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: r.status, body: (await r.json()) as DiffResult & { error?: { code: string } } };
+    };
+    const first = await post({ a: src, b: k, paths: ['/root/many'] });
+    assert.equal(first.status, 200);
+    assert.equal(first.body.removed.length, 10_000);
+    assert.equal(first.body.counts?.removed, 25_001);
+    assert.ok(first.body.nextCursor);
+    const second = await post({ a: src, b: k, cursor: first.body.nextCursor, limit: 20_000 });
+    assert.equal(second.body.removed.length, 15_001);
+    assert.equal(second.body.nextCursor, null);
+    const again = await post({ a: src, b: k, cursor: first.body.nextCursor });
+    assert.equal(again.status, 400);
+    assert.match(JSON.stringify(again.body), /unknown or expired/);
     cli.ok('kill', '--cascade', src);
   });
 

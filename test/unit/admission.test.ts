@@ -36,10 +36,10 @@ describe('admission by real use', () => {
 
   it('admits 100 forks of 1 GiB limit each and a 48th 1 GiB sandbox when the host has the memory', async () => {
     const a = createAdmission({ ...base, memoryState: host(20 * GiB) });
-    await a.check(req(100, GiB, 0));
-    await a.check(req(1, GiB, 47 * GiB));
+    await a.checkMemory(req(100, GiB, 0));
+    await a.checkMemory(req(1, GiB, 47 * GiB));
     // 1000 idle default sandboxes' limits fit under the default ceiling on a 24 GiB host
-    await a.check(req(1, GiB, 999 * GiB));
+    await a.checkMemory(req(1, GiB, 999 * GiB));
     assert.equal(a.memoryCapacityBytes, 24 * GiB * DEFAULT_OVERCOMMIT_RATIO);
   });
 
@@ -50,7 +50,7 @@ describe('admission by real use', () => {
       memoryState: host(20 * GiB, 37.5),
       onRefused: (r) => refused.push(r),
     });
-    await assert.rejects(a.check(req(1)), (e: unknown) => {
+    await assert.rejects(a.checkMemory(req(1)), (e: unknown) => {
       assert.ok(e instanceof ForkboxError);
       assert.equal(e.code, 'resource_exhausted');
       assert.match(e.message, /memory pressure/);
@@ -61,8 +61,8 @@ describe('admission by real use', () => {
     });
     assert.deepEqual(refused, ['memory_pressure']);
     // below the bound (and without PSI) it admits
-    await createAdmission({ ...base, memoryState: host(20 * GiB, 9) }).check(req(1));
-    await createAdmission({ ...base, memoryState: host(20 * GiB, null) }).check(req(1));
+    await createAdmission({ ...base, memoryState: host(20 * GiB, 9) }).checkMemory(req(1));
+    await createAdmission({ ...base, memoryState: host(20 * GiB, null) }).checkMemory(req(1));
   });
 
   it('refuses when MemAvailable would drop under the floor, counting each new sandbox', async () => {
@@ -73,8 +73,8 @@ describe('admission by real use', () => {
       minAvailableBytes: 1 * GiB,
       sandboxesUseBytes: async () => 700 * MiB,
     });
-    await a.check(req(32)); // 1 GiB needed, 1 GiB left
-    await assert.rejects(a.check(req(33)), (e: unknown) => {
+    await a.checkMemory(req(32)); // 1 GiB needed, 1 GiB left
+    await assert.rejects(a.checkMemory(req(33)), (e: unknown) => {
       assert.ok(e instanceof ForkboxError);
       assert.equal(e.details?.reason, 'memory_available');
       assert.match(e.message, /MemAvailable is 2 GiB/);
@@ -90,8 +90,8 @@ describe('admission by real use', () => {
       overcommitRatio: 1,
       memoryState: host(3 * GiB),
     });
-    await a.check(req(1, GiB, 3 * GiB));
-    await assert.rejects(a.check(req(1, GiB + 1, 3 * GiB)), (e: unknown) => {
+    await a.checkMemory(req(1, GiB, 3 * GiB));
+    await assert.rejects(a.checkMemory(req(1, GiB + 1, 3 * GiB)), (e: unknown) => {
       assert.ok(e instanceof ForkboxError);
       assert.equal(e.details?.reason, 'memory_limits');
       assert.match(e.message, /overcommit ratio 1/);
@@ -115,12 +115,45 @@ describe('admission by real use', () => {
       assert.equal(e.details?.limit, 'disk');
       return true;
     });
-    // check() runs memory first: a memory refusal wins even when disk is also short.
-    const both = createAdmission({ ...base, memoryState: host(20 * GiB, 99), freeDiskBytes: async () => 0 });
-    await assert.rejects(
-      both.check(req(1)),
-      (e: unknown) => e instanceof ForkboxError && e.details?.limit === 'memory',
+    // What loop images may still write is set aside: 2 GiB free less 1.5 GiB promised is under 1 GiB.
+    const roomy = createAdmission({ ...base, freeDiskBytes: async () => 2 * GiB });
+    await roomy.checkDisk(512 * MiB);
+    await assert.rejects(roomy.checkDisk(1.5 * GiB), (e: unknown) => {
+      assert.ok(e instanceof ForkboxError);
+      assert.match(e.message, /512 MiB free .* once the 1\.5 GiB that live sandboxes' disks may still write/);
+      assert.equal(e.details?.promisedBytes, 1.5 * GiB);
+      return true;
+    });
+  });
+
+  it('admits reserved disk limits together and shared ones each alone', () => {
+    const refused: string[] = [];
+    const a = createAdmission({ ...base, onRefused: (r) => refused.push(r) });
+    const reserved = { bytes: 3.4 * GiB, where: 'the images’ filesystem', reserved: true };
+    // Three 1 GiB images against 3.4 GiB, 1 GiB kept free: two fit, three do not.
+    a.checkDiskLimits([GiB, GiB], reserved);
+    assert.throws(
+      () => a.checkDiskLimits([GiB, GiB, GiB], reserved),
+      (e: unknown) => {
+        assert.ok(e instanceof ForkboxError);
+        assert.equal(e.code, 'resource_exhausted');
+        assert.match(
+          e.message,
+          /these 3 sandboxes ask for 3 GiB but only 2\.4 GiB is left .* promised in full/,
+        );
+        assert.equal(e.details?.reserved, true);
+        return true;
+      },
     );
+    assert.deepEqual(refused, ['disk']);
+    // Shared (btrfs quotas): each limit alone against what is free; 0 = no limit asks nothing.
+    const shared = { bytes: 3.4 * GiB, where: 'btrfs', reserved: false };
+    a.checkDiskLimits([3 * GiB, 3 * GiB, 3 * GiB, 0], shared);
+    assert.throws(
+      () => a.checkDiskLimits([4 * GiB], shared),
+      /asks for 4 GiB but only 3\.4 GiB is free on btrfs/,
+    );
+    a.checkDiskLimits([0, 0], { bytes: 0, where: 'x', reserved: true });
   });
 
   it('uses the real statfs of the state directory by default', async () => {

@@ -1,24 +1,24 @@
 /**
  * runtime-admission.ts: what the native runtime asks of the host before it makes sandboxes — the daemon's
- * fds first (a refusal counted), then memory with the live sandboxes' limits, then each child's disk limit.
+ * fds first (a refusal counted), then memory with the live sandboxes' limits, then the free disk beyond what
+ * loop images may still take, then the children's disk limits against the storage's room.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
-import type { Admission, AdmissionRequest } from '../../src/runtimes/native/host/admission.ts';
+import type { Admission, AdmissionRequest, DiskRoom } from '../../src/runtimes/native/host/admission.ts';
 import { createAdmit } from '../../src/runtimes/native/runtime-admission.ts';
 
 const MiB = 1024 * 1024;
 
 function recorder() {
   const memory: AdmissionRequest[] = [];
-  const disk: number[] = [];
+  const disk: unknown[] = [];
   const admission = {
     memoryCapacityBytes: 0,
-    checkMemory: async () => {},
-    checkDisk: async () => {},
-    checkDiskLimit: (limit: number) => void disk.push(limit),
-    check: async (req: AdmissionRequest) => void memory.push(req),
+    checkMemory: async (req: AdmissionRequest) => void memory.push(req),
+    checkDisk: async (promised?: number) => void disk.push({ promised }),
+    checkDiskLimits: (limits: number[], room: DiskRoom) => void disk.push({ limits, room }),
   } satisfies Admission;
   return { admission, memory, disk };
 }
@@ -27,7 +27,7 @@ const child = (memMb: number, diskMb: number) => ({
   limits: { memoryBytes: memMb * MiB, diskBytes: diskMb * MiB },
 });
 
-test('sums the new and the live limits for memory, and checks each disk limit against the free space', async () => {
+test('sums the new and the live limits for memory, then the free disk less what is promised, then the disk limits together', async () => {
   const r = recorder();
   const live = new Map([
     ['a', { memoryBytes: 100 * MiB }],
@@ -35,12 +35,15 @@ test('sums the new and the live limits for memory, and checks each disk limit ag
   ]);
   const admit = createAdmit({
     admission: r.admission,
-    snapshots: { free: () => ({ bytes: 0, where: 'x' }) },
+    snapshots: { free: () => ({ bytes: 0, where: 'x', reserved: true }), hostPromised: () => 7 * MiB },
     live,
   });
   await admit([child(64, 10), child(128, 20)]);
   assert.deepEqual(r.memory, [{ count: 2, limitBytes: 192 * MiB, committedLimitBytes: 400 * MiB }]);
-  assert.deepEqual(r.disk, [10 * MiB, 20 * MiB]);
+  assert.deepEqual(r.disk, [
+    { promised: 7 * MiB },
+    { limits: [10 * MiB, 20 * MiB], room: { bytes: 0, where: 'x', reserved: true } },
+  ]);
 });
 
 test('an fd refusal is counted and nothing else is asked', async () => {
@@ -48,7 +51,7 @@ test('an fd refusal is counted and nothing else is asked', async () => {
   const refused: string[] = [];
   const admit = createAdmit({
     admission: r.admission,
-    snapshots: { free: () => ({ bytes: 0, where: 'x' }) },
+    snapshots: { free: () => ({ bytes: 0, where: 'x', reserved: false }), hostPromised: () => 0 },
     live: new Map(),
     fds: {
       reserve: 0,

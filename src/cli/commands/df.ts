@@ -1,4 +1,4 @@
-/** `forkbox df`: disk used by images and sandboxes. */
+/** `forkbox df`: disk used by images and sandboxes, and what the state dir's filesystem has left. */
 import type { Command } from 'commander';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
@@ -19,6 +19,14 @@ export function register(program: Command, ctx: CliContext): void {
             ],
           ),
           `total ${formatBytes(d.totalBytes)} in ${d.stateDir}`,
+          ...(d.filesystem
+            ? [
+                `filesystem ${formatBytes(d.filesystem.sizeBytes)}, ${formatBytes(d.filesystem.freeBytes)} free` +
+                  (d.filesystem.promisedBytes > 0
+                    ? `, of which ${formatBytes(d.filesystem.promisedBytes)} is kept for what sandboxes' disks may still write`
+                    : ''),
+              ]
+            : []),
         ].join('\n'),
       );
   });

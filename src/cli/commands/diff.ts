@@ -34,6 +34,24 @@ export function renderDiff(d: DiffResult): string {
   return parts.join('\n');
 }
 
+/** Append every further page of the diff to `d` (the daemon answers at most 10,000 entries at a time). */
+async function followPages(d: DiffResult, next: (cursor: string) => Promise<DiffResult>): Promise<void> {
+  let cursor = d.nextCursor ?? null;
+  while (cursor !== null) {
+    const p = await next(cursor);
+    for (const e of p.added) d.added.push(e);
+    for (const e of p.removed) d.removed.push(e);
+    for (const e of p.modified) d.modified.push(e);
+    if (p.renamed) {
+      const renamed = d.renamed ?? [];
+      for (const e of p.renamed) renamed.push(e);
+      d.renamed = renamed;
+    }
+    cursor = p.nextCursor ?? null;
+  }
+  d.nextCursor = null;
+}
+
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'diff')
     .argument('<a>', 'the "before" sandbox (id or name); with --project, the sandbox')
@@ -56,6 +74,7 @@ export function register(program: Command, ctx: CliContext): void {
           ...(o.project ? { project: true } : {}),
           ...(o.patch ? { patch: true } : {}),
         });
+        await followPages(d, (cursor) => api.diffSandboxes(a, b ?? a, { cursor }));
         if (o.patch) process.stdout.write(d.patch ?? '');
         else ctx.out().result(d, () => renderDiff(d));
       },

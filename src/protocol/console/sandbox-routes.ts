@@ -108,7 +108,9 @@ export function mountSandboxRoutes(app: Hono, deps: SandboxRouteDeps): void {
     const d = await api.diffSandboxes(a.id, b.id);
     const files = await loadFileDiffs(api, a.id, b.id, [...d.modified, ...d.added]);
     const view = c.req.query('view') === 'split' ? 'split' : 'unified';
-    return c.html(page(`Diff ${a.name} → ${b.name}`, diffBody(a.id, b.id, d, files, view), opts));
+    // A diff past one page (10,000 entries) shows its first page, marked partial.
+    const shown = { ...d, truncated: d.truncated || (d.nextCursor ?? null) !== null };
+    return c.html(page(`Diff ${a.name} → ${b.name}`, diffBody(a.id, b.id, shown, files, view), opts));
   });
   app.post('/sandboxes/:id/fork', async (c) => {
     const n = forkCount((await formOf(c)).n);

@@ -3,10 +3,12 @@
  * edge so the engine never sees unbounded or mistyped input. Also the NDJSON line shapes shared by the
  * server (local-app.ts) and the client (transports/daemon-client.ts).
  */
+
 import { z } from 'zod';
 import { ForkboxError } from '../../domain/errors.ts';
 import { LIMITS, PORTS, REGISTRY, SIZES } from '../../domain/limits.ts';
 import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
+import { DIFF_PAGE_MAX } from '../../service/diff-pages.ts';
 import {
   boundedNumber,
   boundedQueryNumber,
@@ -111,6 +113,14 @@ export const diffBody = z.strictObject({
   unifiedFor: pathSchema().optional(),
   project: z.boolean().optional(),
   patch: z.boolean().optional(),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(DIFF_PAGE_MAX)
+    .optional()
+    .describe('entries per answer (default 10,000)'),
+  cursor: z.string().max(64).optional().describe('the nextCursor of the answer before'),
 });
 export const killQuery = z.object({
   cascade: z.enum(['1', '0', 'true', 'false']).optional(),

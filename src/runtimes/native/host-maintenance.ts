@@ -8,6 +8,7 @@
  * (`forkbox/sandboxes/<id>`) are touched only when this state dir's store knows the id.
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ImageRecord } from '../../domain/types.ts';
 import type { DiskUsage, GcReport } from '../../service/api.ts';
@@ -32,7 +33,7 @@ export function createHostMaintenance(deps: {
   mounts: Mounts;
   cgroups: Cgroups;
   images: { list(): ImageRecord[]; sweepTemps?(): Promise<string[]> };
-  snapshots: Pick<SnapshotDriver, 'removeSandboxDir' | 'sweepTemps'>;
+  snapshots: Pick<SnapshotDriver, 'removeSandboxDir' | 'sweepTemps' | 'usage' | 'hostPromised'>;
 }) {
   const { paths, mounts, cgroups } = deps;
 
@@ -78,10 +79,17 @@ export function createHostMaintenance(deps: {
       }
       const sandboxes = [];
       for (const id of entries(join(paths.stateDir, 'sandboxes'))) {
-        sandboxes.push({ id, bytes: await dirSize(paths.sandbox(id)) });
+        const dir = paths.sandbox(id);
+        sandboxes.push({ id, bytes: deps.snapshots.usage(dir)?.bytes ?? (await dirSize(dir)) });
       }
       const totalBytes = await dirSize(paths.stateDir);
-      return { stateDir: paths.stateDir, images, sandboxes, totalBytes };
+      const fs = await statfs(paths.stateDir);
+      const filesystem = {
+        sizeBytes: fs.blocks * fs.bsize,
+        freeBytes: fs.bavail * fs.bsize,
+        promisedBytes: deps.snapshots.hostPromised(),
+      };
+      return { stateDir: paths.stateDir, images, sandboxes, totalBytes, filesystem };
     },
 
     /**

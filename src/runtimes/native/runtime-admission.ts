@@ -1,6 +1,7 @@
 /**
  * Admission of new sandboxes (creates and forks) by the native runtime: the daemon's file descriptors
- * first, then the host's memory and the storage's free disk (host/admission.ts).
+ * first, then the host's memory, the state dir's free disk beyond what loop images may still take, and
+ * the new disk limits against the storage's room (host/admission.ts).
  */
 import type { RuntimeCounters } from '../../service/ports.ts';
 import type { Admission } from './host/admission.ts';
@@ -10,7 +11,7 @@ import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
 export interface AdmitDeps {
   admission: Admission;
-  snapshots: Pick<SnapshotDriver, 'free'>;
+  snapshots: Pick<SnapshotDriver, 'free' | 'hostPromised'>;
   live: Map<string, Pick<LiveSandbox, 'memoryBytes'>>;
   fds?: FdBudget;
   counters?: RuntimeCounters;
@@ -29,12 +30,15 @@ export function createAdmit(deps: AdmitDeps): Admit {
       deps.counters?.admissionRefused('fds');
       throw e;
     }
-    await deps.admission.check({
+    await deps.admission.checkMemory({
       count: children.length,
       limitBytes: children.reduce((a, c) => a + c.limits.memoryBytes, 0),
       committedLimitBytes: [...live.values()].reduce((a, s) => a + s.memoryBytes, 0),
     });
-    const free = deps.snapshots.free();
-    for (const c of children) deps.admission.checkDiskLimit(c.limits.diskBytes, free);
+    await deps.admission.checkDisk(deps.snapshots.hostPromised());
+    deps.admission.checkDiskLimits(
+      children.map((c) => c.limits.diskBytes),
+      deps.snapshots.free(),
+    );
   };
 }

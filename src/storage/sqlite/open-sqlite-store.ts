@@ -1,7 +1,8 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ForkboxError } from '../../domain/errors.ts';
+import { createDiskReserve, type DiskReserve } from './disk-reserve.ts';
 import { createExecQueries } from './exec-queries.ts';
 import { createLayerQueries } from './layer-queries.ts';
 import { applyMigrations } from './migrations.ts';
@@ -69,7 +70,12 @@ export function openSqliteStore(opts: OpenSqliteStoreOptions): SqliteStore {
     throw mapSqliteError(e, `open the forkbox database ${path}`, { path });
   }
 
-  return {
+  const reserve =
+    inMemory || opts.reserveBytes === 0
+      ? null
+      : createDiskReserve(join(dirname(path), 'db-reserve'), opts.reserveBytes);
+  reserve?.ensure();
+  const store: SqliteStore = {
     schemaVersion,
     ...createSandboxQueries(db, now),
     ...createTemplateQueries(db),
@@ -85,9 +91,49 @@ export function openSqliteStore(opts: OpenSqliteStoreOptions): SqliteStore {
         throw mapSqliteError(e, 'write several records at once');
       }
     },
+    ensureDiskReserve: () => reserve?.ensure() ?? false,
     close() {
       // Idempotent: shutdown paths may close twice (signal handler + normal exit).
       if (db.open) db.close();
     },
   };
+  return reserve ? retriedOnFullDisk(store, db, reserve, opts.onReserveReleased) : store;
+}
+
+function isDiskFull(e: unknown): boolean {
+  for (let c: unknown = e; typeof c === 'object' && c !== null; c = (c as { cause?: unknown }).cause) {
+    if ((c as { code?: unknown }).code === 'SQLITE_FULL') return true;
+  }
+  return false;
+}
+
+/**
+ * Every method of `store`, tried once more after deleting the reserve when it fails on a full disk. Only
+ * outside a transaction: SQLite rolls a failed statement (or its transaction) back, so the outermost call
+ * — a single statement, or all of an `atomically` — is what runs again.
+ */
+function retriedOnFullDisk(
+  store: SqliteStore,
+  db: Database.Database,
+  reserve: DiskReserve,
+  onReleased: (() => void) | undefined,
+): SqliteStore {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(store)) {
+    if (typeof value !== 'function' || key === 'close') {
+      out[key] = value;
+      continue;
+    }
+    const fn = value as (...args: unknown[]) => unknown;
+    out[key] = (...args: unknown[]) => {
+      try {
+        return fn(...args);
+      } catch (e) {
+        if (db.inTransaction || !isDiskFull(e) || !reserve.release()) throw e;
+        onReleased?.();
+        return fn(...args);
+      }
+    };
+  }
+  return out as unknown as SqliteStore;
 }

@@ -23,6 +23,11 @@ export interface SqliteStore extends Store {
   adjustLayerRefcount(id: string, delta: number): number;
   listLayers(filter?: { kind?: LayerKind; unreferenced?: boolean }): LayerRecord[];
   deleteLayer(id: string): void;
+  /**
+   * Make the database's disk reserve again if it was used up (disk-reserve.ts) and there is room now; true
+   * when it is held. False for a store without one (in memory).
+   */
+  ensureDiskReserve(): boolean;
 }
 
 export interface OpenSqliteStoreOptions {
@@ -30,4 +35,8 @@ export interface OpenSqliteStoreOptions {
   path: string;
   /** Clock for updatedAt/endedAt stamps (epoch ms); tests inject one. */
   now?: () => number;
+  /** Bytes kept free beside the database for writes on a full disk (disk-reserve.ts); 0: none. Default 64 MiB. */
+  reserveBytes?: number;
+  /** Called when a write on a full disk used the reserve up. */
+  onReserveReleased?: () => void;
 }

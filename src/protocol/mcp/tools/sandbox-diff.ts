@@ -59,11 +59,16 @@ export const sandboxDiff = defineTool({
         a: d.a,
         b: d.b,
         base: d.base,
-        counts: { added: d.added.length, removed: d.removed.length, modified: modified.length },
+        // The whole diff's counts; the lists are its first page (at most MAX_LISTED of each).
+        counts: {
+          added: d.counts?.added ?? d.added.length,
+          removed: d.counts?.removed ?? d.removed.length,
+          modified: d.counts ? d.counts.modified + d.counts.renamed : modified.length,
+        },
         added: d.added.slice(0, MAX_LISTED).map((e) => one(e, e.b)),
         removed: d.removed.slice(0, MAX_LISTED).map((e) => one(e, e.a)),
         modified: modified.slice(0, MAX_LISTED),
-        truncated: d.truncated || !listed,
+        truncated: d.truncated || !listed || (d.nextCursor ?? null) !== null,
         ...(d.unified === undefined ? {} : { unified: d.unified }),
       },
     };

@@ -8,7 +8,11 @@
  *   for each new one (what a new sandbox's processes take at first);
  * - the sum of live sandboxes' memory limits would pass host memory × `limitOvercommit` (a ceiling on
  *   how far limits may be overcommitted; high by default);
- * - the state dir's filesystem has less than `minFreeDiskBytes` free.
+ * - the state dir's filesystem has less than `minFreeDiskBytes` free beyond what the storage's loop images
+ *   may still take from it (`promisedBytes`: a host that runs out under a loop image loses its writes);
+ * - their disk limits do not fit the storage's room: on storage that reserves limits (the copy driver's
+ *   per-sandbox images) all of them together, beside `minFreeDiskBytes`; on storage that shares its space
+ *   (btrfs, where a full filesystem fails writes with ENOSPC and loses nothing) each one alone.
  *
  * When memory does run out anyway, the OOM killer's order is set by oom_score_adj (spawn/oom-order.ts):
  * forks before the sandboxes they came from, sandboxes before templates and the daemon.
@@ -60,16 +64,28 @@ export interface Admission {
   readonly memoryCapacityBytes: number;
   /** Throws `resource_exhausted` if admitting `req` is not possible. */
   checkMemory(req: AdmissionRequest): Promise<void>;
-  /** Throws `resource_exhausted` if the state directory's filesystem has less than the minimum free. */
-  checkDisk(): Promise<void>;
   /**
-   * Throws `resource_exhausted` when one sandbox's disk limit is more than its storage has free: it could
-   * not get what it was promised. Limits are not reserved (thin provisioning): a full storage still fails
-   * writes with its own error.
+   * Throws `resource_exhausted` if the state directory's filesystem has less than the minimum free once
+   * `promisedBytes` (what loop images may still take from it) are set aside.
    */
-  checkDiskLimit(limitBytes: number, free: { bytes: number; where: string }): void;
-  /** Memory, then disk. */
-  check(req: AdmissionRequest): Promise<void>;
+  checkDisk(promisedBytes?: number): Promise<void>;
+  /**
+   * Throws `resource_exhausted` when new sandboxes' disk limits do not fit `room`: together (beside the
+   * minimum free) where the room reserves them, each alone where it is shared.
+   */
+  checkDiskLimits(limitBytes: number[], room: DiskRoom): void;
+}
+
+/** What new sandboxes' disk limits are admitted against (a storage driver's `free()`). */
+export interface DiskRoom {
+  /** Bytes new sandboxes' writes can take (for reserving storage: already less what live ones may write). */
+  bytes: number;
+  where: string;
+  /**
+   * True where each limit is set aside for good (loop images on the host: a host that runs out under one
+   * loses its writes); false where sandboxes share the space and a full filesystem refuses writes cleanly.
+   */
+  reserved: boolean;
 }
 
 async function statfsFree(dir: string): Promise<number> {
@@ -145,10 +161,10 @@ export function createAdmission(opts: AdmissionOptions): Admission {
     }
   }
 
-  async function checkDisk(): Promise<void> {
+  async function checkDisk(promised = 0): Promise<void> {
     let free: number;
     try {
-      free = await freeDisk(opts.stateDir);
+      free = (await freeDisk(opts.stateDir)) - promised;
     } catch (e) {
       throw new ForkboxError(
         'unavailable',
@@ -161,17 +177,32 @@ export function createAdmission(opts: AdmissionOptions): Admission {
     opts.onRefused?.('disk');
     throw new ForkboxError(
       'resource_exhausted',
-      `not enough free disk: only ${formatBytes(free)} free on the filesystem holding ${opts.stateDir}, and forkbox keeps at least ${formatBytes(opts.minFreeDiskBytes)} free. Kill sandboxes and delete snapshots or images you no longer need, or free space on that filesystem.`,
-      { limit: 'disk', freeBytes: free, minFreeBytes: opts.minFreeDiskBytes, stateDir: opts.stateDir },
+      `not enough free disk: only ${formatBytes(Math.max(0, free))} free on the filesystem holding ${opts.stateDir}${promised > 0 ? ` once the ${formatBytes(promised)} that live sandboxes' disks may still write is set aside` : ''}, and forkbox keeps at least ${formatBytes(opts.minFreeDiskBytes)} free. Kill sandboxes and delete snapshots or images you no longer need, or free space on that filesystem.`,
+      {
+        limit: 'disk',
+        freeBytes: Math.max(0, free),
+        promisedBytes: promised,
+        minFreeBytes: opts.minFreeDiskBytes,
+        stateDir: opts.stateDir,
+      },
     );
   }
 
-  function checkDiskLimit(limit: number, free: { bytes: number; where: string }): void {
-    if (limit <= 0 || limit <= free.bytes) return;
+  function checkDiskLimits(limits: number[], room: DiskRoom): void {
+    const asked = limits.filter((l) => l > 0);
+    if (asked.length === 0) return;
+    const what = asked.length === 1 ? 'this sandbox asks' : `these ${asked.length} sandboxes ask`;
+    const need = room.reserved ? asked.reduce((a, l) => a + l, 0) : Math.max(...asked);
+    const have = room.reserved ? room.bytes - opts.minFreeDiskBytes : room.bytes;
+    if (need <= have) return;
+    opts.onRefused?.('disk');
+    const free = Math.max(0, have);
     throw new ForkboxError(
       'resource_exhausted',
-      `not enough disk for this sandbox's disk limit: it asks for ${formatBytes(limit)} but only ${formatBytes(free.bytes)} is free on ${free.where}. Ask for less (--disk, disk_mb), kill sandboxes and delete snapshots you no longer need, or free space there.`,
-      { limit: 'disk', requestedBytes: limit, freeBytes: free.bytes, where: free.where },
+      room.reserved
+        ? `not enough disk for the disk limit: ${what} for ${formatBytes(need)} but only ${formatBytes(free)} is left on ${room.where} once what live sandboxes may still write and the ${formatBytes(opts.minFreeDiskBytes)} forkbox keeps free are set aside (each disk is promised in full: a host that runs out under one loses its writes; FORKBOX_DISK_OVERCOMMIT trades that for more sandboxes). Ask for less (--disk, disk_mb), kill sandboxes you no longer need, or free space there.`
+        : `not enough disk for the disk limit: ${what} for ${formatBytes(need)} but only ${formatBytes(free)} is free on ${room.where}. Ask for less (--disk, disk_mb), kill sandboxes and delete snapshots you no longer need, or free space there.`,
+      { limit: 'disk', requestedBytes: need, freeBytes: free, where: room.where, reserved: room.reserved },
     );
   }
 
@@ -179,10 +210,6 @@ export function createAdmission(opts: AdmissionOptions): Admission {
     memoryCapacityBytes: capacity,
     checkMemory,
     checkDisk,
-    checkDiskLimit,
-    async check(req) {
-      await checkMemory(req);
-      await checkDisk();
-    },
+    checkDiskLimits,
   };
 }

@@ -9,7 +9,7 @@
  * subvolume before taking it), so the layer holds every write made before the freeze without a syncfs.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ForkboxError } from '../../../domain/errors.ts';
 import { runOk } from '../../../util/subprocess.ts';
@@ -111,12 +111,27 @@ export function createBtrfsDriver(
 
     free() {
       // A loopback image is sparse: its free space is only usable while the host has it too.
+      // Quotas share the filesystem (reserved: false): past its free space every writer gets ENOSPC.
       const inVolume = freeBytes(volume.sandboxesDir);
-      if (!volume.loop) return { bytes: inVolume, where: `the btrfs filesystem of ${volume.sandboxesDir}` };
+      if (!volume.loop) {
+        return { bytes: inVolume, where: `the btrfs filesystem of ${volume.sandboxesDir}`, reserved: false };
+      }
       return {
         bytes: Math.min(inVolume, freeBytes(dirname(volume.loop.image))),
         where: `the btrfs image ${volume.loop.image} (${(volume.loop.sizeBytes / GiB).toFixed(0)} GiB, sparse) and the host filesystem holding it`,
+        reserved: false,
       };
+    },
+
+    hostPromised() {
+      // The image may grow to its size: the host must have that, or btrfs sees I/O errors and stops.
+      if (!volume.loop) return 0;
+      try {
+        const st = statSync(volume.loop.image);
+        return Math.max(0, st.size - st.blocks * 512);
+      } catch {
+        return 0;
+      }
     },
 
     async prepareFreeze(upperDir) {

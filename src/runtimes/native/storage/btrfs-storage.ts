@@ -110,6 +110,20 @@ export interface OpenedStorage {
   reason: string;
 }
 
+/** FORKBOX_DISK_OVERCOMMIT: how many times over the host's free space the copy driver's images may be promised. */
+export function diskOvercommit(env: Env): number {
+  const text = env.FORKBOX_DISK_OVERCOMMIT?.trim() ?? '';
+  if (text === '') return 1;
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < 1) {
+    throw new ForkboxError(
+      'invalid_argument',
+      `FORKBOX_DISK_OVERCOMMIT=${JSON.stringify(env.FORKBOX_DISK_OVERCOMMIT)} is not a ratio of 1 or more; leave it unset (1: every disk limit is backed by free space) or set e.g. 4.`,
+    );
+  }
+  return n;
+}
+
 export function openStorage(opts: {
   stateDir: string;
   sys: Sys;
@@ -125,7 +139,12 @@ export function openStorage(opts: {
       join(opts.stateDir, 'layers'),
       missing
         ? { missing: `disk limits need per-sandbox ext4 volumes, but ${missing}` }
-        : createExt4Disks({ disksDir: join(opts.stateDir, 'disks'), sys: opts.sys, mounts: opts.mounts }),
+        : createExt4Disks({
+            disksDir: join(opts.stateDir, 'disks'),
+            sys: opts.sys,
+            mounts: opts.mounts,
+            overcommit: diskOvercommit(env),
+          }),
     );
     if (missing) opts.log.warn({ storage: 'copy', missing }, 'disk limits are not enforced');
     return driver;

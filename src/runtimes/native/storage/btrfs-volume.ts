@@ -2,7 +2,8 @@
  * Where the btrfs storage driver keeps sandboxes and snapshot layers (docs/STORAGE.md).
  *
  * - State dir already on btrfs: sandboxes are subvolumes in `<state>/sandboxes`, layers in `<state>/layers`.
- * - Otherwise: a sparse image file `<state>/btrfs.img` (FORKBOX_BTRFS_SIZE, default 64 GiB), formatted once,
+ * - Otherwise: a sparse image file `<state>/btrfs.img` (FORKBOX_BTRFS_SIZE, default 64 GiB or half the
+ *   host's free space when that is less), formatted once,
  *   attached to a loop device (re-used when one is already attached to that file: `losetup -j`), mounted at
  *   `<state>/btrfs`, and `<state>/btrfs/sandboxes` bind-mounted onto `<state>/sandboxes` so every other
  *   part of forkbox keeps using `paths.sandbox(id)`. Layers live in `<state>/btrfs/layers` (a snapshot must
@@ -17,6 +18,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  statfsSync,
   statSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -86,6 +88,17 @@ function attachedLoop(image: string): string | null {
   return dev.startsWith('/dev/') ? dev : null;
 }
 
+/**
+ * The size of a new image when FORKBOX_BTRFS_SIZE is not set: 64 GiB, or half of what the host has free
+ * when that is less (whole GiB, at least 1). A sparse image the host cannot back in full is a promise the
+ * host may break: writes past its free space fail as I/O errors inside btrfs, which then stops.
+ */
+export function defaultBtrfsSize(stateDir: string): number {
+  const s = statfsSync(stateDir);
+  const half = Math.floor((s.bavail * s.bsize) / 2 / 1024 ** 3) * 1024 ** 3;
+  return Math.max(MIN_BTRFS_SIZE, Math.min(DEFAULT_BTRFS_SIZE, half));
+}
+
 export function openBtrfsVolume(opts: {
   stateDir: string;
   sys: Sys;
@@ -110,7 +123,8 @@ export function openBtrfsVolume(opts: {
 
   const image = join(stateDir, 'btrfs.img');
   const mountPoint = join(stateDir, 'btrfs');
-  const sizeBytes = parseBtrfsSize(opts.sizeText);
+  const sized = opts.sizeText !== undefined && opts.sizeText.trim() !== '';
+  const sizeBytes = sized || existsSync(image) ? parseBtrfsSize(opts.sizeText) : defaultBtrfsSize(stateDir);
   const mounted = mountAt(mountPoint);
   if (mounted.length > 0 && mounted.some((m) => m.fsType !== 'btrfs'))
     throw new ForkboxError('conflict', `${mountPoint} is mounted but not btrfs; unmount it and start again.`);
@@ -134,7 +148,7 @@ export function openBtrfsVolume(opts: {
   // --direct-io: the image's pages are not cached twice (once for btrfs, once for the backing file).
   device ??= run('losetup', ['--find', '--show', '--direct-io=on', image]).trim();
   const current = statSync(image).size;
-  const grow = opts.sizeText !== undefined && opts.sizeText.trim() !== '' && sizeBytes > current;
+  const grow = sized && sizeBytes > current;
   if (grow) {
     // FORKBOX_BTRFS_SIZE was raised: grow the image in place (the ENOSPC message says to do this).
     const fd = openSync(image, 'r+');

@@ -1,10 +1,15 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** Bytes used by a directory tree (allocated blocks, each inode once). Missing paths count as 0. */
+/**
+ * Bytes a directory tree takes on its filesystem (allocated blocks, each inode once). Missing paths count
+ * as 0. Mount points below `root` are not entered: what is mounted there (a sandbox's disk image, the
+ * btrfs volume) is counted once, as the blocks of its image file, not again as the files inside it.
+ */
 export async function dirSize(root: string): Promise<number> {
   const seen = new Set<string>();
   let total = 0;
+  let rootDev: number | undefined;
   async function walk(p: string): Promise<void> {
     let st: Awaited<ReturnType<typeof lstat>>;
     try {
@@ -12,6 +17,8 @@ export async function dirSize(root: string): Promise<number> {
     } catch {
       return;
     }
+    rootDev ??= st.dev;
+    if (st.dev !== rootDev) return;
     const key = `${st.dev}:${st.ino}`;
     if (seen.has(key)) return;
     seen.add(key);

@@ -22,6 +22,7 @@ import {
   readFileSync,
   rmSync,
   statfsSync,
+  statSync,
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import koffi from 'koffi';
@@ -62,6 +63,16 @@ export interface Ext4Disks {
   usage(dir: string): { bytes: number; inodes: number };
   /** Free bytes on the host filesystem holding the images. */
   free(): number;
+  /**
+   * Bytes the images may still take from the host: each one's size less what the host has allocated for
+   * it (they are sparse). A host that runs out under a loop image fails its writes with I/O errors.
+   */
+  promised(): number;
+  /**
+   * How many times over the host's free space images may be promised (FORKBOX_DISK_OVERCOMMIT, default 1:
+   * never, so no sandbox's writes can be lost to a full host).
+   */
+  readonly overcommit: number;
   /** Images whose sandbox id is not in `live` (for gc). */
   orphans(live: Set<string>): string[];
 }
@@ -74,8 +85,14 @@ export function ext4DisksMissing(): string | null {
   return null;
 }
 
-export function createExt4Disks(opts: { disksDir: string; sys: Sys; mounts: Mounts }): Ext4Disks {
+export function createExt4Disks(opts: {
+  disksDir: string;
+  sys: Sys;
+  mounts: Mounts;
+  overcommit?: number;
+}): Ext4Disks {
   const { disksDir, sys, mounts } = opts;
+  const overcommit = opts.overcommit ?? 1;
   let ioctl: Fn | undefined;
   const io = (): Fn => {
     ioctl ??= koffi.load('libc.so.6').func('int ioctl(int fd, unsigned long req, ...)') as Fn;
@@ -125,7 +142,16 @@ export function createExt4Disks(opts: { disksDir: string; sys: Sys; mounts: Moun
     }
   }
 
+  function imageNames(): string[] {
+    try {
+      return readdirSync(disksDir).filter((n) => n.endsWith('.img'));
+    } catch {
+      return [];
+    }
+  }
+
   return {
+    overcommit,
     async make(dir, quota) {
       mkdirSync(disksDir, { recursive: true, mode: 0o700 });
       const image = imageOf(dir);
@@ -183,15 +209,22 @@ export function createExt4Disks(opts: { disksDir: string; sys: Sys; mounts: Moun
       return s.bavail * s.bsize;
     },
 
-    orphans(live) {
-      let names: string[] = [];
-      try {
-        names = readdirSync(disksDir);
-      } catch {
-        return [];
+    promised() {
+      let total = 0;
+      for (const n of imageNames()) {
+        try {
+          const st = statSync(join(disksDir, n));
+          total += Math.max(0, st.size - st.blocks * 512);
+        } catch {
+          // removed meanwhile
+        }
       }
-      return names
-        .filter((n) => n.endsWith('.img') && !live.has(n.slice(0, -4)))
+      return total;
+    },
+
+    orphans(live) {
+      return imageNames()
+        .filter((n) => !live.has(n.slice(0, -4)))
         .map((n) => join(disksDir, n));
     },
   };

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { runOk } from '../../../util/subprocess.ts';
+import type { DiskRoom } from '../host/admission.ts';
 import { openNoFollowTree } from '../host/idmap.ts';
 import type { DiskQuota, Ext4Disks } from './ext4-disks.ts';
 
@@ -52,8 +53,14 @@ export interface SnapshotDriver {
   openSandboxDir(dir: string): Promise<SandboxDirs | null>;
   /** What a sandbox's dir stores against its limit; null when the driver does not track it. */
   usage(dir: string): { bytes: number; inodes: number | null } | null;
-  /** Bytes a new sandbox's writes can still take (admission), and where. */
-  free(): { bytes: number; where: string };
+  /** What new sandboxes' disk limits are admitted against (host/admission.ts). */
+  free(): DiskRoom;
+  /**
+   * Bytes this driver's loop images (sparse files on the state dir's filesystem) may still take from it:
+   * admission keeps them free, since a host that runs out under a loop image fails its writes with I/O
+   * errors. 0 where sandboxes write to the host's filesystem directly.
+   */
+  hostPromised(): number;
   /** Remove a sandbox's dir and everything in it; a missing dir is not an error. */
   removeSandboxDir(dir: string): Promise<void>;
   /**
@@ -159,9 +166,15 @@ export function createCopyDriver(
     },
     free() {
       return vols
-        ? { bytes: vols.free(), where: 'the filesystem holding the disk images' }
-        : { bytes: freeBytes(dirname(layersDir)), where: 'the state dir' };
+        ? {
+            // With an overcommit ratio r, the host's free space counts r times over against the promises.
+            bytes: Math.max(0, vols.free() * vols.overcommit - vols.promised()),
+            where: 'the filesystem holding the disk images',
+            reserved: true,
+          }
+        : { bytes: freeBytes(dirname(layersDir)), where: 'the state dir', reserved: false };
     },
+    hostPromised: () => (vols ? vols.promised() / vols.overcommit : 0),
     async removeSandboxDir(dir) {
       vols?.remove(dir);
       rmSync(dir, { recursive: true, force: true });

@@ -31,7 +31,10 @@ export const diff = compatTool(
       const from = await sandbox(a.sandbox_id);
       const d = await api.diffSandboxes(from, a.other_id, { paths: a.paths });
       const cut = (xs: { path: string }[]) => xs.slice(0, MAX_LISTED).map((x) => x.path);
-      const truncated = d.truncated || [d.added, d.removed, d.modified].some((xs) => xs.length > MAX_LISTED);
+      const truncated =
+        d.truncated ||
+        (d.nextCursor ?? null) !== null ||
+        [d.added, d.removed, d.modified].some((xs) => xs.length > MAX_LISTED);
       return {
         added: cut(d.added),
         removed: cut(d.removed),

@@ -9,39 +9,15 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { NETWORK_NONE } from '../../src/domain/network.ts';
-import type { SandboxRecord } from '../../src/domain/types.ts';
 import { openSqliteStore } from '../../src/storage/sqlite/index.ts';
+import { sandboxRecord } from '../helpers/sandbox-record.ts';
 
 const MiB = 1024 * 1024;
 const skip = process.getuid?.() === 0 ? false : 'mounting a small tmpfs needs root';
 
-function record(id: string): SandboxRecord {
-  return {
-    id,
-    name: id,
-    tenant: 'default',
-    namespace: 'default',
-    session: null,
-    state: 'running',
-    image: 'debian',
-    templateId: 'tpl-1',
-    parentId: null,
-    depth: 0,
-    limits: { memoryBytes: 512 * MiB, pids: 128, cpus: 1, diskBytes: 1 << 30, diskInodes: 10_000 },
-    // 64 KiB of labels: each record takes real pages.
-    env: {},
-    labels: { pad: 'x'.repeat(64 * 1024) },
-    expiresAt: null,
-    createdAt: 1000,
-    updatedAt: 1000,
-    hostPid: null,
-    runtime: {},
-    endReason: null,
-    network: NETWORK_NONE,
-    ports: [],
-  };
-}
+/** A running sandbox's record with 64 KiB of labels: each one takes real pages. */
+const record = (id: string) =>
+  sandboxRecord(id, { state: 'running', labels: { pad: 'x'.repeat(64 * 1024) } });
 
 /** Write a file until the filesystem refuses. */
 function fill(path: string): void {

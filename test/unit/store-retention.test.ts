@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { NETWORK_NONE } from '../../src/domain/network.ts';
 import type { ExecRecord, SandboxRecord } from '../../src/domain/types.ts';
 import { createRetention } from '../../src/service/retention.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
 import { RETENTION_SQL } from '../../src/storage/sqlite/retention-queries.ts';
 import { SANDBOX_SQL } from '../../src/storage/sqlite/sandbox-queries.ts';
+import { sandboxRecord } from '../helpers/sandbox-record.ts';
 
 let dir: string;
 let n = 0;
@@ -31,31 +31,7 @@ function fresh(now: () => number = Date.now): { store: SqliteStore; path: string
   return { store: openSqliteStore({ path, now }), path };
 }
 
-function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
-  return {
-    id,
-    name: id,
-    tenant: 'default',
-    namespace: 'default',
-    session: null,
-    state: 'creating',
-    image: 'debian',
-    templateId: 'tpl-1',
-    parentId: null,
-    depth: 0,
-    limits: { memoryBytes: 1 << 28, pids: 64, cpus: 1, diskBytes: 1 << 30, diskInodes: 10_000 },
-    env: {},
-    labels: {},
-    expiresAt: null,
-    createdAt: 1000,
-    updatedAt: 1000,
-    hostPid: null,
-    runtime: {},
-    endReason: null,
-    network: NETWORK_NONE,
-    ...over,
-  };
-}
+const sb = sandboxRecord;
 
 function ex(id: string, sandboxId: string): ExecRecord {
   return {

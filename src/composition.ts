@@ -183,6 +183,17 @@ function envNumber(name: string): number | undefined {
   return n;
 }
 
+/** The state dir's database, warning in the log when a full disk used up its reserve. */
+function openStore(stateDir: string, log: Logger) {
+  return openSqliteStore({
+    path: join(stateDir, 'forkbox.db'),
+    onReserveReleased: () =>
+      log.warn(
+        `the disk holding ${stateDir} is full: forkbox used its database reserve to record this call. Kill sandboxes and delete snapshots you no longer need; 'forkbox gc' makes the reserve again once there is room.`,
+      ),
+  });
+}
+
 /** Admission by real use (host/admission.ts), its knobs from the environment. */
 function admissionFromEnv(paths: NativePaths, cgroups: Cgroups, metrics: HostMetrics) {
   const perSandboxMb = envNumber('FORKBOX_ADMIT_SANDBOX_MB');
@@ -341,13 +352,7 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
   const sys = createSys();
   const lockFd = lockStateDir(stateDir, sys);
   const host = prepareProcess(sys, log);
-  const store = openSqliteStore({
-    path: join(stateDir, 'forkbox.db'),
-    onReserveReleased: () =>
-      log.warn(
-        `the disk holding ${stateDir} is full: forkbox used its database reserve to record this call. Kill sandboxes and delete snapshots you no longer need; 'forkbox gc' makes the reserve again once there is room.`,
-      ),
-  });
+  const store = openStore(stateDir, log);
   let storage: ReturnType<typeof openStorage> | null = null;
   let inboxFs: InboxFs | null = null;
   try {

@@ -337,7 +337,7 @@ export interface SystemStatus {
 export interface DiskUsage {
   stateDir: string;
   images: { name: string; bytes: number }[];
-  /** What each sandbox stores (against its disk limit where the storage tracks it). */
+  /** What each sandbox's dir holds (its own disk's files, where it has one). */
   sandboxes: { id: string; bytes: number }[];
   /** What the state dir takes on its filesystem (mounted disks counted once, as their image files). */
   totalBytes: number;

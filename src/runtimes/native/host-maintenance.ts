@@ -33,7 +33,7 @@ export function createHostMaintenance(deps: {
   mounts: Mounts;
   cgroups: Cgroups;
   images: { list(): ImageRecord[]; sweepTemps?(): Promise<string[]> };
-  snapshots: Pick<SnapshotDriver, 'removeSandboxDir' | 'sweepTemps' | 'usage' | 'hostPromised'>;
+  snapshots: Pick<SnapshotDriver, 'removeSandboxDir' | 'sweepTemps' | 'hostPromised'>;
 }) {
   const { paths, mounts, cgroups } = deps;
 
@@ -79,8 +79,8 @@ export function createHostMaintenance(deps: {
       }
       const sandboxes = [];
       for (const id of entries(join(paths.stateDir, 'sandboxes'))) {
-        const dir = paths.sandbox(id);
-        sandboxes.push({ id, bytes: deps.snapshots.usage(dir)?.bytes ?? (await dirSize(dir)) });
+        // What its dir holds now (a quota's count can lag behind until the filesystem commits).
+        sandboxes.push({ id, bytes: await dirSize(paths.sandbox(id)) });
       }
       const totalBytes = await dirSize(paths.stateDir);
       const fs = await statfs(paths.stateDir);

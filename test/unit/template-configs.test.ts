@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { errors, ForkboxError } from '../../src/domain/errors.ts';
-import { NETWORK_NONE } from '../../src/domain/network.ts';
 import type { ImageRecord, SandboxRecord } from '../../src/domain/types.ts';
 import {
   checkPrewarm,
@@ -15,6 +14,7 @@ import {
   TEMPLATE_LABEL,
 } from '../../src/service/template-configs.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
+import { sandboxRecord } from '../helpers/sandbox-record.ts';
 
 const code = (c: string) => (e: unknown) => e instanceof ForkboxError && e.code === c;
 
@@ -187,28 +187,8 @@ describe('template configs over the SQLite store', () => {
         return true;
       },
     });
-    const rec = (id: string, state: SandboxRecord['state'], tenant = 'default'): SandboxRecord => ({
-      id,
-      name: id,
-      tenant,
-      namespace: 'default',
-      session: null,
-      state,
-      image: 'debian',
-      templateId: 'tpl-1',
-      parentId: null,
-      depth: 0,
-      limits: { memoryBytes: 1 << 28, pids: 64, cpus: 1, diskBytes: 1 << 30, diskInodes: 10_000 },
-      env: {},
-      labels: { [TEMPLATE_LABEL]: 'warm' },
-      expiresAt: null,
-      createdAt: 1,
-      updatedAt: 1,
-      hostPid: null,
-      runtime: {},
-      endReason: null,
-      network: NETWORK_NONE,
-    });
+    const rec = (id: string, state: SandboxRecord['state'], tenant = 'default'): SandboxRecord =>
+      sandboxRecord(id, { tenant, state, labels: { [TEMPLATE_LABEL]: 'warm' }, createdAt: 1, updatedAt: 1 });
     store.insertSandbox(rec('sb-live', 'creating', 'bob'));
     store.transitionSandbox('sb-live', 'running');
     store.insertSandbox(rec('sb-dead', 'creating'));

@@ -48,18 +48,17 @@ function checkLimit(limit: number | undefined): number {
 
 /** Entries [offset, offset + limit) of the diff's kinds laid end to end. */
 function slice(full: DiffResult, offset: number, limit: number): DiffResult {
-  const out: DiffResult = { ...full, added: [], removed: [], modified: [], nextCursor: null };
-  if (full.renamed !== undefined) out.renamed = [];
+  const out: DiffResult = { ...full, nextCursor: null };
+  const parts = out as unknown as Record<string, unknown[] | undefined>;
   let skip = offset;
   let room = limit;
   for (const kind of KINDS) {
-    const all = full[kind] ?? [];
+    const all = full[kind];
+    if (all === undefined) continue;
     const from = Math.min(skip, all.length);
     skip -= from;
-    const part = all.slice(from, from + room);
-    room -= part.length;
-    (out as unknown as Record<string, unknown[]>)[kind] = part;
-    if (kind === 'renamed' && full.renamed === undefined) delete out.renamed;
+    parts[kind] = all.slice(from, from + room);
+    room -= parts[kind]?.length ?? 0;
   }
   // The unified text and the patch come with the first page only.
   if (offset > 0) {
@@ -76,6 +75,11 @@ function countsOf(d: DiffResult): NonNullable<DiffResult['counts']> {
     modified: d.modified.length,
     renamed: d.renamed?.length ?? 0,
   };
+}
+
+function totalOf(d: DiffResult): number {
+  const c = d.counts ?? countsOf(d);
+  return c.added + c.removed + c.modified + c.renamed;
 }
 
 export function createDiffPages(now: () => number = Date.now): DiffPages {
@@ -96,8 +100,7 @@ export function createDiffPages(now: () => number = Date.now): DiffPages {
 
   function page(id: string, full: DiffResult, offset: number, limit: number): DiffResult {
     const out = slice(full, offset, limit);
-    const total = Object.values(countsOf(full)).reduce((x, y) => x + y, 0);
-    out.nextCursor = offset + limit < total ? `${id}.${offset + limit}` : null;
+    out.nextCursor = offset + limit < totalOf(full) ? `${id}.${offset + limit}` : null;
     if (out.nextCursor === null) kept.delete(id);
     return out;
   }
@@ -107,8 +110,7 @@ export function createDiffPages(now: () => number = Date.now): DiffPages {
       const n = checkLimit(limit);
       const full = await compute();
       full.counts = countsOf(full);
-      const total = full.counts.added + full.counts.removed + full.counts.modified + full.counts.renamed;
-      if (total <= n) return { ...full, nextCursor: null };
+      if (totalOf(full) <= n) return { ...full, nextCursor: null };
       return page(keep(tenant, full), full, 0, n);
     },
     next(tenant, cursor, limit) {

@@ -1,8 +1,8 @@
 /**
  * Calls whose cost a caller controls (a diff walks as many files as the sandboxes hold): at most a few at
  * once per tenant, the next refused at once, so one tenant cannot keep the daemon's walks for itself.
- * Each walk also yields to the event loop as it goes (runtimes/native/storage/layer-walk.ts), so the
- * calls of others are answered in between.
+ * The walks themselves run off the event loop (the native runtime's diff workers), so the calls of others
+ * are answered meanwhile.
  */
 import { ForkboxError } from '../domain/errors.ts';
 

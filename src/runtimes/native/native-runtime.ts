@@ -41,7 +41,7 @@ import { createSandboxLifecycle } from './sandbox-lifecycle.ts';
 import { createChildSpawner, type LiveSandbox } from './spawn/child-spawner.ts';
 import { createExitWatch } from './spawn/exit-watch.ts';
 import type { OomOrder } from './spawn/oom-order.ts';
-import { diffLayerChains } from './storage/layer-diff.ts';
+import { createDiffWorkers } from './storage/diff-workers.ts';
 import { applyProject } from './storage/project-apply.ts';
 import { projectChain } from './storage/project-layer.ts';
 import { projectPatch } from './storage/project-patch.ts';
@@ -121,6 +121,8 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
     dial: (id, port) => dialer.dial(id, port),
     ...(deps.onPortConnection ? { onConnection: deps.onPortConnection } : {}),
   });
+  // Diffs walk trees a sandbox controls: worker threads, off this event loop (diff-workers.ts).
+  const diffWorkers = createDiffWorkers();
   const closePorts = (id: string) => {
     published.close(id);
     dialer.close(id);
@@ -237,7 +239,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
       if (lowers.length === 0) throw errors.sandboxNotRunning(rec.id, rec.state);
       return { upper: join(paths.sandbox(rid(rec)), 'upper'), lowers };
     },
-    diffLayers: diffLayerChains,
+    diffLayers: (a, b, o) => diffWorkers.diff(a, b, o),
     projectChain(rec: SandboxRecord) {
       const pc = projectChain(this.layerChain(rec));
       return pc && { ...pc, hostPath: pc.info.hostPath, mountPath: pc.info.mountPath };
@@ -276,6 +278,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
       await deps.nat?.stopAll();
       published.closeAll();
       dialer.closeAll();
+      await diffWorkers.close();
     },
   };
 }

@@ -19,6 +19,7 @@ import {
 } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import { ForkboxError } from '../../../domain/errors.ts';
 import { readXattrsTree } from '../../../images/xattr.ts';
 import type { FileType } from '../../../service/ports.ts';
 import { getXattr } from '../../../util/fs-calls.ts';
@@ -121,6 +122,19 @@ function isOpaqueFd(fd: number): boolean {
   }
 }
 
+/** A layer's root directory, or not_found when it went (its sandbox ended during the diff). */
+function openLayerRoot(root: string): number {
+  try {
+    return openSync(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    throw new ForkboxError(
+      'not_found',
+      `the layer ${root} is gone: the sandbox it belongs to ended during the diff. Diff a live sandbox or a snapshot.`,
+    );
+  }
+}
+
 /**
  * Walk one layer into memory through directory fds. Opaque flags are read through `/proc/self/fd/N` of
  * fds we hold: that magic link leads to exactly the directory we opened, not to whatever the sandbox
@@ -177,7 +191,7 @@ export async function walkLayer(root: string, filter: Filter, budget: Budget): P
       }
     }
   };
-  const rootFd = openSync(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  const rootFd = openLayerRoot(root);
   try {
     tree.set('', nodeOf(fstatSync(rootFd)));
     noteOpaque(rootFd, '');

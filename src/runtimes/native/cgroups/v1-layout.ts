@@ -33,11 +33,31 @@ export function resolveV1Mounts(root: string): { dirs: Map<V1Controller, string>
   return { dirs, missing };
 }
 
+/**
+ * Every hierarchy mounted under `root`, by real path: the controllers forkbox uses and the rest (`devices`,
+ * `blkio`, named ones such as `systemd`, a hybrid host's `unified`), in all of which runc makes a
+ * container's group whether or not forkbox asked for it.
+ */
+export function everyMountedHierarchy(root: string): string[] {
+  let entries: fs.Dirent[] = [];
+  try {
+    entries = fs.readdirSync(root, { withFileTypes: true });
+  } catch {}
+  const dirs = entries
+    .filter(
+      (e) => (e.isDirectory() || e.isSymbolicLink()) && fileExists(path.join(root, e.name, 'cgroup.procs')),
+    )
+    .map((e) => fs.realpathSync(path.join(root, e.name)));
+  return [...new Set(dirs)];
+}
+
 export interface V1Layout {
   /** The hierarchy directory of a controller. */
   ctl(c: V1Controller): string;
   /** Unique hierarchy directories, cpuset first: it must be configured before anything can attach. */
   hierarchies: string[];
+  /** Every mounted hierarchy (everyMountedHierarchy): where destroy looks, for the groups runc made too. */
+  mounted: string[];
   /** Where a sandbox group lives (createGroup): every hierarchy with a limit or a statistic. */
   groupHierarchies: string[];
   /** A group's directory in a controller's hierarchy. */
@@ -58,9 +78,11 @@ export function openV1Layout(root: string): V1Layout {
   }
   const ctl = (c: V1Controller): string => dirs.get(c) as string;
   const g = (c: V1Controller, rel: string): string => path.join(ctl(c), ...checkRel(rel));
+  const hierarchies = [...new Set([ctl('cpuset'), ...V1_CONTROLLERS.map(ctl)])];
   return {
     ctl,
-    hierarchies: [...new Set([ctl('cpuset'), ...V1_CONTROLLERS.map(ctl)])],
+    hierarchies,
+    mounted: [...new Set([...hierarchies, ...everyMountedHierarchy(root)])],
     groupHierarchies: [...new Set((['memory', 'pids', 'cpu', 'cpuacct', 'freezer'] as const).map(ctl))],
     g,
     file: (c, rel, name) => path.join(g(c, rel), name),

@@ -151,7 +151,8 @@ export function createCgroupsV1(opts: { root: string }): Cgroups {
 
     async destroy(rel) {
       const parts = checkRel(rel);
-      for (const h of hierarchies) await removeGroupTree(path.join(h, ...parts));
+      // Every mounted hierarchy: runc made the container's group in those forkbox never limits too.
+      for (const h of layout.mounted) await removeGroupTree(path.join(h, ...parts));
     },
 
     async children(rel) {

@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import bounds  # noqa: E402
 import fileops  # noqa: E402
 import sysc  # noqa: E402
 from capture import valid_output_id  # noqa: E402
@@ -526,6 +527,7 @@ class Agent:
             "uptime_s": time.monotonic() - self.t0,
             "worker_pid": w.pid if w is not None else None,
             "repl_busy": self.repl.busy(),
+            "bounds": bounds.as_dict(),
         }
 
 

@@ -11,7 +11,9 @@ import os
 import stat
 import time
 
-TAIL_MAX = 64 * 1024
+import bounds
+
+TAIL_MAX = bounds.TAIL_BYTES
 PEEK_BYTES = 2048
 PEEK_EVERY_S = 2.0
 SPOOL_DIR = "/tmp/.forkbox-output"  # FORKBOX_OUTPUT_DIR overrides it (tests that run the agent on a host)

@@ -12,12 +12,13 @@ import struct
 import termios
 import time
 
+import bounds
 from outstream import DEFAULT_RATE, STREAMS, OutStream, valid_output_id
 from spawner import ERRNO_CODES
 
-DEFAULT_MAX_OUTPUT = 1 << 20  # per stream
-MAX_OUTPUT_LIMIT = 64 << 20
-MAX_SPOOL = 1 << 40
+DEFAULT_MAX_OUTPUT = bounds.DEFAULT_OUTPUT_BYTES  # per stream
+MAX_OUTPUT_LIMIT = bounds.OUTPUT_BYTES
+MAX_SPOOL = bounds.SPOOL_BYTES
 READ_CHUNK = 64 * 1024
 # After the process exits, how long to wait for its pipes to reach EOF: a background child that inherited
 # stdout (`server &`) would otherwise hold the exec open forever. Its later output is drained and dropped.
@@ -105,7 +106,7 @@ def check_args(a):
     }
 
 
-MAX_TTY_SIDE = 1000
+MAX_TTY_SIDE = bounds.TTY_SIDE
 
 
 def check_size(a):

@@ -6,8 +6,10 @@ relayed connection) and `Relay` (a set of them) are shared with the published po
 
 import socket
 
+import bounds
+
 PROXY_SOCKET = "/.forkbox/inbox/net.sock"
-MAX_CONNS = 64
+MAX_CONNS = bounds.RELAY_CONNECTIONS
 CHUNK = 65536
 MAX_BUFFERED = 256 * 1024
 READ, WRITE = 1, 2

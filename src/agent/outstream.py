@@ -34,10 +34,12 @@ import errno
 import os
 import stat
 
+import bounds
+
 SPOOL_DIR = "/tmp/.forkbox-output"
 SPOOL_KEEP = 32  # newest spool files kept in SPOOL_DIR; older ones are removed when a new one is made
 SPOOL_LAZY = 64 * 1024  # bytes kept in memory before a spool file is needed
-TAIL_MAX = 64 * 1024
+TAIL_MAX = bounds.TAIL_BYTES
 PEEK_BYTES = 2048
 PEEK_EVERY_S = 2.0
 DEFAULT_RATE = 1 << 20  # mode "latest": bytes per second forwarded, and the bucket's size

@@ -11,9 +11,11 @@ import os
 import socket
 import struct
 
+import bounds
+
 PROTOCOL_VERSION = 1
-MAX_HEADER = 1 << 20  # 1 MiB
-MAX_BODY = 16 << 20  # 16 MiB
+MAX_HEADER = bounds.FRAME_HEADER_BYTES
+MAX_BODY = bounds.FRAME_BODY_BYTES
 MIN_HEADER = 2  # the smallest JSON object, "{}"
 MAX_FDS = 4  # fds accepted with one frame on the worker link (an eval carries 2)
 

@@ -8,12 +8,13 @@ import os
 import signal
 import time
 
+import bounds
 from channel import log
 from replout import EvalOutput, Lingering
 
-DEFAULT_MAX_OUTPUT = 1 << 20
-MAX_OUTPUT_LIMIT = 2 << 20  # per stream: what the host keeps inline per call
-MAX_SPOOL_BYTES = 1 << 30  # per stream, in the spool file inside the sandbox
+DEFAULT_MAX_OUTPUT = bounds.DEFAULT_OUTPUT_BYTES
+MAX_OUTPUT_LIMIT = bounds.OUTPUT_BYTES  # per stream: what the host keeps inline per call
+MAX_SPOOL_BYTES = bounds.SPOOL_BYTES  # per stream, in the spool file inside the sandbox
 INTERRUPT_GRACE_S = 2.0
 START_GRACE_S = 10.0  # an interrupt asked for before the code started: restart if it never starts
 

@@ -2,8 +2,12 @@
  * Every bound on what a caller may ask for, defined once. The engine checks requests against these
  * (service/validate.ts), and the MCP tool schemas and the REST/OpenAPI schemas are derived from them
  * (protocol/bounds.ts), so a value one surface accepts is never refused by another for being out of
- * range. test/unit/limits-agree.test.ts holds the three to each bound's edges.
+ * range. The agent inside each sandbox is handed the bounds it enforces (AGENT_BOUNDS, below) and keeps
+ * none of its own. test/unit/limits-agree.test.ts holds the three surfaces to each bound's edges, and asks
+ * the agent.
  */
+
+import { MiB } from './sizes.ts';
 
 /** A numeric range, both ends inclusive. `field` is the wire name used in messages. */
 export interface Bound {
@@ -20,8 +24,6 @@ const bound = (field: string, min: number, max: number, integer = true): Bound =
   max,
   integer,
 });
-
-const MiB = 1024 * 1024;
 
 /** Per-sandbox resource limits, TTLs and per-call bounds. */
 export const LIMITS = {
@@ -291,4 +293,42 @@ export function describeBound(b: Bound): string {
 /** Whether `v` is within the bound. */
 export function withinBound(b: Bound, v: number): boolean {
   return Number.isFinite(v) && (!b.integer || Number.isInteger(v)) && v >= b.min && v <= b.max;
+}
+
+/**
+ * The bounds the agent enforces inside a sandbox (src/agent/bounds.py), handed to it by the daemon in the
+ * template's environment as `FORKBOX_BOUNDS` (agentBoundsEnv): the agent keeps no number of its own for
+ * anything the host bounds too, so a value the host accepts is never cut shorter inside the sandbox.
+ * Forks inherit them with the agent's memory. test/integration/agent-bounds.test.ts asks the agent.
+ */
+export const AGENT_BOUNDS = {
+  /** One frame's JSON header and body on the agent's links (agent-link/agent-frame.ts), bytes. */
+  frameHeaderBytes: MiB,
+  frameBodyBytes: 16 * MiB,
+  /** Output kept inline per stream of an exec or a code run when the request names none, and at most. */
+  defaultOutputBytes: MiB,
+  outputBytes: LIMITS.maxOutputBytes.max,
+  /** The tail part of that budget at most (the rest is the head; agent-link/output.ts tailBudget). */
+  tailBytes: 64 * 1024,
+  /** Bytes of each stream kept in a spool file, at most. */
+  spoolBytes: LIMITS.spoolBytes.max,
+  /** A terminal's rows and columns, at most. */
+  ttySide: Math.max(LIMITS.ttyRows.max, LIMITS.ttyCols.max),
+  /** Connections the agent relays at once for one proxy or one published port. */
+  relayConnections: EGRESS.connections,
+} as const;
+
+/** AGENT_BOUNDS as the agent reads them (`FORKBOX_BOUNDS`): JSON with snake_case keys. */
+export function agentBoundsEnv(): string {
+  const b = AGENT_BOUNDS;
+  return JSON.stringify({
+    frame_header_bytes: b.frameHeaderBytes,
+    frame_body_bytes: b.frameBodyBytes,
+    default_output_bytes: b.defaultOutputBytes,
+    output_bytes: b.outputBytes,
+    tail_bytes: b.tailBytes,
+    spool_bytes: b.spoolBytes,
+    tty_side: b.ttySide,
+    relay_connections: b.relayConnections,
+  });
 }

@@ -1,7 +1,8 @@
 /** Size and count notation shared by the CLI and the daemon's settings: `512m`, `2g`, `100k` inodes. Pure. */
 import { ForkboxError } from './errors.ts';
 
-const MiB = 1024 * 1024;
+/** One mebibyte, bytes: the one definition every size in the code is written with. */
+export const MiB = 1024 * 1024;
 
 const SIZE_UNITS: Record<string, number> = {
   b: 1,

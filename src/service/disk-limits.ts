@@ -4,9 +4,9 @@
  * depends on the storage driver (docs/STORAGE.md).
  */
 import { errors, ForkboxError } from '../domain/errors.ts';
+import { MiB } from '../domain/sizes.ts';
 import { DEFAULT_LIMITS } from '../domain/types.ts';
 
-const MiB = 1024 * 1024;
 /** Smallest disk limit: an upper needs room for its overlay metadata, and a copy-driver volume its own. */
 export const MIN_DISK_MB = 16;
 export const MIN_DISK_INODES = 1000;

@@ -4,6 +4,7 @@
  */
 import { errors } from '../domain/errors.ts';
 import {
+  AGENT_BOUNDS,
   type Bound,
   describeBound,
   ENV_NAME_RE,
@@ -16,7 +17,8 @@ import { DEFAULT_LIMITS, type Limits } from '../domain/types.ts';
 import type { CodeRunRequest, CreateSandboxRequest, ExecRequest, TtySize } from './api.ts';
 import { type DiskPolicy, diskLimitsFrom } from './disk-limits.ts';
 
-export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
+/** Inline output per stream when a request names none (the agent's default too: domain/limits.ts). */
+export const DEFAULT_OUTPUT_BYTES = AGENT_BOUNDS.defaultOutputBytes;
 /**
  * Spool file per stream of an exec, inside the sandbox: the daemon's default (LIMITS.spoolBytes bounds a
  * call). The default is also held to a sixteenth of the sandbox's disk limit (spoolDefaultFor), so a few

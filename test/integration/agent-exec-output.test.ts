@@ -24,6 +24,7 @@ const PYTHON = process.env.FORKBOX_TEST_PYTHON ?? 'python3';
 const hasPython = spawnSync(PYTHON, ['--version']).status === 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+import { agentBoundsEnv } from '../../src/domain/limits.ts';
 import { waitFor } from '../helpers/wait-for.ts';
 
 async function until<T>(
@@ -89,6 +90,7 @@ describe('agent exec output and spawner (real agent on the host)', {
         FORKBOX_CTL_SOCKET: sockPath,
         FORKBOX_ROLE: 'sandbox',
         FORKBOX_SANDBOX_ID: 'exec1',
+        FORKBOX_BOUNDS: agentBoundsEnv(),
         FORKBOX_OUTPUT_DIR: spool,
       },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ForkboxError } from '../../src/domain/errors.ts';
+import { agentBoundsEnv } from '../../src/domain/limits.ts';
 import {
   type AgentConnection,
   type AgentEvent,
@@ -203,6 +204,7 @@ describe('agent protocol (real agent on the host)', {
         FORKBOX_ROLE: 'sandbox',
         FORKBOX_SANDBOX_ID: 'test1',
         FORKBOX_PREWARM: 'colorsys, json',
+        FORKBOX_BOUNDS: agentBoundsEnv(),
         FORKBOX_OUTPUT_DIR: join(dir, 'out'),
       },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -3,13 +3,16 @@
  * REST (and so OpenAPI) schemas and the engine agree at each edge — min−ε and max+ε refused by all
  * three, min and max accepted by all three. A surface with its own numbers fails here. MCP alone has
  * two tighter bounds of its own (inline output and a poll's wait), also defined there and checked to lie
- * within the engine's.
+ * within the engine's. The agent inside each sandbox is handed its bounds by the host and is asked
+ * here too (last suite).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import type { z } from 'zod';
 import { isForkboxError } from '../../src/domain/errors.ts';
-import { type Bound, LIMITS } from '../../src/domain/limits.ts';
+import { AGENT_BOUNDS, agentBoundsEnv, type Bound, EGRESS, LIMITS } from '../../src/domain/limits.ts';
 import { CANONICAL_TOOLS } from '../../src/protocol/mcp/tools/index.ts';
 import {
   codeBody,
@@ -22,6 +25,10 @@ import {
   pollQuery,
   resizeBody,
 } from '../../src/protocol/rest/local-schemas.ts';
+import { MAX_BODY_BYTES, MAX_HEADER_BYTES } from '../../src/runtimes/native/agent-link/agent-frame.ts';
+import { DEFAULT_OUTPUT_BYTES } from '../../src/runtimes/native/agent-link/exec-output-router.ts';
+import { tailBudget } from '../../src/runtimes/native/agent-link/output.ts';
+import { REPL_DEFAULT_OUTPUT_BYTES } from '../../src/runtimes/native/agent-link/repl-eval.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { createTestEngine, type TestEngine } from '../helpers/test-engine.ts';
 
@@ -276,5 +283,63 @@ describe('limits: MCP, REST/OpenAPI and the engine agree at every bound’s edge
         .map((b) => b.field)
         .sort(),
     );
+  });
+});
+
+/**
+ * The agent (Python, inside every sandbox) enforces the same numbers: it is handed them in FORKBOX_BOUNDS
+ * (domain/limits.ts agentBoundsEnv) and keeps none of its own. Asked here by importing its modules in a
+ * real interpreter with the environment the daemon gives a template, and reading what each module
+ * enforces; and refused when the environment lacks them.
+ */
+describe('the agent enforces the host’s bounds', () => {
+  const agentDir = fileURLToPath(new URL('../../src/agent/', import.meta.url));
+  const ask = (env: Record<string, string>) =>
+    spawnSync(
+      'python3',
+      [
+        '-c',
+        [
+          'import json, sys',
+          `sys.path.insert(0, ${JSON.stringify(agentDir)})`,
+          'import os, protocol, repl, execs, netrelay, capture, outstream',
+          'print(json.dumps({"header": protocol.MAX_HEADER, "body": protocol.MAX_BODY,',
+          ' "replDefault": repl.DEFAULT_MAX_OUTPUT, "replMax": repl.MAX_OUTPUT_LIMIT, "replSpool": repl.MAX_SPOOL_BYTES,',
+          ' "execDefault": execs.DEFAULT_MAX_OUTPUT, "execMax": execs.MAX_OUTPUT_LIMIT, "execSpool": execs.MAX_SPOOL,',
+          ' "tty": execs.MAX_TTY_SIDE, "relay": netrelay.MAX_CONNS, "tails": [capture.TAIL_MAX, outstream.TAIL_MAX],',
+          ' "leaked": "FORKBOX_BOUNDS" in os.environ}))',
+        ].join('\n'),
+      ],
+      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } },
+    );
+
+  it('reads every bound it enforces from the host and hides them from what it runs', () => {
+    const r = ask({ FORKBOX_BOUNDS: agentBoundsEnv() });
+    assert.equal(r.status, 0, r.stderr);
+    const b = AGENT_BOUNDS;
+    assert.deepEqual(JSON.parse(r.stdout), {
+      header: MAX_HEADER_BYTES,
+      body: MAX_BODY_BYTES,
+      replDefault: REPL_DEFAULT_OUTPUT_BYTES,
+      replMax: LIMITS.maxOutputBytes.max,
+      replSpool: LIMITS.spoolBytes.max,
+      execDefault: DEFAULT_OUTPUT_BYTES,
+      execMax: LIMITS.maxOutputBytes.max,
+      execSpool: LIMITS.spoolBytes.max,
+      tty: Math.max(LIMITS.ttyRows.max, LIMITS.ttyCols.max),
+      relay: EGRESS.connections,
+      tails: [tailBudget(Number.MAX_SAFE_INTEGER), tailBudget(Number.MAX_SAFE_INTEGER)],
+      leaked: false,
+    });
+    assert.equal(b.outputBytes, LIMITS.maxOutputBytes.max);
+  });
+
+  it('refuses to start without them, saying why', () => {
+    const none = ask({});
+    assert.notEqual(none.status, 0);
+    assert.match(none.stderr, /FORKBOX_BOUNDS is not set/);
+    const partial = ask({ FORKBOX_BOUNDS: JSON.stringify({ frame_header_bytes: 1024 }) });
+    assert.notEqual(partial.status, 0);
+    assert.match(partial.stderr, /lacks positive integers for: frame_body_bytes/);
   });
 });

@@ -1,9 +1,8 @@
 /** Output shapes shared by several tools (snake_case, like the inputs), and the API → shape mappers. */
 import { z } from 'zod';
+import { MiB } from '../../domain/sizes.ts';
 import type { ExecRecord } from '../../domain/types.ts';
 import type { ForkResult, PortInfo, SandboxInfo } from '../../service/api.ts';
-
-const MiB = 1024 * 1024;
 
 /**
  * Output fields are not described (every tools/list token is paid on every turn): disk_bytes is what the

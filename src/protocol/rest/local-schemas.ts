@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { ForkboxError } from '../../domain/errors.ts';
 import { LIMITS, PORTS, REGISTRY, SIZES } from '../../domain/limits.ts';
+import { MiB } from '../../domain/sizes.ts';
 import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
 import { DIFF_PAGE_MAX } from '../../service/diff-pages.ts';
 import {
@@ -20,7 +21,6 @@ import {
   refSchema,
 } from '../bounds.ts';
 
-export const MiB = 1024 * 1024;
 /** JSON request bodies. */
 export const JSON_BODY_LIMIT = 1 * MiB;
 /** Sync exec bodies carry stdin as base64 inside the JSON. */

@@ -5,9 +5,11 @@
  * buffering, so a peer announcing a 4 GiB frame costs us nothing.
  */
 import { ForkboxError } from '../../../domain/errors.ts';
+import { AGENT_BOUNDS } from '../../../domain/limits.ts';
 
-export const MAX_HEADER_BYTES = 1024 * 1024;
-export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** The agent holds frames to the same bounds (it is handed them: domain/limits.ts AGENT_BOUNDS). */
+export const MAX_HEADER_BYTES = AGENT_BOUNDS.frameHeaderBytes;
+export const MAX_BODY_BYTES = AGENT_BOUNDS.frameBodyBytes;
 const MIN_HEADER_BYTES = 2;
 const PREFIX_BYTES = 8;
 

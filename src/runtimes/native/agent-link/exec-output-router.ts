@@ -2,12 +2,13 @@
  * The output side of one exec: the agent's events become output chunks for the caller and the two streams'
  * collectors (output.ts) for the inline result.
  */
+import { AGENT_BOUNDS } from '../../../domain/limits.ts';
 import type { ExecEvents, ExecOutputChunk, ExecSpec } from '../../../service/ports.ts';
 import type { AgentEvent } from './agent-connection.ts';
 import { StreamCollector, type StreamName } from './output.ts';
 
 /** Inline budget per stream when the caller gives none. */
-export const DEFAULT_OUTPUT_BYTES = 1024 * 1024;
+export const DEFAULT_OUTPUT_BYTES = AGENT_BOUNDS.defaultOutputBytes;
 
 const num = (v: unknown, d = 0): number => (typeof v === 'number' && Number.isFinite(v) ? v : d);
 const isStream = (k: string): k is StreamName => k === 'stdout' || k === 'stderr';

@@ -4,13 +4,14 @@
  * the spool file in the result. Assembled here into the inline text (head, a marker line, tail) and a
  * StreamSummary.
  */
+import { AGENT_BOUNDS } from '../../../domain/limits.ts';
 import type { StreamSummary } from '../../../service/ports.ts';
 
 export type StreamName = 'stdout' | 'stderr';
 
 /** The tail part of a per-stream inline budget (the head part is the rest). */
 export function tailBudget(maxOutputBytes: number): number {
-  return Math.min(Math.floor(maxOutputBytes / 4), 64 * 1024);
+  return Math.min(Math.floor(maxOutputBytes / 4), AGENT_BOUNDS.tailBytes);
 }
 
 /**

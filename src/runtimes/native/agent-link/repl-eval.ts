@@ -6,14 +6,16 @@
  * eval in the agent (KeyboardInterrupt, then a worker restart if it does not stop).
  */
 import { randomBytes } from 'node:crypto';
+import { AGENT_BOUNDS } from '../../../domain/limits.ts';
+import { MiB } from '../../../domain/sizes.ts';
 import type { ReplEvalOptions, ReplResult } from '../../../service/ports.ts';
 import type { AgentConnection, AgentEvent } from './agent-connection.ts';
 import { StreamCollector, type StreamName, tailBudget } from './output.ts';
 
 /** Inline budget per stream when the caller names none. */
-export const REPL_DEFAULT_OUTPUT_BYTES = 1024 * 1024;
+export const REPL_DEFAULT_OUTPUT_BYTES = AGENT_BOUNDS.defaultOutputBytes;
 /** How much of each stream the agent keeps in its spool file inside the sandbox, by default. */
-export const REPL_DEFAULT_SPOOL_BYTES = 64 * 1024 * 1024;
+export const REPL_DEFAULT_SPOOL_BYTES = 64 * MiB;
 /** Peek bytes handed on per event (the agent sends at most 2 KiB). */
 const PEEK_MAX_BYTES = 2048;
 

@@ -4,12 +4,13 @@
  * leave a 128 MiB sandbox nothing, and its OOM killer would then be left with only the agent. Each gets an
  * eighth of the limit (between 1 and 64 MiB), so filling both takes at most a quarter of it.
  */
-const MIB = 1024 * 1024;
-export const DEV_TMPFS_MAX_BYTES = 64 * MIB;
-export const DEV_TMPFS_MIN_BYTES = MIB;
+import { MiB } from '../../../domain/sizes.ts';
+
+export const DEV_TMPFS_MAX_BYTES = 64 * MiB;
+export const DEV_TMPFS_MIN_BYTES = MiB;
 
 export function devTmpfsBytes(memoryBytes: number): number {
   if (!Number.isFinite(memoryBytes) || memoryBytes <= 0) return DEV_TMPFS_MAX_BYTES;
-  const eighth = Math.floor(memoryBytes / 8 / MIB) * MIB;
+  const eighth = Math.floor(memoryBytes / 8 / MiB) * MiB;
   return Math.min(DEV_TMPFS_MAX_BYTES, Math.max(DEV_TMPFS_MIN_BYTES, eighth));
 }

@@ -3,6 +3,7 @@
  * the forkbox agent, and every sandbox of the template is forked from the agent's REPL worker.
  * Each security-relevant setting says what breaks without it.
  */
+import { agentBoundsEnv } from '../../../domain/limits.ts';
 import type { UidRange } from '../host/uid-range.ts';
 import { RUNTIME_MOUNT } from './agent-runtime.ts';
 import { seccompProfile } from './seccomp.ts';
@@ -58,6 +59,8 @@ export function templateOciSpec(input: TemplateSpecInput): Record<string, unknow
     FORKBOX_SANDBOX_ID: input.templateId,
     FORKBOX_CTL_SOCKET: '/.forkbox/inbox/ctl.sock',
     FORKBOX_PREWARM: input.prewarm.join(','),
+    // The bounds the agent enforces (src/agent/bounds.py): the host's own, never numbers of the agent's.
+    FORKBOX_BOUNDS: agentBoundsEnv(),
     // Read once by the agent (execs.py) and never passed on to commands.
     ...(input.execDefaults?.cwd ? { FORKBOX_EXEC_CWD: input.execDefaults.cwd } : {}),
     ...(input.execDefaults?.user ? { FORKBOX_EXEC_USER: input.execDefaults.user } : {}),

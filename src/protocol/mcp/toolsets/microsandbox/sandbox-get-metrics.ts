@@ -1,11 +1,11 @@
 import { z } from 'zod';
+import { MiB } from '../../../../domain/sizes.ts';
 import type { ForkboxApi, SandboxInfo } from '../../../../service/api.ts';
 import { namespaceSchema } from '../../../bounds.ts';
 import { HINTS } from '../../tool-kit.ts';
 import { sandboxArg } from './shapes.ts';
 import { msbTool } from './tool.ts';
 
-const MiB = 1024 * 1024;
 /** Usage reads in flight at once (each is a few cgroup and disk reads in the daemon). */
 const BATCH = 8;
 

@@ -15,11 +15,13 @@ use starts a fresh one (the result says restarted). Node is multi-threaded, so i
 sandbox: a fork child's Node REPL starts fresh and its first answer says restarted.
 """
 
+import json
 import os
 import selectors
 import signal
 import socket
 
+import bounds
 import cmdfilter
 import sysc
 from channel import Channel
@@ -98,7 +100,7 @@ class NodeRepl(Repl):
                 except OSError:
                     os.chdir("/")
                 cmdfilter.deny_new_userns()  # a command like any other: no user namespace of its own
-                os.execve(node, [node, DRIVER], env)
+                os.execve(node, [node, DRIVER, json.dumps(bounds.as_dict())], env)
             finally:
                 os._exit(127)
         child_sock.close()

@@ -18,9 +18,15 @@ const repl = require('node:repl');
 const util = require('node:util');
 const { PassThrough, Writable } = require('node:stream');
 
-const MAX_HEADER = 1 << 20;
-const MAX_BODY = 16 << 20;
-const DEFAULT_CAP = 1 << 20;
+// The agent's bounds (bounds.py, from the host), handed over as argv[2]: no numbers of this driver's own.
+const BOUNDS = JSON.parse(process.argv[2] || 'null');
+if (!BOUNDS || !(BOUNDS.frame_header_bytes > 0) || !(BOUNDS.frame_body_bytes > 0)) {
+  process.stderr.write('replnode.cjs: started without the bounds (argv[2]); the agent starts it\n');
+  process.exit(2);
+}
+const MAX_HEADER = BOUNDS.frame_header_bytes;
+const MAX_BODY = BOUNDS.frame_body_bytes;
+const DEFAULT_CAP = BOUNDS.default_output_bytes;
 const INTERNAL_FRAME = /^\s+at (.*\(node:|node:|.*replnode\.cjs)/;
 
 const ctl = new net.Socket({ fd: 3, readable: true, writable: true });

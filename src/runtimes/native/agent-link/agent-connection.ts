@@ -102,6 +102,7 @@ const AGENT_ERRORS: Record<string, ErrorCode> = {
   busy: 'busy',
   unknown_op: 'unavailable',
   stale: 'unavailable',
+  unavailable: 'unavailable',
   internal: 'internal',
   no_python: 'requirement_missing',
   requirement_missing: 'requirement_missing',

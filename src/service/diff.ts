@@ -6,6 +6,7 @@
  * capped (1 MiB a side by the caller), common prefix and suffix are trimmed first, and past
  * MAX_EDITS the differing middle is shown as one replacement, so time and memory stay bounded.
  */
+import { type StructuredPatch, structuredPatch } from 'diff';
 import { errors } from '../domain/errors.ts';
 import type { SandboxRecord, SnapshotRecord } from '../domain/types.ts';
 import type { DiffRequest, DiffResult } from './api.ts';
@@ -120,136 +121,53 @@ export async function applyProjectOf(deps: DiffDeps, idOrName: string) {
 
 // ───────────── unified text diff ─────────────
 
-type Op = { kind: ' ' | '-' | '+'; line: string };
-
-/** Past this many line edits the differing middle is shown as one block replaced by another. */
+/**
+ * Past this many line edits the two texts are shown as one block replaced by the other: the search for
+ * the shortest edit script costs O(lines × edits), and a sandbox chooses both texts.
+ */
 const MAX_EDITS = 2000;
-/** Appended (internally) to a last line that has no newline, so "x" and "x\n" compare different. */
-const NO_EOL = '\u0000noeol';
 
-function splitLines(text: string): string[] {
-  if (text === '') return [];
-  const lines = text.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
-  else lines[lines.length - 1] = `${lines[lines.length - 1]}${NO_EOL}`;
-  return lines;
+/** Every old line removed and every new line added, in one hunk: the diff past MAX_EDITS. */
+function replacedWhole(oldText: string, newText: string): StructuredPatch['hunks'][number] {
+  const linesOf = (text: string, mark: '-' | '+') => {
+    if (text === '') return [];
+    const lines = text.split('\n');
+    const eol = lines[lines.length - 1] === '';
+    if (eol) lines.pop();
+    const out = lines.map((l) => `${mark}${l}`);
+    if (!eol) out.push('\\ No newline at end of file');
+    return out;
+  };
+  const a = linesOf(oldText, '-');
+  const b = linesOf(newText, '+');
+  const count = (ls: string[]) => ls.filter((l) => !l.startsWith('\\')).length;
+  return { oldStart: 1, oldLines: count(a), newStart: 1, newLines: count(b), lines: [...a, ...b] };
 }
 
-/** Myers' greedy shortest edit script, or null when it needs more than maxEdits edits. */
-function myers(a: string[], b: string[], maxEdits: number): Op[] | null {
-  const n = a.length;
-  const m = b.length;
-  const max = n + m;
-  const off = max + 1;
-  const v = new Int32Array(2 * max + 3);
-  // trace[d] holds v[-(d+1) .. d+1] as it was before step d.
-  const trace: Int32Array[] = [];
-  for (let d = 0; d <= Math.min(max, maxEdits); d++) {
-    trace.push(v.slice(off - d - 1, off + d + 2));
-    for (let k = -d; k <= d; k += 2) {
-      const down = k === -d || (k !== d && (v[off + k - 1] as number) < (v[off + k + 1] as number));
-      let x = down ? (v[off + k + 1] as number) : (v[off + k - 1] as number) + 1;
-      let y = x - k;
-      while (x < n && y < m && a[x] === b[y]) {
-        x++;
-        y++;
-      }
-      v[off + k] = x;
-      if (x >= n && y >= m) return backtrack(a, b, trace);
-    }
-  }
-  return null;
-}
-
-function backtrack(a: string[], b: string[], trace: Int32Array[]): Op[] {
-  const ops: Op[] = [];
-  let x = a.length;
-  let y = b.length;
-  for (let d = trace.length - 1; d >= 0; d--) {
-    const t = trace[d] as Int32Array;
-    const at = (k: number) => t[k + d + 1] as number;
-    const k = x - y;
-    const prevK = k === -d || (k !== d && at(k - 1) < at(k + 1)) ? k + 1 : k - 1;
-    const prevX = at(prevK);
-    const prevY = prevX - prevK;
-    while (x > prevX && y > prevY) {
-      ops.push({ kind: ' ', line: a[x - 1] as string });
-      x--;
-      y--;
-    }
-    if (d > 0) {
-      if (x === prevX) ops.push({ kind: '+', line: b[y - 1] as string });
-      else ops.push({ kind: '-', line: a[x - 1] as string });
-    }
-    x = prevX;
-    y = prevY;
-  }
-  return ops.reverse();
-}
-
-export function diffLines(a: string[], b: string[], maxEdits = MAX_EDITS): Op[] {
-  let pre = 0;
-  while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
-  let suf = 0;
-  while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf])
-    suf++;
-  const midA = a.slice(pre, a.length - suf);
-  const midB = b.slice(pre, b.length - suf);
-  const mid = myers(midA, midB, maxEdits) ?? [
-    ...midA.map((line) => ({ kind: '-' as const, line })),
-    ...midB.map((line) => ({ kind: '+' as const, line })),
-  ];
-  const same = (line: string) => ({ kind: ' ' as const, line });
-  return [...a.slice(0, pre).map(same), ...mid, ...a.slice(a.length - suf).map(same)];
-}
-
+/** A hunk's range as GNU diff writes it: the count left out when 1, an empty range naming the line before. */
 function rangeOf(start: number, count: number): string {
-  // An empty range names the line before it (GNU diff's convention).
   const s = count === 0 ? start - 1 : start;
   return count === 1 ? `${s}` : `${s},${count}`;
 }
 
-/** A unified diff of two texts ('' when they are equal), with `context` lines around each change. */
+/**
+ * A unified diff of two texts ('' when they are equal), with `context` lines around each change, as GNU
+ * `diff -u` writes it (jsdiff's line diff; past MAX_EDITS one block replaces the other).
+ */
 export function unifiedDiff(
   oldText: string,
   newText: string,
   labels: { old: string; new: string },
   context = 3,
+  maxEdits = MAX_EDITS,
 ): string {
-  const ops = diffLines(splitLines(oldText), splitLines(newText));
-  const changed = ops.flatMap((o, i) => (o.kind === ' ' ? [] : [i]));
-  if (changed.length === 0) return '';
+  if (oldText === newText) return '';
+  const hunks = structuredPatch(labels.old, labels.new, oldText, newText, undefined, undefined, {
+    context,
+    maxEditLength: maxEdits,
+  })?.hunks ?? [replacedWhole(oldText, newText)];
   let out = `--- ${labels.old}\n+++ ${labels.new}\n`;
-  // Old/new line numbers (1-based) at the start of each op.
-  const oldNo: number[] = [];
-  const newNo: number[] = [];
-  let on = 1;
-  let nn = 1;
-  for (const o of ops) {
-    oldNo.push(on);
-    newNo.push(nn);
-    if (o.kind !== '+') on++;
-    if (o.kind !== '-') nn++;
-  }
-  let i = 0;
-  while (i < changed.length) {
-    const start = Math.max(0, (changed[i] as number) - context);
-    let last = changed[i] as number;
-    while (i + 1 < changed.length && (changed[i + 1] as number) - last <= 2 * context) {
-      i++;
-      last = changed[i] as number;
-    }
-    const end = Math.min(ops.length, last + context + 1);
-    const hunk = ops.slice(start, end);
-    const oldCount = hunk.filter((o) => o.kind !== '+').length;
-    const newCount = hunk.filter((o) => o.kind !== '-').length;
-    out += `@@ -${rangeOf(oldNo[start] as number, oldCount)} +${rangeOf(newNo[start] as number, newCount)} @@\n`;
-    for (const o of hunk) {
-      const noEol = o.line.endsWith(NO_EOL);
-      out += `${o.kind}${noEol ? o.line.slice(0, -NO_EOL.length) : o.line}\n`;
-      if (noEol) out += '\\ No newline at end of file\n';
-    }
-    i++;
-  }
+  for (const h of hunks)
+    out += `@@ -${rangeOf(h.oldStart, h.oldLines)} +${rangeOf(h.newStart, h.newLines)} @@\n${h.lines.join('\n')}\n`;
   return out;
 }

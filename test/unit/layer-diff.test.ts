@@ -11,7 +11,7 @@ import { basename, dirname, join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
 import { diffLayerChains, relOf } from '../../src/runtimes/native/storage/layer-diff.ts';
 import { openRegular, sha256Of } from '../../src/runtimes/native/storage/layer-walk.ts';
-import { diffLines, unifiedDiff } from '../../src/service/diff.ts';
+import { unifiedDiff } from '../../src/service/diff.ts';
 import type { DiffEntry } from '../../src/service/ports.ts';
 
 const isRoot = process.getuid?.() === 0;
@@ -339,10 +339,15 @@ describe('unifiedDiff', () => {
   });
 
   it('falls back to one replacement block past the edit bound, still correct', () => {
-    const a = Array.from({ length: 50 }, (_, i) => `a${i}`);
-    const b = Array.from({ length: 50 }, (_, i) => `b${i}`);
-    const ops = diffLines(a, b, 5);
-    assert.equal(ops.filter((o) => o.kind === '-').length, 50);
-    assert.equal(ops.filter((o) => o.kind === '+').length, 50);
+    const a = `${Array.from({ length: 50 }, (_, i) => `a${i}`).join('\n')}\n`;
+    const b = `${Array.from({ length: 50 }, (_, i) => `b${i}`).join('\n')}`;
+    const patch = unifiedDiff(a, b, { old: 'a/x', new: 'b/x' }, 3, 5);
+    const lines = patch.split('\n');
+    assert.equal(lines.filter((l) => l.startsWith('@@')).length, 1, patch);
+    assert.equal(lines[2], '@@ -1,50 +1,50 @@');
+    assert.equal(lines.filter((l) => /^-a\d/.test(l)).length, 50);
+    assert.equal(lines.filter((l) => /^\+b\d/.test(l)).length, 50);
+    assert.equal(applyPatch(a, patch), `${b}\n`); // (applyPatch does not model the missing newline)
+    assert.equal(unifiedDiff('', 'x\n', { old: 'a', new: 'b' }, 3, 0), '--- a\n+++ b\n@@ -0,0 +1 @@\n+x\n');
   });
 });

@@ -2,9 +2,10 @@
  * Diffing two sandboxes or snapshots (docs/ARCHITECTURE.md, "Diff"): the engine-side entry point (resolution, state and
  * argument checks; the runtime then compares layer chains on the host) and a unified text diff of one file.
  *
- * The text diff is a Myers O((N+M)·D) line diff written here rather than a dependency: inputs are
- * capped (1 MiB a side by the caller), common prefix and suffix are trimmed first, and past
- * MAX_EDITS the differing middle is shown as one replacement, so time and memory stay bounded.
+ * The text diff is jsdiff's line diff (O((N+M)·D)): inputs are capped (1 MiB a side by the caller) and
+ * past MAX_EDITS edits jsdiff gives up and the two texts are shown as one replacement, so time and memory
+ * stay bounded. Only the hunk headers are written here, as GNU `diff -u` writes them (jsdiff always
+ * writes a count; patches and the console's split view are read the GNU way).
  */
 import { type StructuredPatch, structuredPatch } from 'diff';
 import { errors } from '../domain/errors.ts';

@@ -8,7 +8,7 @@
  */
 import { rmSync } from 'node:fs';
 import { openEngine } from '../src/composition.ts';
-import { planStorage } from '../src/runtimes/native/storage/btrfs-storage.ts';
+import { planStorage } from '../src/runtimes/native/layers/btrfs-storage.ts';
 import type { ForkboxApi } from '../src/service/api.ts';
 import { type BenchContext, type Benchmark, killAll } from './lib/context.ts';
 import { type DockerPeer, dockerPeerUnavailable, startDockerPeer } from './lib/docker-peer.ts';

@@ -1,6 +1,6 @@
 /** What every command gets: global options, output, and (lazily) the engine API from the daemon. */
 import type { ForkboxApi } from '../service/api.ts';
-import type { Output } from './output.ts';
+import type { Output } from './output/output.ts';
 
 export interface GlobalOptions {
   stateDir: string;

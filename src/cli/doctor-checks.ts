@@ -8,7 +8,7 @@ import { detectCgroups } from '../runtimes/native/cgroups/index.ts';
 import { hasCapSysResource, isAlive } from '../runtimes/native/host/proc.ts';
 import { traverseAdvice, untraversable } from '../runtimes/native/host/traverse.ts';
 import { DEFAULT_UID_SPACE } from '../runtimes/native/host/uid-ranges.ts';
-import { planStorage } from '../runtimes/native/storage/btrfs-storage.ts';
+import { planStorage } from '../runtimes/native/layers/btrfs-storage.ts';
 import { configuredElsewhere, readServeRecord } from '../transports/serve-record.ts';
 import { which } from '../util/subprocess.ts';
 

@@ -14,7 +14,7 @@ import { VERSION } from '../version.ts';
 import { COMMANDS, type CommandEntry, commandWord, findCommand } from './command-table.ts';
 import { defaultStateDir } from './config.ts';
 import type { CliContext, GlobalOptions } from './context.ts';
-import { createOutput, type Output } from './output.ts';
+import { createOutput, type Output } from './output/output.ts';
 
 interface RemoteFlags {
   url?: string;
@@ -116,7 +116,7 @@ async function connect(program: Command, stateDir: string): Promise<DaemonClient
   }
   const [{ connectOrStartDaemon }, { createStderrLog }] = await Promise.all([
     import('../transports/daemon-launcher.ts'),
-    import('./stderr-log.ts'),
+    import('./output/stderr-log.ts'),
   ]);
   return connectOrStartDaemon({ stateDir, log: createStderrLog(), allowStart: true, client: 'cli' });
 }

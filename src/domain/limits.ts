@@ -47,7 +47,7 @@ export const LIMITS = {
   maxOutputBytes: bound('max_output_bytes', 0, 64 * MiB),
   /**
    * The same over MCP, and a poll's page there (`max_bytes`): a tool result stays a few MiB, far under
-   * MCP clients' message limits (protocol/mcp/tool-result.ts); the rest is in the spool file.
+   * MCP clients' message limits (protocol/mcp/kit/tool-result.ts); the rest is in the spool file.
    */
   mcpOutputBytes: bound('max_output_bytes', 0, MiB),
   /** Bytes of each stream of a command kept in its spool file inside the sandbox. */
@@ -272,7 +272,7 @@ export const OIDC = {
   jwksMaxAgeMs: 10 * 60_000,
 } as const;
 
-/** The 2024-11-05 HTTP+SSE MCP transport (protocol/mcp/http-sse.ts); its sessions share the Streamable HTTP session limits. */
+/** The 2024-11-05 HTTP+SSE MCP transport (protocol/mcp/http/http-sse.ts); its sessions share the Streamable HTTP session limits. */
 export const MCP_SSE = {
   /** Requests of one session waiting for their answers at once (more are refused with 429). */
   pendingRequests: 16,

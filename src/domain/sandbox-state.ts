@@ -5,7 +5,7 @@ import type { SandboxState } from './types.ts';
 const TRANSITIONS: Record<SandboxState, readonly SandboxState[]> = {
   // 'lost': the daemon died mid-create and recovery found no agent (Runtime.recover gets creating ones too).
   creating: ['running', 'failed', 'killing', 'lost'],
-  // 'failed' from running/paused: its PID 1 died or its agent stopped answering (service/sandbox-exit.ts).
+  // 'failed' from running/paused: its PID 1 died or its agent stopped answering (service/sandboxes/sandbox-exit.ts).
   running: ['paused', 'killing', 'lost', 'failed'],
   paused: ['running', 'killing', 'lost', 'failed'],
   killing: ['killed', 'lost'],

@@ -2,14 +2,14 @@
 import { errors, ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { ForkResult, SandboxApi, SystemStatus } from './api.ts';
-import { replayBrowser } from './browser-fork.ts';
+import { replayBrowser } from './browser/browser-fork.ts';
 import { type CallerContext, DEFAULT_TENANT, namespaceFor, namespacesFor } from './caller.ts';
-import { applyProjectOf, diffSandboxRecords } from './diff.ts';
+import { applyProjectOf, diffSandboxRecords } from './diff/diff.ts';
 import type { EngineParts } from './engine-parts.ts';
-import { MERGED_LABEL } from './lineage.ts';
-import { info } from './sandbox-info.ts';
-import { checkPorts, portInfo } from './sandbox-ports.ts';
-import { SNAPSHOT_LABEL } from './snapshots.ts';
+import { MERGED_LABEL } from './lineage/lineage.ts';
+import { info } from './sandboxes/sandbox-info.ts';
+import { checkPorts, portInfo } from './sandboxes/sandbox-ports.ts';
+import { SNAPSHOT_LABEL } from './snapshots/snapshots.ts';
 import { checkTtl } from './validate.ts';
 
 export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {

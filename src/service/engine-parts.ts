@@ -4,14 +4,14 @@ import type { SandboxRecord } from '../domain/types.ts';
 import type { KeyedQueue } from '../util/keyed-queue.ts';
 import type { DiskUsage, ForkRequest, ForkResult, GcReport, MergeResult, SandboxInfo } from './api.ts';
 import type { CallerContext, SandboxFinder } from './caller.ts';
-import type { DiffPages } from './diff-pages.ts';
-import type { ExecManager } from './exec-manager.ts';
-import type { HeavyCalls } from './heavy-calls.ts';
+import type { DiffPages } from './diff/diff-pages.ts';
+import type { HeavyCalls } from './diff/heavy-calls.ts';
+import type { ExecManager } from './execs/exec-manager.ts';
 import type { Browsers, ImageStore, Runtime, Store } from './ports.ts';
-import type { CreateSandbox } from './sandbox-create.ts';
-import type { SandboxPorts } from './sandbox-ports.ts';
-import type { Snapshots } from './snapshots.ts';
-import type { TemplateConfigs } from './template-configs.ts';
+import type { CreateSandbox } from './sandboxes/sandbox-create.ts';
+import type { SandboxPorts } from './sandboxes/sandbox-ports.ts';
+import type { TemplateConfigs } from './sandboxes/template-configs.ts';
+import type { Snapshots } from './snapshots/snapshots.ts';
 import type { WarmPool } from './warm-pool.ts';
 
 export interface EngineParts extends SandboxFinder {

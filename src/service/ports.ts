@@ -639,4 +639,4 @@ export interface Runtime {
   shutdown(opts: { killSandboxes: boolean }): Promise<void>;
 }
 
-export type { BrowserHistory, BrowserHost, Browsers } from './browser-ports.ts';
+export type { BrowserHistory, BrowserHost, Browsers } from './browser/browser-ports.ts';

@@ -6,7 +6,7 @@
 import type { Logger } from '../domain/logger.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { Runtime, Store } from './ports.ts';
-import { SNAPSHOT_LABEL } from './snapshot-restore.ts';
+import { SNAPSHOT_LABEL } from './snapshots/snapshot-restore.ts';
 import { POOL_TENANT } from './warm-pool.ts';
 
 export interface RecoveryDeps {

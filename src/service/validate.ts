@@ -15,7 +15,7 @@ import {
 } from '../domain/limits.ts';
 import { DEFAULT_LIMITS, type Limits } from '../domain/types.ts';
 import type { CodeRunRequest, CreateSandboxRequest, ExecRequest, TtySize } from './api.ts';
-import { type DiskPolicy, diskLimitsFrom } from './disk-limits.ts';
+import { type DiskPolicy, diskLimitsFrom } from './sandboxes/disk-limits.ts';
 
 /** Inline output per stream when a request names none (the agent's default too: domain/limits.ts). */
 export const DEFAULT_OUTPUT_BYTES = AGENT_BOUNDS.defaultOutputBytes;

@@ -21,7 +21,7 @@ import type { Logger } from '../domain/logger.ts';
 import { isLive } from '../domain/sandbox-state.ts';
 import type { SandboxRecord } from '../domain/types.ts';
 import type { Store } from './ports.ts';
-import { DEFAULT_TEMPLATE, TEMPLATE_LABEL } from './template-configs.ts';
+import { DEFAULT_TEMPLATE, TEMPLATE_LABEL } from './sandboxes/template-configs.ts';
 
 /** The tenant of untaken pooled sandboxes: not a valid tenant name (protocol/http/tokens.ts), so no caller's. */
 export const POOL_TENANT = 'forkbox:pool';

@@ -1,7 +1,7 @@
 /**
  * CIDR arithmetic for IPv4 and IPv6 (IPv4-mapped IPv6 addresses read as the IPv4 address they are): parse
  * an address or a network, test membership and containment. Pure: the egress policy
- * (network/addresses.ts) and the daemon's network cap (service/network-cap.ts) build on it.
+ * (network/addresses.ts) and the daemon's network cap (service/sandboxes/network-cap.ts) build on it.
  */
 import { isIP } from 'node:net';
 

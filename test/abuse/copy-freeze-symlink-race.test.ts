@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createCopyDriver } from '../../src/runtimes/native/storage/snapshot-driver.ts';
+import { createCopyDriver } from '../../src/runtimes/native/layers/snapshot-driver.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { token } from '../helpers/attacks.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';

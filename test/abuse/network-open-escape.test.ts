@@ -20,7 +20,7 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { parseNetworkCap } from '../../src/service/network-cap.ts';
+import { parseNetworkCap } from '../../src/service/sandboxes/network-cap.ts';
 import { execPython, replPython } from '../helpers/attacks.ts';
 import { blockBase, type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 import { natProcesses } from '../helpers/slirp.ts';

@@ -1,9 +1,9 @@
 /**
  * A tool result as one record: its structured content with the bulk fields (stdout, stderr, file
  * content) put back in. Those travel as their own text blocks, each marked with the field it holds
- * (src/protocol/mcp/tool-result.ts), so a result carries each large field once.
+ * (src/protocol/mcp/kit/tool-result.ts), so a result carries each large field once.
  */
-import { FIELD_META } from '../../src/protocol/mcp/tool-result.ts';
+import { FIELD_META } from '../../src/protocol/mcp/kit/tool-result.ts';
 
 interface ResultLike {
   structuredContent?: unknown;

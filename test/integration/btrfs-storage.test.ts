@@ -20,10 +20,10 @@ import { after, before, describe, it } from 'node:test';
 import type { ForkboxError } from '../../src/domain/errors.ts';
 import { createMounts, mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import { createSys } from '../../src/runtimes/native/host/sys.ts';
-import { createBtrfsDriver } from '../../src/runtimes/native/storage/btrfs-driver.ts';
-import { isOnBtrfs, isSubvolume } from '../../src/runtimes/native/storage/btrfs-ioctl.ts';
-import { loopbackMissing, planStorage } from '../../src/runtimes/native/storage/btrfs-storage.ts';
-import { openBtrfsVolume, parseBtrfsSize } from '../../src/runtimes/native/storage/btrfs-volume.ts';
+import { createBtrfsDriver } from '../../src/runtimes/native/layers/btrfs-driver.ts';
+import { isOnBtrfs, isSubvolume } from '../../src/runtimes/native/layers/btrfs-ioctl.ts';
+import { loopbackMissing, planStorage } from '../../src/runtimes/native/layers/btrfs-storage.ts';
+import { openBtrfsVolume, parseBtrfsSize } from '../../src/runtimes/native/layers/btrfs-volume.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const noBtrfs = process.getuid?.() !== 0 ? 'needs root (loop devices and mounts)' : loopbackMissing();

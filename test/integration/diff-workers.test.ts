@@ -1,5 +1,5 @@
 /**
- * Diffs run in worker threads (runtimes/native/storage/diff-workers.ts): the same answer as the in-process
+ * Diffs run in worker threads (runtimes/native/layers/diff-workers.ts): the same answer as the in-process
  * diff, errors that keep their code, a worker that dies failing only its own job, and shutdown failing
  * what still waits. Real worker threads over real directories.
  */
@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { isForkboxError } from '../../src/domain/errors.ts';
-import { createDiffWorkers } from '../../src/runtimes/native/storage/diff-workers.ts';
-import { diffLayerChains } from '../../src/runtimes/native/storage/layer-diff.ts';
+import { createDiffWorkers } from '../../src/runtimes/native/layers/diff-workers.ts';
+import { diffLayerChains } from '../../src/runtimes/native/layers/layer-diff.ts';
 import type { LayerChain } from '../../src/service/ports.ts';
 
 describe('diff workers', () => {

@@ -33,7 +33,7 @@ describe('mcp over the real engine (in-memory transport)', { skip: skip ?? false
   }
   /**
    * Call and expect success; return the structured content with its bulk fields (stdout, stderr, file
-   * content), which travel once each, as their own text blocks (protocol/mcp/tool-result.ts).
+   * content), which travel once each, as their own text blocks (protocol/mcp/kit/tool-result.ts).
    */
   async function ok<T = SC>(name: string, args: SC = {}): Promise<T> {
     const r = await call(name, args);

@@ -8,7 +8,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { TEMPLATE_LABEL } from '../../src/service/template-configs.ts';
+import { TEMPLATE_LABEL } from '../../src/service/sandboxes/template-configs.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();

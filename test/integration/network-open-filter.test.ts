@@ -13,7 +13,7 @@ import { networkInterfaces } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { openFilterTable } from '../../src/network/open-filter.ts';
 import { stateIdOf } from '../../src/runtimes/native/host/state-id.ts';
-import { parseNetworkCap } from '../../src/service/network-cap.ts';
+import { parseNetworkCap } from '../../src/service/sandboxes/network-cap.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { openEngine } from '../../src/composition.ts';
 import { isForkboxError } from '../../src/domain/errors.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { parseNetworkCap } from '../../src/service/network-cap.ts';
+import { parseNetworkCap } from '../../src/service/sandboxes/network-cap.ts';
 import {
   blockBase,
   makeStateDir,

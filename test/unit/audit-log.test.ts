@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { auditLine, memoryAuditLog } from '../../src/protocol/audit.ts';
-import { auditFilters } from '../../src/protocol/console/audit-page.ts';
+import { auditFilters } from '../../src/protocol/console/pages/audit-page.ts';
 import { auditMaxBytes, createAuditFile, tailLines } from '../../src/transports/audit-file.ts';
 
 describe('audit log', () => {

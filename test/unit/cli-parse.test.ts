@@ -4,7 +4,7 @@ import { type Command, CommanderError } from 'commander';
 import { defaultStateDir } from '../../src/cli/config.ts';
 import type { CliContext } from '../../src/cli/context.ts';
 import { buildProgram } from '../../src/cli/main.ts';
-import { createOutput, exitCodeFor, table } from '../../src/cli/output.ts';
+import { createOutput, exitCodeFor, table } from '../../src/cli/output/output.ts';
 import {
   execExitStatus,
   parseCpOperand,

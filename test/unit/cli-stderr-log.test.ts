@@ -1,7 +1,7 @@
-/** The CLI's own log lines (src/cli/stderr-log.ts): FORKBOX_LOG_LEVEL's threshold and the line format. */
+/** The CLI's own log lines (src/cli/output/stderr-log.ts): FORKBOX_LOG_LEVEL's threshold and the line format. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createStderrLog } from '../../src/cli/stderr-log.ts';
+import { createStderrLog } from '../../src/cli/output/stderr-log.ts';
 
 function capture(level: string | undefined) {
   const lines: string[] = [];

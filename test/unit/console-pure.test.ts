@@ -4,18 +4,23 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clearedCookie, cookieValue, isHttps, sessionCookie } from '../../src/protocol/console/cookie.ts';
-import { fileDiffOf } from '../../src/protocol/console/diff-page.ts';
-import { splitRows } from '../../src/protocol/console/diff-split.ts';
-import { downloadName, isText, parentOf, UPLOAD_BYTES } from '../../src/protocol/console/files-page.ts';
+import {
+  clearedCookie,
+  cookieValue,
+  isHttps,
+  sessionCookie,
+} from '../../src/protocol/console/auth/cookie.ts';
+import { createConsoleSessions } from '../../src/protocol/console/auth/sessions.ts';
 import { sandboxPath, uploadName } from '../../src/protocol/console/files-routes.ts';
 import { bytes, duration, ttlLeft } from '../../src/protocol/console/format.ts';
 import { h } from '../../src/protocol/console/markup.ts';
-import { noticeQuery, noticeText } from '../../src/protocol/console/notice.ts';
+import { fileDiffOf } from '../../src/protocol/console/pages/diff-page.ts';
+import { splitRows } from '../../src/protocol/console/pages/diff-split.ts';
+import { downloadName, isText, parentOf, UPLOAD_BYTES } from '../../src/protocol/console/pages/files-page.ts';
+import { noticeQuery, noticeText } from '../../src/protocol/console/pages/notice.ts';
+import { loadTerminalAssets, TERMINAL_CSP } from '../../src/protocol/console/pages/terminal-page.ts';
+import { buildForest } from '../../src/protocol/console/pages/tree.ts';
 import { CONSOLE_BODY_LIMIT, consoleBodyLimit } from '../../src/protocol/console/routes.ts';
-import { createConsoleSessions } from '../../src/protocol/console/sessions.ts';
-import { loadTerminalAssets, TERMINAL_CSP } from '../../src/protocol/console/terminal-page.ts';
-import { buildForest } from '../../src/protocol/console/tree.ts';
 
 describe('console sessions', () => {
   it('expire, end at logout, refuse ids of another shape, and keep to their bounds', () => {

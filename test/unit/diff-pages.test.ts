@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DiffResult } from '../../src/service/api.ts';
-import { createDiffPages, DIFF_CURSOR_TTL_MS, DIFF_PAGE_MAX } from '../../src/service/diff-pages.ts';
+import { createDiffPages, DIFF_CURSOR_TTL_MS, DIFF_PAGE_MAX } from '../../src/service/diff/diff-pages.ts';
 
 const entries = (prefix: string, n: number) =>
   Array.from({ length: n }, (_, i) => ({ path: `/${prefix}${i}`, type: 'file' as const }));

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isForkboxError } from '../../src/domain/errors.ts';
 import { parseCount, parseDiskSpec } from '../../src/domain/sizes.ts';
-import { DEFAULT_DISK_POLICY, diskLimitsFrom, diskPolicy } from '../../src/service/disk-limits.ts';
+import { DEFAULT_DISK_POLICY, diskLimitsFrom, diskPolicy } from '../../src/service/sandboxes/disk-limits.ts';
 import { limitsFrom } from '../../src/service/validate.ts';
 
 const MiB = 1024 * 1024;

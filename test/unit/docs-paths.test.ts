@@ -7,7 +7,7 @@
  *    URLs, host:port, npm scopes, home dirs), does not start with `/` (a host or in-sandbox path such as
  *    `/proc/…`, `/.forkbox/…`, or a URL path such as `/v1`) or `-` (a flag), and has no `..` segment; and
  *  - either ends in a source extension (.ts .js .mjs .cjs .py .sh .md), bare or with folders
- *    (`layer-diff.ts`, `service/heavy-calls.ts`); or ends in a data extension (.json .yaml .yml) and has a
+ *    (`layer-diff.ts`, `service/diff/heavy-calls.ts`); or ends in a data extension (.json .yaml .yml) and has a
  *    folder (bare `serve.json`, `claude_desktop_config.json` are state or client files, not the repo's);
  *    or has a `/` and either has two or more segments ending in `/` (`deploy/kubernetes/`) or starts with
  *    a top-level entry of the repository (`src/agent`, `.ci/run`). A lone `name/` is not checked (the docs
@@ -20,8 +20,8 @@
  *
  * A path resolves when it exists from the repository root, from `src/`, or as the tail of any file or
  * folder in the repository (outside node_modules, dist, .git and the ignored folders): docs name a file
- * relative to the folder their paragraph is about (`storage/diff-workers.ts` for
- * src/runtimes/native/storage/diff-workers.ts). NOT_REPO lists the few tokens that pass the rules above
+ * relative to the folder their paragraph is about (`layers/diff-workers.ts` for
+ * src/runtimes/native/layers/diff-workers.ts). NOT_REPO lists the few tokens that pass the rules above
  * and still are not repository paths, each with its reason.
  */
 import assert from 'node:assert/strict';
@@ -124,7 +124,7 @@ describe('docs paths', () => {
   it('the rules pick paths and leave other code spans alone', () => {
     const picked = pathTokens(
       [
-        '`service/heavy-calls.ts` `layer-diff.ts` `src/agent` `deploy/kubernetes/` `.ci/run`',
+        '`service/diff/heavy-calls.ts` `layer-diff.ts` `src/agent` `deploy/kubernetes/` `.ci/run`',
         '`/proc/1/mem` `<state>/serve.json` `serve.json` `application/json` `tools/list` `inbox/`',
         '`--flag=/x` `http://h/mcp` `btrfs-*.ts` `root/../..` `$X/y.json` `test-output/console/` `a b.ts`',
         '```',
@@ -133,7 +133,7 @@ describe('docs paths', () => {
       ].join('\n'),
     ).map((t) => t.token);
     assert.deepEqual(picked, [
-      'service/heavy-calls.ts',
+      'service/diff/heavy-calls.ts',
       'layer-diff.ts',
       'src/agent',
       'deploy/kubernetes/',
@@ -144,8 +144,8 @@ describe('docs paths', () => {
   it('a wrong name does not resolve, and relative names do', () => {
     assert.equal(resolves('storage/diff-workerz.ts'), false);
     assert.equal(resolves('no-such-file.ts'), false);
-    assert.equal(resolves('storage/diff-workers.ts'), true);
-    assert.equal(resolves('service/heavy-calls.ts'), true);
+    assert.equal(resolves('layers/diff-workers.ts'), true);
+    assert.equal(resolves('service/diff/heavy-calls.ts'), true);
     assert.equal(resolves('dist/transports/daemon-client.js'), true);
   });
 

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { exitCodeFor } from '../../src/cli/output.ts';
+import { exitCodeFor } from '../../src/cli/output/output.ts';
 import { ERROR_CODES, ForkboxError, toForkboxError } from '../../src/domain/errors.ts';
 import { toHttpError } from '../../src/protocol/rest/errors.ts';
 

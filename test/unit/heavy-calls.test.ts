@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { table } from '../../src/cli/output.ts';
-import { createHeavyCalls, HEAVY_CALLS_PER_TENANT } from '../../src/service/heavy-calls.ts';
+import { table } from '../../src/cli/output/output.ts';
+import { createHeavyCalls, HEAVY_CALLS_PER_TENANT } from '../../src/service/diff/heavy-calls.ts';
 import { rejectsWith } from '../helpers/assert-error.ts';
 
 describe('heavy calls per tenant', () => {

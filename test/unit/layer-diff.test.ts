@@ -9,9 +9,9 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import { diffLayerChains, relOf } from '../../src/runtimes/native/storage/layer-diff.ts';
-import { openRegular, sha256Of } from '../../src/runtimes/native/storage/layer-walk.ts';
-import { unifiedDiff } from '../../src/service/diff.ts';
+import { diffLayerChains, relOf } from '../../src/runtimes/native/layers/layer-diff.ts';
+import { openRegular, sha256Of } from '../../src/runtimes/native/layers/layer-walk.ts';
+import { unifiedDiff } from '../../src/service/diff/diff.ts';
 import type { DiffEntry } from '../../src/service/ports.ts';
 
 const isRoot = process.getuid?.() === 0;

@@ -43,15 +43,48 @@ const ALLOWED: Record<string, readonly string[]> = {
   version: [],
 };
 
-/** Inside runtimes/native: folder → the sibling folders it may import. */
-const NATIVE_ALLOWED: Record<string, readonly string[]> = {
-  host: [],
-  cgroups: ['host'],
-  storage: ['host'],
-  'agent-link': ['host', 'cgroups'],
-  container: ['host', 'agent-link'],
-  spawn: ['host', 'cgroups', 'storage', 'agent-link', 'container'],
-  '.': ['host', 'cgroups', 'storage', 'agent-link', 'container', 'spawn'],
+/**
+ * Inside a layer, its folders by concern: folder → the sibling folders it may import ('.' is the files at
+ * the folder's top: the wiring, the ports and shared types, which every folder may import).
+ */
+const FOLDER_RULES: Record<string, Record<string, readonly string[]>> = {
+  'runtimes/native': {
+    host: [],
+    cgroups: ['host'],
+    layers: ['host'],
+    'agent-link': ['host', 'cgroups'],
+    container: ['host', 'agent-link'],
+    spawn: ['host', 'cgroups', 'layers', 'agent-link', 'container'],
+    '.': ['host', 'cgroups', 'layers', 'agent-link', 'container', 'spawn'],
+  },
+  service: {
+    execs: ['.'],
+    diff: ['.'],
+    sandboxes: ['.'],
+    browser: ['.', 'execs'],
+    snapshots: ['.', 'sandboxes'],
+    lineage: ['.', 'sandboxes', 'snapshots'],
+    '.': ['execs', 'diff', 'sandboxes', 'browser', 'snapshots', 'lineage'],
+  },
+  'protocol/console': {
+    auth: ['.'],
+    pages: ['.'],
+    '.': ['auth', 'pages'],
+  },
+  cli: {
+    options: ['.'],
+    output: [],
+    commands: ['.', 'options', 'output'],
+    '.': ['commands', 'output'],
+  },
+  'protocol/mcp': {
+    kit: ['.'],
+    conformance: [],
+    tools: ['kit'],
+    toolsets: ['.', 'kit'],
+    http: ['.', 'conformance', 'kit'],
+    '.': ['kit', 'conformance', 'tools', 'toolsets'],
+  },
 };
 
 function files(dir: string): string[] {
@@ -67,8 +100,9 @@ const layerOf = (p: string): string => {
   return first.replace(/\.ts$/, '');
 };
 
-const nativeFolder = (p: string): string | null => {
-  const rel = relative(join(SRC, 'runtimes/native'), p);
+/** The folder of `p` inside `base` ('.' for a file at its top), or null when `p` is not inside it. */
+const folderIn = (base: string, p: string): string | null => {
+  const rel = relative(join(SRC, base), p);
   if (rel.startsWith('..')) return null;
   const parts = rel.split('/');
   return parts.length === 1 ? '.' : (parts[0] ?? '.');
@@ -91,20 +125,47 @@ test('every import in src/ respects the layer rules', () => {
       const to = layerOf(target);
       if (to !== from && !allowed.includes(to))
         violations.push(`${relative(SRC, file)} → ${relative(SRC, target)} (${from} may not import ${to})`);
-      const nf = nativeFolder(file);
-      const nt = nativeFolder(target);
-      if (nf !== null && nt !== null && nf !== nt && !(NATIVE_ALLOWED[nf] ?? []).includes(nt))
-        violations.push(
-          `${relative(SRC, file)} → ${relative(SRC, target)} (native/${nf} may not import ${nt})`,
-        );
+      for (const [base, rules] of Object.entries(FOLDER_RULES)) {
+        const ff = folderIn(base, file);
+        const ft = folderIn(base, target);
+        if (ff === null || ft === null || ff === ft) continue;
+        const may = rules[ff];
+        if (may === undefined)
+          violations.push(`${relative(SRC, file)}: folder ${base}/${ff} has no rule here: add it`);
+        else if (!may.includes(ft))
+          violations.push(
+            `${relative(SRC, file)} → ${relative(SRC, target)} (${base}/${ff} may not import ${ft})`,
+          );
+      }
     }
   }
   assert.deepEqual(violations, []);
 });
 
 test('the rules catch a violation', () => {
-  // The checker itself must be able to fail: an import from service into protocol is one.
+  // The checker itself must be able to fail: an import from service into protocol is one, and so is one
+  // from the exec folder into the lineage folder.
   const from = layerOf(join(SRC, 'service/engine.ts'));
   const to = layerOf(join(SRC, 'protocol/mcp/server.ts'));
   assert.equal(ALLOWED[from]?.includes(to), false);
+  const execs = folderIn('service', join(SRC, 'service/execs/exec-manager.ts'));
+  const lineage = folderIn('service', join(SRC, 'service/lineage/lineage-fork.ts'));
+  assert.equal(execs, 'execs');
+  assert.equal(FOLDER_RULES.service?.[execs]?.includes(lineage ?? ''), false);
+});
+
+/** Folders of one file per MCP tool or CLI command: as long as the list of tools or commands. */
+const ONE_PER_FILE = /^(protocol\/mcp\/tools|protocol\/mcp\/toolsets\/[^/]+|cli\/commands)$/;
+
+test('no folder of src/ holds more than 16 files of its own (one per tool or command aside)', () => {
+  const crowded: string[] = [];
+  const walk = (dir: string) => {
+    const entries = readdirSync(dir, { withFileTypes: true });
+    const own = entries.filter((e) => e.isFile() && e.name.endsWith('.ts')).length;
+    if (own > 16 && !ONE_PER_FILE.test(relative(SRC, dir)))
+      crowded.push(`${relative(SRC, dir) || 'src'}: ${own}`);
+    for (const e of entries) if (e.isDirectory()) walk(join(dir, e.name));
+  };
+  walk(SRC);
+  assert.deepEqual(crowded, []);
 });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { createConformanceFixtures } from '../../src/protocol/mcp/conformance-fixtures.ts';
+import { createConformanceFixtures } from '../../src/protocol/mcp/conformance/conformance-fixtures.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import { selectTools } from '../../src/protocol/mcp/toolsets.ts';
 import { createTestEngine } from '../helpers/test-engine.ts';

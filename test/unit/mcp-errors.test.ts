@@ -1,12 +1,12 @@
 /**
  * MCP errors name tools, not CLI commands a model cannot run (issue #12: "an error tells the model to run
- * `forkbox ls`, which it cannot"). The catalog's advice is written for the CLI; src/protocol/mcp/errors.ts
+ * `forkbox ls`, which it cannot"). The catalog's advice is written for the CLI; src/protocol/mcp/kit/errors.ts
  * rewrites it. Each message below is one the engine really produces.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ForkboxError } from '../../src/domain/errors.ts';
-import { mcpMessage, toolError } from '../../src/protocol/mcp/errors.ts';
+import { mcpMessage, toolError } from '../../src/protocol/mcp/kit/errors.ts';
 import { ADVICE } from '../../src/runtimes/native/host/admission.ts';
 
 /** A CLI command the model would take as its own to run: 'forkbox <word>' not said to be the operator's. */

@@ -9,7 +9,7 @@ import {
   createSessionTable,
   DEFAULT_SESSION_LIMITS,
   type TableEntry,
-} from '../../src/protocol/mcp/http-sessions.ts';
+} from '../../src/protocol/mcp/http/http-sessions.ts';
 
 function harness(limits = {}) {
   let t = 1_000_000;

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { Client, InMemoryTransport } from '@modelcontextprotocol/client';
 import { mcpToFunctionTool } from '@openai/agents-core';
 import { countTokens } from 'gpt-tokenizer';
-import { PORTABLE_KEYWORDS } from '../../src/protocol/mcp/portable-schema.ts';
+import { PORTABLE_KEYWORDS } from '../../src/protocol/mcp/kit/portable-schema.ts';
 import { createDefaultSandbox, createForkboxMcpServer } from '../../src/protocol/mcp/server.ts';
 import { createTestEngine } from '../helpers/test-engine.ts';
 

@@ -6,7 +6,7 @@ import { formatNetwork, hostAllowed, parseNetwork } from '../../src/domain/netwo
 import { cidrContains, refusal } from '../../src/network/addresses.ts';
 import { checkTarget } from '../../src/network/egress-proxy.ts';
 import { readGreeting, readRequest, SOCKS_REP } from '../../src/network/egress-socks.ts';
-import { networkFor, parseNetworkCap } from '../../src/service/network-cap.ts';
+import { networkFor, parseNetworkCap } from '../../src/service/sandboxes/network-cap.ts';
 
 describe('network policy', () => {
   it('parses and formats the wire form', () => {

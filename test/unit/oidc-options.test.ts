@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseOidcOptions } from '../../src/cli/oidc-options.ts';
+import { parseOidcOptions } from '../../src/cli/options/oidc-options.ts';
 import { OIDC } from '../../src/domain/limits.ts';
 import { checkListenSecurity } from '../../src/transports/http-listener.ts';
 

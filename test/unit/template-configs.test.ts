@@ -12,7 +12,7 @@ import {
   createTemplateConfigs,
   MAX_PREWARM_MODULES,
   TEMPLATE_LABEL,
-} from '../../src/service/template-configs.ts';
+} from '../../src/service/sandboxes/template-configs.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
 import { sandboxRecord } from '../helpers/sandbox-record.ts';
 

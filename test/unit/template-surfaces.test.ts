@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CliContext } from '../../src/cli/context.ts';
 import { buildProgram } from '../../src/cli/main.ts';
-import { createOutput } from '../../src/cli/output.ts';
+import { createOutput } from '../../src/cli/output/output.ts';
 import { memoryAuditLog } from '../../src/protocol/audit.ts';
 import { createHttpApp } from '../../src/protocol/http/app.ts';
 import { guardConfig } from '../../src/protocol/http/guards.ts';

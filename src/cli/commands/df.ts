@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { formatBytes, table } from '../output.ts';
+import { formatBytes, table } from '../output/output.ts';
 
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'df').action(async () => {

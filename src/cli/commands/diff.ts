@@ -5,7 +5,7 @@ import type { DiffResult } from '../../service/api.ts';
 import type { DiffSide } from '../../service/ports.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { formatBytes, table } from '../output.ts';
+import { formatBytes, table } from '../output/output.ts';
 
 const sizeOf = (s: DiffSide | undefined) => (!s ? '' : s.type === 'dir' ? 'dir' : formatBytes(s.size));
 

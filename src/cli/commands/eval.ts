@@ -6,7 +6,7 @@ import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
 import { readPipedStdin } from '../exec-stream.ts';
 import { trapInterrupts } from '../interrupt.ts';
-import type { Output } from '../output.ts';
+import type { Output } from '../output/output.ts';
 import { parseDuration, parseReplLanguage } from '../parse.ts';
 
 function render(r: ReplResult, out: Output): void {

@@ -5,7 +5,7 @@ import { parseDiskSpec } from '../../domain/sizes.ts';
 import type { ForkRequest } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { exitCodeFor } from '../output.ts';
+import { exitCodeFor } from '../output/output.ts';
 import { parseDurationSeconds, parseSizeMb } from '../parse.ts';
 import { diskRequest } from './limit-options.ts';
 

@@ -4,8 +4,8 @@ import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { formatBytes, formatRelative, table } from '../output.ts';
-import { createProgressDisplay } from '../progress.ts';
+import { formatBytes, formatRelative, table } from '../output/output.ts';
+import { createProgressDisplay } from '../output/progress.ts';
 
 export function register(program: Command, ctx: CliContext): void {
   const images = defineCommand(program, 'images');

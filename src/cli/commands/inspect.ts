@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { SandboxInfo } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { sandboxDetail } from '../render.ts';
+import { sandboxDetail } from '../output/render.ts';
 
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'inspect')

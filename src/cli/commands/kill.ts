@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { SandboxInfo } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { exitCodeFor } from '../output.ts';
+import { exitCodeFor } from '../output/output.ts';
 
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'kill')

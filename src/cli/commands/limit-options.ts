@@ -72,7 +72,7 @@ export async function createShowingPull(
   req: CreateSandboxRequest,
 ): Promise<SandboxInfo> {
   if (!req.image?.includes('/')) return api.createSandbox(req);
-  const { createProgressDisplay } = await import('../progress.ts');
+  const { createProgressDisplay } = await import('../output/progress.ts');
   const progress = createProgressDisplay();
   try {
     return await api.createSandbox(req, { onProgress: (e) => progress.update(e) });

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { sandboxTable } from '../render.ts';
+import { sandboxTable } from '../output/render.ts';
 
 export function register(program: Command, ctx: CliContext): void {
   defineCommand(program, 'ls')

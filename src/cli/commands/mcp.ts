@@ -6,27 +6,27 @@
  * unless made with `persistent: true`, outlive the connection by the session grace (default 10 min),
  * whatever ended it — stdin closed, process exit or crash — and are then removed. With `--session NAME`
  * the session is named: a later `forkbox mcp --session NAME` within the grace re-attaches it and finds its
- * default sandbox and REPL state again (protocol/mcp/session-policy.ts).
+ * default sandbox and REPL state again (protocol/mcp/http/session-policy.ts).
  */
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { ForkboxError } from '../../domain/errors.ts';
-import { createDefaultSandbox, createForkboxMcpServer } from '../../protocol/mcp/server.ts';
 import {
   DEFAULT_SESSION_GRACE_MS,
   defaultSandboxOwner,
   namedSessionId,
   SESSION_NAME_RE,
-} from '../../protocol/mcp/session-policy.ts';
-import { createCallTracker } from '../../protocol/mcp/tool-runner.ts';
+} from '../../protocol/mcp/http/session-policy.ts';
+import { createCallTracker } from '../../protocol/mcp/kit/tool-runner.ts';
+import { createDefaultSandbox, createForkboxMcpServer } from '../../protocol/mcp/server.ts';
 import { DEFAULT_TOOLSET, selectTools, TOOLSETS } from '../../protocol/mcp/toolsets.ts';
 import { clientSocketPath, connectOrStartDaemon } from '../../transports/daemon-launcher.ts';
 import { openSession } from '../../transports/daemon-session.ts';
 import { VERSION } from '../../version.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { parseGrace, parseOutputBytes } from '../mcp-options.ts';
+import { parseGrace, parseOutputBytes } from '../options/mcp-options.ts';
 
 /** After stdin closes, exit even if a stray handle (an in-flight daemon call) would keep us alive. */
 const EXIT_GRACE_MS = 5000;

@@ -13,7 +13,7 @@ import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { createGroupApp } from '../../protocol/rest/group-app.ts';
 import { createLocalApp } from '../../protocol/rest/local-app.ts';
 import { DEFAULT_TENANT } from '../../service/engine.ts';
-import { parseNetworkCap } from '../../service/network-cap.ts';
+import { parseNetworkCap } from '../../service/sandboxes/network-cap.ts';
 import { auditMaxBytes, createAuditFile } from '../../transports/audit-file.ts';
 import { socketPathFor } from '../../transports/daemon-launcher.ts';
 import { DEFAULT_GROUP_SOCKET, prepareGroupSocketDir, resolveGroup } from '../../transports/group-socket.ts';
@@ -29,10 +29,10 @@ import { serveUnix } from '../../transports/unix-server.ts';
 import { VERSION } from '../../version.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { parseGrace, parseOutputBytes } from '../mcp-options.ts';
-import { addOidcOptions, type OidcFlags, parseOidcOptions } from '../oidc-options.ts';
+import { parseGrace, parseOutputBytes } from '../options/mcp-options.ts';
+import { addOidcOptions, type OidcFlags, parseOidcOptions } from '../options/oidc-options.ts';
+import { addServeOptions } from '../options/serve-options.ts';
 import { parseDuration } from '../parse.ts';
-import { addServeOptions } from '../serve-options.ts';
 
 /** How long SIGTERM waits for in-flight HTTP requests before dropping them. */
 const DRAIN_MS = 30_000;
@@ -62,7 +62,7 @@ interface ServeFlags extends OidcFlags {
   socket?: string;
 }
 
-/** The /mcp options the flags ask for (protocol/mcp/session-policy.ts and http-sessions.ts). */
+/** The /mcp options the flags ask for (protocol/mcp/http/session-policy.ts and http-sessions.ts). */
 function mcpOptions(o: ServeFlags) {
   const out: NonNullable<ListenerOptions['mcp']> = {};
   if (o.conformanceFixtures) out.fixtures = true;

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { ForkRequest, SnapshotInfo } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { formatRelative, table } from '../output.ts';
+import { formatRelative, table } from '../output/output.ts';
 import { parseDurationSeconds, parseSizeMb } from '../parse.ts';
 
 function detail(s: SnapshotInfo): string {

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { DefineTemplateRequest } from '../../service/api.ts';
 import { defineCommand } from '../command-table.ts';
 import type { CliContext } from '../context.ts';
-import { formatRelative, table } from '../output.ts';
+import { formatRelative, table } from '../output/output.ts';
 import { parsePoolSize } from '../parse.ts';
 
 /** `--prewarm a,b --prewarm c` → ['a', 'b', 'c']. */

@@ -3,7 +3,7 @@
  * its snapshots (bounded, newest), and the merges into shown sandboxes (bounded).
  */
 import type { ForkboxApi, SandboxInfo } from '../../service/api.ts';
-import type { DashboardData } from './dashboard.ts';
+import type { DashboardData } from './pages/dashboard.ts';
 
 /** Sandboxes shown on the dashboard (newest first past the bound); snapshots and merges likewise. */
 export const MAX_SHOWN = 100;
@@ -22,7 +22,7 @@ export async function loadDashboard(api: ForkboxApi): Promise<DashboardData> {
     sandboxes.push(await api.getSandbox(s.id, { usage: true }).catch(() => s));
   }
   sandboxes.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-  // Merges: a merged winner's record ends as `merged into <parent>` (service/lineage-merge.ts).
+  // Merges: a merged winner's record ends as `merged into <parent>` (service/lineage/lineage-merge.ts).
   const shown = new Set(sandboxes.map((s) => s.id));
   const merges: DashboardData['merges'] = [];
   for (const s of await api.listSandboxes({ namespace: '*', all: true })) {

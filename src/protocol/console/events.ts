@@ -8,7 +8,7 @@
 import type { Context } from 'hono';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import { ForkboxError } from '../../domain/errors.ts';
-import { type DashboardData, forkTree, sandboxRows } from './dashboard.ts';
+import { type DashboardData, forkTree, sandboxRows } from './pages/dashboard.ts';
 
 export const DEFAULT_STREAMS_PER_TENANT = 8;
 const TICK_MS = 1000;

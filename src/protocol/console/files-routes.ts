@@ -6,6 +6,7 @@ import type { Hono } from 'hono';
 import { ForkboxError } from '../../domain/errors.ts';
 import { SIZES } from '../../domain/limits.ts';
 import type { ForkboxApi } from '../../service/api.ts';
+import { page } from './markup.ts';
 import {
   DOWNLOAD_BYTES,
   downloadName,
@@ -14,9 +15,8 @@ import {
   listingBody,
   UPLOAD_BYTES,
   VIEW_BYTES,
-} from './files-page.ts';
-import { page } from './markup.ts';
-import { noticeQuery, noticeText } from './notice.ts';
+} from './pages/files-page.ts';
+import { noticeQuery, noticeText } from './pages/notice.ts';
 
 /** An absolute sandbox path from a query or form value ('/' when absent). */
 export function sandboxPath(raw: string | undefined): string {

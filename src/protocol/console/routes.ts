@@ -12,16 +12,16 @@ import type { AuditLog } from '../audit.ts';
 import type { Caller } from '../http/tokens.ts';
 import { toHttpError } from '../rest/errors.ts';
 import { CONSOLE_CSS, CONSOLE_JS, SECURITY_HEADERS } from './assets.ts';
-import { mountAuditRoute } from './audit-page.ts';
-import { dashboardBody } from './dashboard.ts';
+import { type LoginDeps, mountLogin, sessionCaller } from './auth/login.ts';
 import { loadDashboard } from './data.ts';
 import type { ConsoleStreams } from './events.ts';
-import { EXEC_JS } from './exec-page.ts';
-import { UPLOAD_BYTES } from './files-page.ts';
-import { type LoginDeps, mountLogin, sessionCaller } from './login.ts';
 import { h, page } from './markup.ts';
+import { mountAuditRoute } from './pages/audit-page.ts';
+import { dashboardBody } from './pages/dashboard.ts';
+import { EXEC_JS } from './pages/exec-page.ts';
+import { UPLOAD_BYTES } from './pages/files-page.ts';
+import { loadTerminalAssets, TERMINAL_JS } from './pages/terminal-page.ts';
 import { mountSandboxRoutes } from './sandbox-routes.ts';
-import { loadTerminalAssets, TERMINAL_JS } from './terminal-page.ts';
 import { mountTerminalRoutes } from './terminal-routes.ts';
 
 export interface ConsoleDeps extends LoginDeps {

@@ -6,14 +6,14 @@
 import type { Context, Hono } from 'hono';
 import { ERROR_CODES, type ErrorCode, ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi, ForkResult, SandboxInfo } from '../../service/api.ts';
-import { diffBody, loadFileDiffs } from './diff-page.ts';
-import { execBody } from './exec-page.ts';
 import { execEventStream } from './exec-stream.ts';
 import { mountFileRoutes } from './files-routes.ts';
 import { page } from './markup.ts';
-import { type Notice, noticeQuery, noticeText } from './notice.ts';
-import { REPL_CODE_CHARS, REPL_OUTPUT_BYTES, REPL_TIMEOUT_S } from './repl-panel.ts';
-import { MAX_TTL_MINUTES, sandboxBody } from './sandbox-page.ts';
+import { diffBody, loadFileDiffs } from './pages/diff-page.ts';
+import { execBody } from './pages/exec-page.ts';
+import { type Notice, noticeQuery, noticeText } from './pages/notice.ts';
+import { REPL_CODE_CHARS, REPL_OUTPUT_BYTES, REPL_TIMEOUT_S } from './pages/repl-panel.ts';
+import { MAX_TTL_MINUTES, sandboxBody } from './pages/sandbox-page.ts';
 
 export interface SandboxRouteDeps {
   api(): ForkboxApi;

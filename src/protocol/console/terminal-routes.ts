@@ -11,7 +11,7 @@ import type { ForkboxApi } from '../../service/api.ts';
 import { toHttpError } from '../rest/errors.ts';
 import { execEventStream } from './exec-stream.ts';
 import { page } from './markup.ts';
-import { TERMINAL_CSP, terminalBody } from './terminal-page.ts';
+import { TERMINAL_CSP, terminalBody } from './pages/terminal-page.ts';
 
 export const MAX_PER_SANDBOX = 4;
 export const MAX_INPUT_CHARS = 64 * 1024;

@@ -6,7 +6,7 @@
  */
 import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
-import { createMcpHttp, type McpHttp, type McpHttpOptions } from '../mcp/http.ts';
+import { createMcpHttp, type McpHttp, type McpHttpOptions } from '../mcp/http/http.ts';
 import { TOOLSETS } from '../mcp/toolsets.ts';
 import { EXEC_BODY_LIMIT } from '../rest/local-schemas.ts';
 import type { HttpAppOptions } from './app.ts';

@@ -25,7 +25,7 @@ export interface DefaultSandbox {
 
 /**
  * Label put on default sandboxes, so `sandbox_list` (and people) can tell them apart. Forks never
- * inherit it nor the owner label (ROLE_LABEL_PREFIXES in service/lineage.ts).
+ * inherit it nor the owner label (ROLE_LABEL_PREFIXES in service/lineage/lineage.ts).
  */
 export const DEFAULT_LABEL = 'forkbox.mcp-default';
 /** Label holding a default sandbox's owner key (see DefaultSandbox.owner). */

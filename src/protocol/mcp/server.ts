@@ -7,11 +7,11 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import { ForkboxError } from '../../domain/errors.ts';
 import type { ForkboxApi } from '../../service/api.ts';
-import type { ConformanceFixtures } from './conformance-fixtures.ts';
+import type { ConformanceFixtures } from './conformance/conformance-fixtures.ts';
 import { createSandboxResolver, type DefaultSandbox } from './default-sandbox.ts';
-import { DEFAULT_MCP_OUTPUT_BYTES } from './exec-args.ts';
-import type { ToolLog } from './tool-kit.ts';
-import type { RunnerOptions } from './tool-runner.ts';
+import { DEFAULT_MCP_OUTPUT_BYTES } from './kit/exec-args.ts';
+import type { ToolLog } from './kit/tool-kit.ts';
+import type { RunnerOptions } from './kit/tool-runner.ts';
 import { selectTools, selectToolsets } from './toolsets.ts';
 
 export { createDefaultSandbox, type DefaultSandbox } from './default-sandbox.ts';

@@ -6,8 +6,8 @@
  * as thin adapters over the same ForkboxApi (compat-tool.ts). The registry is toolsets.ts.
  */
 import type { McpServer } from '@modelcontextprotocol/server';
-import type { ToolDef } from './tool-kit.ts';
-import { type RunnerOptions, registerTool, type ToolBase } from './tool-runner.ts';
+import type { ToolDef } from './kit/tool-kit.ts';
+import { type RunnerOptions, registerTool, type ToolBase } from './kit/tool-runner.ts';
 
 /**
  * How a toolset's tools find their sandbox:

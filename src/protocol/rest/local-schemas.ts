@@ -9,7 +9,7 @@ import { ForkboxError } from '../../domain/errors.ts';
 import { LIMITS, PORTS, REGISTRY, SIZES } from '../../domain/limits.ts';
 import { MiB } from '../../domain/sizes.ts';
 import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
-import { DIFF_PAGE_MAX } from '../../service/diff-pages.ts';
+import { DIFF_PAGE_MAX } from '../../service/diff/diff-pages.ts';
 import {
   boundedNumber,
   boundedQueryNumber,

@@ -9,10 +9,10 @@ import type { AgentConnection } from './agent-link/agent-connection.ts';
 import type { TemplateHandle, Templates } from './container/templates.ts';
 import type { NativePaths } from './host/paths.ts';
 import type { UidRange } from './host/uid-range.ts';
+import { holdProjectLayer, makeProjectLayer } from './layers/project-layer.ts';
 import type { Admit } from './runtime-admission.ts';
 import type { ChildSpawner } from './spawn/child-spawner.ts';
 import type { ChildUids, ParentRef } from './spawn/live-sandbox.ts';
-import { holdProjectLayer, makeProjectLayer } from './storage/project-layer.ts';
 
 export interface CreateFromTemplateDeps {
   paths: NativePaths;
@@ -75,7 +75,7 @@ export function createFromTemplate(deps: CreateFromTemplateDeps) {
     let lowers = spec.lowers ?? image.layers;
     let unhold: () => void = () => undefined;
     if (spec.project) {
-      // The project layer goes at the bottom of what the sandbox writes over (storage/project-layer.ts).
+      // The project layer goes at the bottom of what the sandbox writes over (layers/project-layer.ts).
       const p = await makeProjectLayer(paths.projects, spec.id, spec.project, deps.uidRange, lowers);
       unhold = holdProjectLayer(p);
       lowers = [p, ...lowers];

@@ -17,9 +17,9 @@ import type { Templates } from './container/templates.ts';
 import { templateParent } from './create-from-template.ts';
 import type { NativePaths } from './host/paths.ts';
 import { readProcStatus } from './host/proc.ts';
+import type { SnapshotDriver } from './layers/snapshot-driver.ts';
 import type { ChildSpawner, LiveSandbox, SpawnOutcome } from './spawn/child-spawner.ts';
 import type { ChildUids } from './spawn/live-sandbox.ts';
-import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
 /** Pid namespaces nest at most 32 deep; keep a margin for the template's own. */
 export const MAX_FORK_DEPTH = 30;

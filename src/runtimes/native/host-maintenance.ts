@@ -15,8 +15,8 @@ import type { DiskUsage, GcReport } from '../../service/api.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Mounts } from './host/mounts.ts';
 import { LEGACY_SANDBOX_CGROUPS, type NativePaths } from './host/paths.ts';
-import { dirSize } from './storage/disk.ts';
-import type { SnapshotDriver } from './storage/snapshot-driver.ts';
+import { dirSize } from './layers/disk.ts';
+import type { SnapshotDriver } from './layers/snapshot-driver.ts';
 
 function entries(dir: string): string[] {
   try {

@@ -10,7 +10,7 @@ import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord, TemplateRecord } from '../../domain/types.ts';
 import type { EgressProxies } from '../../network/egress-proxies.ts';
 import type { OpenNats } from '../../network/open-nat.ts';
-import { SNAPSHOT_LABEL } from '../../service/snapshot-restore.ts';
+import { SNAPSHOT_LABEL } from '../../service/snapshots/snapshot-restore.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
 import { deadline } from './host/deadline.ts';

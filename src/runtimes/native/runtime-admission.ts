@@ -6,8 +6,8 @@
 import type { RuntimeCounters } from '../../service/ports.ts';
 import type { Admission } from './host/admission.ts';
 import type { FdBudget } from './host/fd-budget.ts';
+import type { SnapshotDriver } from './layers/snapshot-driver.ts';
 import type { LiveSandbox } from './spawn/child-spawner.ts';
-import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
 export interface AdmitDeps {
   admission: Admission;

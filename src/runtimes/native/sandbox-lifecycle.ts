@@ -10,9 +10,9 @@ import type { Runtime } from '../../service/ports.ts';
 import type { ExecSpawners } from './agent-link/exec-spawners.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { NativePaths } from './host/paths.ts';
+import { dirSize } from './layers/disk.ts';
+import type { SnapshotDriver } from './layers/snapshot-driver.ts';
 import type { ChildSpawner, LiveSandbox } from './spawn/child-spawner.ts';
-import { dirSize } from './storage/disk.ts';
-import type { SnapshotDriver } from './storage/snapshot-driver.ts';
 
 export interface LifecycleDeps {
   live: Map<string, LiveSandbox>;

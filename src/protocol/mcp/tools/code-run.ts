@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { LIMITS, SIZES } from '../../../domain/limits.ts';
 import type { CodeRunRequest } from '../../../service/api.ts';
 import { boundedNumber } from '../../bounds.ts';
-import { maxOutputArg } from '../exec-args.ts';
-import { streamsOut, streamsShape } from '../shapes.ts';
-import { defineTool, type ExtraContent, HINTS, sandboxArg } from '../tool-kit.ts';
-import { cutMiddle } from '../tool-result.ts';
+import { maxOutputArg } from '../kit/exec-args.ts';
+import { streamsOut, streamsShape } from '../kit/shapes.ts';
+import { defineTool, type ExtraContent, HINTS, sandboxArg } from '../kit/tool-kit.ts';
+import { cutMiddle } from '../kit/tool-result.ts';
 import { progressOptions } from './exec-run.ts';
 
 const DEFAULT_TIMEOUT_S = 300;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { execOut, execShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { execOut, execShape } from '../kit/shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 export const execList = defineTool({
   name: 'exec_list',

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { LIMITS } from '../../../domain/limits.ts';
 import type { ExecPollResult } from '../../../service/api.ts';
 import { boundedNumber } from '../../bounds.ts';
-import { execOut, execStatusShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { execOut, execStatusShape } from '../kit/shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 /** Longest long-poll: well under the usual 60 s client request timeout, so the poll never loses the race. */
 export const MAX_POLL_WAIT_MS = LIMITS.mcpPollWaitMs.max;

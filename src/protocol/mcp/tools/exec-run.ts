@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { RunOptions } from '../../../service/api.ts';
-import { commandArgs, timeoutArg, toExecRequest } from '../exec-args.ts';
-import { streamsOut, streamsShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { commandArgs, timeoutArg, toExecRequest } from '../kit/exec-args.ts';
+import { streamsOut, streamsShape } from '../kit/shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 const DEFAULT_TIMEOUT_S = 300;
 

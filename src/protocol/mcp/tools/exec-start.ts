@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { commandArgs, timeoutArg, toExecRequest } from '../exec-args.ts';
-import { execOut, execShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { commandArgs, timeoutArg, toExecRequest } from '../kit/exec-args.ts';
+import { execOut, execShape } from '../kit/shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 export const execStart = defineTool({
   name: 'exec_start',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, sandboxArg } from '../tool-kit.ts';
+import { defineTool, sandboxArg } from '../kit/tool-kit.ts';
 
 export const execWriteStdin = defineTool({
   name: 'exec_write_stdin',

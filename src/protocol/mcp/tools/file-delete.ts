@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
+import { defineTool, HINTS, pathArg, sandboxArg } from '../kit/tool-kit.ts';
 
 export const fileDelete = defineTool({
   name: 'file_delete',

@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import { SIZES } from '../../../domain/limits.ts';
-import { toolFailure } from '../errors.ts';
-import { defineTool, pathArg, sandboxArg } from '../tool-kit.ts';
+import { toolFailure } from '../kit/errors.ts';
+import { defineTool, pathArg, sandboxArg } from '../kit/tool-kit.ts';
 
 function countOccurrences(text: string, needle: string): number {
   let n = 0;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, pathArg, sandboxArg } from '../tool-kit.ts';
+import { defineTool, pathArg, sandboxArg } from '../kit/tool-kit.ts';
 
 export const fileMove = defineTool({
   name: 'file_move',

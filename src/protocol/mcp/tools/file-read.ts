@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import { SIZES } from '../../../domain/limits.ts';
-import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
+import { defineTool, HINTS, pathArg, sandboxArg } from '../kit/tool-kit.ts';
 
 const DEFAULT_LENGTH = 256 * 1024;
 

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { isForkboxError } from '../../../domain/errors.ts';
 import { SIZES } from '../../../domain/limits.ts';
 import type { FileWriteOptions } from '../../../service/ports.ts';
-import { toolFailure } from '../errors.ts';
-import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
+import { toolFailure } from '../kit/errors.ts';
+import { defineTool, HINTS, pathArg, sandboxArg } from '../kit/tool-kit.ts';
 
 export const fileWrite = defineTool({
   name: 'file_write',

@@ -1,5 +1,5 @@
 /** The canonical `forkbox` toolset, in the order tools/list returns them. */
-import type { ToolDef } from '../tool-kit.ts';
+import type { ToolDef } from '../kit/tool-kit.ts';
 import { codeReset } from './code-reset.ts';
 import { codeRun } from './code-run.ts';
 import { execCancel } from './exec-cancel.ts';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { LIMITS } from '../../../domain/limits.ts';
 import { boundedNumber } from '../../bounds.ts';
-import { portOut, portShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { portOut, portShape } from '../kit/shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 export const portExpose = defineTool({
   name: 'port_expose',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { portOut, portShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { portOut, portShape } from '../kit/shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 export const portList = defineTool({
   name: 'port_list',

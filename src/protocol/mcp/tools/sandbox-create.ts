@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { LIMITS, PORTS, SIZES } from '../../../domain/limits.ts';
 import type { CreateSandboxRequest, ProgressEvent } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
-import { envArg, labelsArg } from '../kv-list.ts';
-import { progressEventText } from '../progress.ts';
-import { sandboxOut, sandboxShape } from '../shapes.ts';
-import { defineTool, diskInodesArg, diskMbArg, HINTS } from '../tool-kit.ts';
+import { envArg, labelsArg } from '../kit/kv-list.ts';
+import { progressEventText } from '../kit/progress.ts';
+import { sandboxOut, sandboxShape } from '../kit/shapes.ts';
+import { defineTool, diskInodesArg, diskMbArg, HINTS } from '../kit/tool-kit.ts';
 
 export const sandboxCreate = defineTool({
   name: 'sandbox_create',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { DiffEntry, DiffSide } from '../../../service/ports.ts';
-import { defineTool, HINTS, pathArg } from '../tool-kit.ts';
+import { defineTool, HINTS, pathArg } from '../kit/tool-kit.ts';
 
 /** Entries listed per kind; a model's context is not the place for a 100 000-line listing. */
 const MAX_LISTED = 500;

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { LIMITS } from '../../../domain/limits.ts';
 import type { ForkRequest } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
-import { envArg } from '../kv-list.ts';
-import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
-import { defineTool, diskInodesArg, diskMbArg, HINTS, sandboxArg } from '../tool-kit.ts';
+import { envArg } from '../kit/kv-list.ts';
+import { carriedShape, forkChildShape, forkOutcomeOut } from '../kit/shapes.ts';
+import { defineTool, diskInodesArg, diskMbArg, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 export const sandboxFork = defineTool({
   name: 'sandbox_fork',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { sandboxOut, sandboxWithUsageShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { sandboxOut, sandboxWithUsageShape } from '../kit/shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 export const sandboxGet = defineTool({
   name: 'sandbox_get',

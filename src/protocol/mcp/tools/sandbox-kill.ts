@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { sandboxBrief, sandboxBriefShape } from '../shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { sandboxBrief, sandboxBriefShape } from '../kit/shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 export const sandboxKill = defineTool({
   name: 'sandbox_kill',

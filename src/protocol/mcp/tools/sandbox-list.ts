@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { labelsArg } from '../kv-list.ts';
-import { sandboxOut, sandboxSummaryShape } from '../shapes.ts';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { labelsArg } from '../kit/kv-list.ts';
+import { sandboxOut, sandboxSummaryShape } from '../kit/shapes.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 
 export const sandboxList = defineTool({
   name: 'sandbox_list',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { sandboxBrief, sandboxBriefShape } from '../shapes.ts';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { sandboxBrief, sandboxBriefShape } from '../kit/shapes.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 
 export const sandboxMerge = defineTool({
   name: 'sandbox_merge',

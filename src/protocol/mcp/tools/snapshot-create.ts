@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { snapshotOut, snapshotShape } from '../snapshot-shapes.ts';
-import { defineTool, HINTS, sandboxArg } from '../tool-kit.ts';
+import { snapshotOut, snapshotShape } from '../kit/snapshot-shapes.ts';
+import { defineTool, HINTS, sandboxArg } from '../kit/tool-kit.ts';
 
 export const snapshotCreate = defineTool({
   name: 'snapshot_create',

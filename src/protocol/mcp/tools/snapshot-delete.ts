@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { snapshotArg } from '../snapshot-shapes.ts';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { snapshotArg } from '../kit/snapshot-shapes.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 
 export const snapshotDelete = defineTool({
   name: 'snapshot_delete',

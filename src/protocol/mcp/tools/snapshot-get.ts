@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { snapshotArg, snapshotOut, snapshotShape } from '../snapshot-shapes.ts';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { snapshotArg, snapshotOut, snapshotShape } from '../kit/snapshot-shapes.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 
 export const snapshotGet = defineTool({
   name: 'snapshot_get',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { snapshotOut, snapshotShape } from '../snapshot-shapes.ts';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { snapshotOut, snapshotShape } from '../kit/snapshot-shapes.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 
 export const snapshotList = defineTool({
   name: 'snapshot_list',

@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { LIMITS } from '../../../domain/limits.ts';
 import type { ForkRequest } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
-import { carriedShape, forkChildShape, forkOutcomeOut } from '../shapes.ts';
-import { snapshotArg } from '../snapshot-shapes.ts';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { carriedShape, forkChildShape, forkOutcomeOut } from '../kit/shapes.ts';
+import { snapshotArg } from '../kit/snapshot-shapes.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 
 export const snapshotRestore = defineTool({
   name: 'snapshot_restore',

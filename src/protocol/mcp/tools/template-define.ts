@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { DefineTemplateRequest, TemplateInfo } from '../../../service/api.ts';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 
 /** A template config as the template tools return it. */
 export const templateShape = z.object({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 import { templateNameArg } from './template-define.ts';
 
 export const templateDelete = defineTool({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, HINTS } from '../tool-kit.ts';
+import { defineTool, HINTS } from '../kit/tool-kit.ts';
 import { templateOut, templateShape } from './template-define.ts';
 
 export const templateList = defineTool({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { defineTool, HINTS, pathArg, sandboxArg } from '../tool-kit.ts';
-import { WAIT_MAX_S, waitForMarker } from '../wait-marker.ts';
+import { defineTool, HINTS, pathArg, sandboxArg } from '../kit/tool-kit.ts';
+import { WAIT_MAX_S, waitForMarker } from '../kit/wait-marker.ts';
 
 const POLL_MS = 250;
 const DEFAULT_TIMEOUT_S = 30;

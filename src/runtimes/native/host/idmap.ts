@@ -127,7 +127,7 @@ export function openIdmappedTree(
 /**
  * A read-only, nosuid, nodev clone of `dir` on which no symlink is ever followed (MOUNT_ATTR_NOSYMFOLLOW):
  * a walk of it (the copy driver's `cp -a`) reads links as links, and a directory swapped for a link to a
- * host path while it walks makes that step fail instead of leading out (storage/snapshot-driver.ts).
+ * host path while it walks makes that step fail instead of leading out (layers/snapshot-driver.ts).
  */
 export function openNoFollowTree(dir: string): IdmappedTree {
   return openTreeClone(

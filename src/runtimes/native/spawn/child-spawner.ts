@@ -19,7 +19,7 @@ import type { Cgroups } from '../cgroups/index.ts';
 import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import type { UidRange } from '../host/uid-range.ts';
-import type { SnapshotDriver } from '../storage/snapshot-driver.ts';
+import type { SnapshotDriver } from '../layers/snapshot-driver.ts';
 import type { ExitWatch } from './exit-watch.ts';
 import { createForkWaves, type Prepared } from './fork-wave.ts';
 import {

@@ -20,8 +20,8 @@ import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import type { UidRange } from '../host/uid-range.ts';
 import { BLOCK_SIZE } from '../host/uid-ranges.ts';
-import { mountProject, prepareProjectUpper, projectChain } from '../storage/project-layer.ts';
-import type { SandboxDirs, SnapshotDriver } from '../storage/snapshot-driver.ts';
+import { mountProject, prepareProjectUpper, projectChain } from '../layers/project-layer.ts';
+import type { SandboxDirs, SnapshotDriver } from '../layers/snapshot-driver.ts';
 import {
   type ChildUids,
   handleOf,
@@ -152,7 +152,7 @@ export function createForkWaves(deps: ForkWaveDeps) {
       chmodSync(d, 0o755); // whatever the umask: the child (an unprivileged host uid) walks through them
     }
     // Both appear inside the parent at /.forkbox/inbox/<id>/{root,inbox} by mount propagation.
-    // A project directory (storage/project-layer.ts): its own overlay at its mount path, whose upper is
+    // A project directory (layers/project-layer.ts): its own overlay at its mount path, whose upper is
     // that path in this upper, made before the root overlay is mounted over it.
     prepareProjectUpper(dirs.upper, parent.lowers);
     await mountRoot(parent, dirs, m.root, taken?.block ?? null);

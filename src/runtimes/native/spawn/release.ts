@@ -11,8 +11,8 @@ import type { Cgroups } from '../cgroups/index.ts';
 import type { Mounts } from '../host/mounts.ts';
 import type { NativePaths } from '../host/paths.ts';
 import { isAlive } from '../host/proc.ts';
-import { listProjectLayers, removeProjectLayer } from '../storage/project-layer.ts';
-import type { SnapshotDriver } from '../storage/snapshot-driver.ts';
+import { listProjectLayers, removeProjectLayer } from '../layers/project-layer.ts';
+import type { SnapshotDriver } from '../layers/snapshot-driver.ts';
 import { LEAVES, type LiveSandbox } from './live-sandbox.ts';
 
 export interface ReleaseDeps {

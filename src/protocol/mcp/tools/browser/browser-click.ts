@@ -1,4 +1,4 @@
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { pageTool, refArg } from './browser-kit.ts';
 
 export const browserClick = pageTool({

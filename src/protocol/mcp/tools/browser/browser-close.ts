@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineTool, HINTS, sandboxArg } from '../../tool-kit.ts';
+import { defineTool, HINTS, sandboxArg } from '../../kit/tool-kit.ts';
 
 export const browserClose = defineTool({
   name: 'browser_close',

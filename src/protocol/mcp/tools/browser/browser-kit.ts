@@ -4,7 +4,13 @@
  */
 import { z } from 'zod';
 import type { BrowserAction, BrowserResult } from '../../../../domain/browser.ts';
-import { defineTool, type ExtraContent, sandboxArg, type ToolDef, type ToolHints } from '../../tool-kit.ts';
+import {
+  defineTool,
+  type ExtraContent,
+  sandboxArg,
+  type ToolDef,
+  type ToolHints,
+} from '../../kit/tool-kit.ts';
 
 export const refArg = z
   .string()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { pageTool, refArg } from './browser-kit.ts';
 
 export const browserSelect = pageTool({

@@ -1,4 +1,4 @@
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { pageTool } from './browser-kit.ts';
 
 export const browserSnapshot = pageTool({

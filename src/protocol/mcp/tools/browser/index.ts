@@ -1,5 +1,5 @@
 /** The `browser` toolset's tools (docs/BROWSER.md), in the order tools/list returns them. */
-import type { ToolDef } from '../../tool-kit.ts';
+import type { ToolDef } from '../../kit/tool-kit.ts';
 import { browserClick } from './browser-click.ts';
 import { browserClose } from './browser-close.ts';
 import { browserEvents } from './browser-events.ts';

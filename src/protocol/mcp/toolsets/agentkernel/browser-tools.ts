@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { BrowserAction, BrowserResult } from '../../../../domain/browser.ts';
 import { ForkboxError } from '../../../../domain/errors.ts';
 import type { ForkboxApi } from '../../../../service/api.ts';
-import { HINTS, type ToolHints } from '../../tool-kit.ts';
+import { HINTS, type ToolHints } from '../../kit/tool-kit.ts';
 import type { ToolsetTool } from '../../toolset.ts';
 import { nameArg } from './shapes.ts';
 import { akTool } from './tool.ts';

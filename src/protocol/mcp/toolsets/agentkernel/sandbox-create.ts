@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ForkboxError } from '../../../../domain/errors.ts';
 import { SIZES } from '../../../../domain/limits.ts';
 import { nameSchema, refSchema } from '../../../bounds.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { createWithImage } from './images.ts';
 import { portsArg, publishPorts } from './shapes.ts';
 import { akTool } from './tool.ts';

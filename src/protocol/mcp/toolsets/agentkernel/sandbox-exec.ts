@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { LIMITS } from '../../../../domain/limits.ts';
 import { pathSchema } from '../../../bounds.ts';
-import { envArg } from '../../kv-list.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { envArg } from '../../kit/kv-list.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { commandArg, commandOutput, nameArg } from './shapes.ts';
 import { akTool } from './tool.ts';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SIZES } from '../../../../domain/limits.ts';
 import { pathSchema } from '../../../bounds.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { nameArg } from './shapes.ts';
 import { akTool } from './tool.ts';
 

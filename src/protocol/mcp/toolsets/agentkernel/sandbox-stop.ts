@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { nameArg } from './shapes.ts';
 import { akTool } from './tool.ts';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ForkboxError } from '../../../../domain/errors.ts';
 import { nameSchema } from '../../../bounds.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { nameArg, snapshotSource } from './shapes.ts';
 import { akTool } from './tool.ts';
 

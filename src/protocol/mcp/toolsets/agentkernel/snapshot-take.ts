@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { nameSchema } from '../../../bounds.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { akSnapshot, nameArg } from './shapes.ts';
 import { akTool } from './tool.ts';
 

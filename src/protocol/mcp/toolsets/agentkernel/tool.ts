@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import { AGENTKERNEL_RESULT_BYTES } from '../../../../domain/limits.ts';
-import { type CompatToolDef, compatTool } from '../../compat-tool.ts';
+import { type CompatToolDef, compatTool } from '../../kit/compat-tool.ts';
 import type { ToolsetTool } from '../../toolset.ts';
 import { agentkernelErrorText } from './errors.ts';
 

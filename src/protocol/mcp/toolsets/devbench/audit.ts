@@ -9,7 +9,7 @@
  * environment values: argv may hold secrets — DevBench logged `cmd`, forkbox logs its length). Strings
  * are bounded, so a caller cannot flood the log through an alias or a path.
  */
-import type { ToolLog } from '../../tool-kit.ts';
+import type { ToolLog } from '../../kit/tool-kit.ts';
 
 export type AuditEventType =
   | 'container_spawn'

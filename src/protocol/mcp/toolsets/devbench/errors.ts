@@ -5,7 +5,7 @@
  * forkbox's CLI hints replaced by the DevBench tools that do it, then the catalog code in brackets.
  */
 import type { ForkboxError } from '../../../../domain/errors.ts';
-import { mcpMessage } from '../../errors.ts';
+import { mcpMessage } from '../../kit/errors.ts';
 
 const REWRITES: readonly [RegExp, string][] = [
   [/List sandboxes with 'forkbox ls'/g, 'List containers with list_containers'],

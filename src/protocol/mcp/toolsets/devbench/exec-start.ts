@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { LIMITS, SIZES } from '../../../../domain/limits.ts';
 import { boundedNumber } from '../../../bounds.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { envArg } from '../../kv-list.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { envArg } from '../../kit/kv-list.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { auditEvent } from './audit.ts';
 import { devbenchErrorText } from './errors.ts';
 import { devbenchExecId } from './ids.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SIZES } from '../../../../domain/limits.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { devbenchErrorText } from './errors.ts';
 import { containerIdArg, devbenchEntry, inputData } from './shapes.ts';
 import { workspacePath } from './workspace.ts';

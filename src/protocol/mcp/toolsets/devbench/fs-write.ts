@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { ForkboxError, isForkboxError } from '../../../../domain/errors.ts';
 import { SIZES } from '../../../../domain/limits.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { auditEvent } from './audit.ts';
 import { devbenchErrorText } from './errors.ts';
 import { containerIdArg, inputData } from './shapes.ts';

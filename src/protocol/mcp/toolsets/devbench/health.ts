@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { devbenchErrorText } from './errors.ts';
 
 /** `docker_connected` says whether forkbox's engine answered (there is no Docker daemon). */

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { ForkboxError } from '../../../../domain/errors.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { forkdErrorText } from './errors.ts';
 import { forkdSnapshot, sandboxIdArg, tagArg } from './shapes.ts';
 

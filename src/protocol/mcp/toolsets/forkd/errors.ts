@@ -6,7 +6,7 @@
  * CLI hints replaced by the forkd tools that do it.
  */
 import { ERROR_CODES, type ForkboxError } from '../../../../domain/errors.ts';
-import { mcpMessage } from '../../errors.ts';
+import { mcpMessage } from '../../kit/errors.ts';
 
 const REWRITES: readonly [RegExp, string][] = [
   [/List sandboxes with 'forkbox ls'/g, 'List sandboxes with list_sandboxes'],

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { LIMITS, SIZES } from '../../../../domain/limits.ts';
 import { boundedNumber } from '../../../bounds.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { forkdErrorText } from './errors.ts';
 import { sandboxIdArg } from './shapes.ts';
 

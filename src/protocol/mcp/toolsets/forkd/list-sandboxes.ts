@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { forkdErrorText } from './errors.ts';
 import { forkdSandbox } from './shapes.ts';
 

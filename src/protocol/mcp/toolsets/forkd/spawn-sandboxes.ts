@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { COMPAT_LIMITS, LIMITS } from '../../../../domain/limits.ts';
 import { boundedNumber } from '../../../bounds.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { forkdErrorText } from './errors.ts';
 import { forkdSandbox, tagArg } from './shapes.ts';
 import { spawnFromTag } from './spawn.ts';

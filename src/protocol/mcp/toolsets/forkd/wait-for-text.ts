@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { pathSchema } from '../../../bounds.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
-import { WAIT_MAX_S, waitForMarker } from '../../wait-marker.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
+import { WAIT_MAX_S, waitForMarker } from '../../kit/wait-marker.ts';
 import { forkdErrorText } from './errors.ts';
 import { sandboxIdArg } from './shapes.ts';
 

@@ -5,7 +5,7 @@
  * tools that do it.
  */
 import type { ForkboxError } from '../../../../domain/errors.ts';
-import { mcpMessage } from '../../errors.ts';
+import { mcpMessage } from '../../kit/errors.ts';
 
 const REWRITES: readonly [RegExp, string][] = [
   [/List sandboxes with 'forkbox ls'/g, "List sandboxes with sandbox_get_metrics (namespace '*')"],

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { MiB } from '../../../../domain/sizes.ts';
 import type { ForkboxApi, SandboxInfo } from '../../../../service/api.ts';
 import { namespaceSchema } from '../../../bounds.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { sandboxArg } from './shapes.ts';
 import { msbTool } from './tool.ts';
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ForkboxError } from '../../../../domain/errors.ts';
 import { LIMITS, SIZES } from '../../../../domain/limits.ts';
 import type { CodeLanguage } from '../../../../service/api.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { lines, namespaceArg, sandboxArg, sandboxRef } from './shapes.ts';
 import { msbTool } from './tool.ts';
 

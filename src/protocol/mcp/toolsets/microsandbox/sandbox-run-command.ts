@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LIMITS, SIZES } from '../../../../domain/limits.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { lines, namespaceArg, sandboxArg, sandboxRef } from './shapes.ts';
 import { msbTool } from './tool.ts';
 

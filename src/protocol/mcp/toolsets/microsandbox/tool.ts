@@ -5,7 +5,7 @@
  * string (`"Sandbox x started successfully"`), an object its indented JSON. No structuredContent.
  */
 import type { z } from 'zod';
-import { type CompatToolDef, compatTool } from '../../compat-tool.ts';
+import { type CompatToolDef, compatTool } from '../../kit/compat-tool.ts';
 import type { ToolsetTool } from '../../toolset.ts';
 import { microsandboxErrorText } from './errors.ts';
 

@@ -6,7 +6,7 @@
  * status forkbox's catalog gives its code.
  */
 import { ERROR_CODES, type ForkboxError } from '../../../../domain/errors.ts';
-import { mcpMessage } from '../../errors.ts';
+import { mcpMessage } from '../../kit/errors.ts';
 
 const REWRITES: readonly [RegExp, string][] = [
   [/List sandboxes with 'forkbox ls'/g, 'Use the ids fork returned'],

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SIZES } from '../../../../domain/limits.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { podflareErrorText } from './errors.ts';
 import { PODFLARE_TIMEOUT_S } from './run-python.ts';
 import { sandboxIdArg } from './shapes.ts';

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { ForkboxError } from '../../../../domain/errors.ts';
 import { SIZES } from '../../../../domain/limits.ts';
 import { pathSchema } from '../../../bounds.ts';
-import { compatTool } from '../../compat-tool.ts';
-import { HINTS } from '../../tool-kit.ts';
+import { compatTool } from '../../kit/compat-tool.ts';
+import { HINTS } from '../../kit/tool-kit.ts';
 import { podflareErrorText } from './errors.ts';
 import { sandboxIdArg } from './shapes.ts';
 

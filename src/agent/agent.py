@@ -20,11 +20,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bounds  # noqa: E402
 import fileops  # noqa: E402
+import filerw  # noqa: E402
 import sysc  # noqa: E402
-from capture import valid_output_id  # noqa: E402
 from channel import AGENT_LOG, Channel, Loop, log  # noqa: E402
 from execs import Exec, OpError, check_size  # noqa: E402
-from outstream import SPOOL_DIR  # noqa: E402
+from outstream import SPOOL_DIR, valid_output_id  # noqa: E402
 from spawner import Spawner  # noqa: E402
 from protocol import MAX_BODY, MAX_HEADER, PROTOCOL_VERSION, encode_header, recv_frame, send_frame  # noqa: E402
 from repl import DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT, MAX_SPOOL_BYTES, Repl, WorkerHandle  # noqa: E402
@@ -439,75 +439,88 @@ class Agent:
     # ---- operations ----
 
     def _request(self, conn, rid, op, a, body):
-        handler = fileops.OPS.get(op)
-        if handler is not None:
-            result, rbody = handler(a, body)
-            self.send_res(conn, rid, result, rbody)
-        elif op == "ping":
-            self.send_res(conn, rid, {"pong": True, "pid": os.getpid(), "time_ns": time.time_ns()})
-        elif op == "exec":
-            self._start_exec(conn, rid, a)
-        elif op == "exec.spawner":
-            self.send_res(conn, rid, {"pid": self._spawner_pid()})
-        elif op == "exec.results":
-            self.send_res(conn, rid, self._exec_results(a))
-        elif op == "exec.stdin":
-            self._find_exec(conn, a).write_stdin(rid, body, a.get("eof"))
-        elif op == "exec.resize":
-            self._find_exec(conn, a).resize(check_size(a))
-            self.send_res(conn, rid, {})
-        elif op == "exec.signal":
-            sig = a.get("signal")
-            if not isinstance(sig, int) or isinstance(sig, bool) or not 1 <= sig <= 64:
-                raise OpError("bad_request", "signal must be an integer from 1 to 64")
-            self._find_exec(conn, a).kill_group(sig)
-            self.send_res(conn, rid, {})
-        elif op == "repl.eval":
-            language = a.get("language", "python")
-            if language not in ("python", "node"):
-                raise OpError("bad_request", "language must be python or node")
-            if sysc.ON_RUNTIME and language == "python":
-                # The image has no python3: the worker runs on forkbox's own runtime, which is for the
-                # agent alone, so it never runs user code. (Node, exec'd from the image with the
-                # commands' restrictions, is the image's own.)
-                raise OpError("no_python", "this sandbox's image has no python3, so it has no Python REPL: "
-                              "run commands with exec, or use an image with python3")
-            code = a.get("code")
-            if not isinstance(code, str):
-                raise OpError("bad_request", "repl.eval needs code (a string)")
-            output_id = a.get("output_id")
-            if output_id is not None and not valid_output_id(output_id):
-                raise OpError("bad_request", "output_id must match [A-Za-z0-9_.-]{1,64}")
-            args = {"code": code,
-                    "max_output_bytes": _int_arg(a, "max_output_bytes", DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT),
-                    "output_id": output_id,
-                    "spool_bytes": _int_arg(a, "spool_bytes", 0, MAX_SPOOL_BYTES) if output_id else 0}
-            (self.node if language == "node" else self.repl).submit(conn, rid, "eval", args,
-                                                                     _int_arg(a, "timeout_ms", 0))
-        elif op == "repl.interrupt":
-            self.repl.interrupt()
-            self.node.interrupt()
-            self.send_res(conn, rid, {})
-        elif op == "repl.restart":
-            self.node.restart("restart requested")  # ends the Node process; the next use starts a fresh one
-            self.repl.restart("restart requested")
-            w = self.repl.worker
-            self.send_res(conn, rid, {"worker_pid": w.pid if w is not None else None})
-        elif op == "fork":
-            children = a.get("children")
-            if not isinstance(children, list) or not children or not all(
-                    isinstance(c, dict) and isinstance(c.get("sandbox_id"), str) for c in children):
-                raise OpError("bad_request", "fork needs children: a non-empty array of objects with a sandbox_id")
-            if a.get("wait") is False and (self.repl.busy() or self.repl.queue):
-                raise OpError("busy", "the REPL is running code; wait for it or interrupt it, then fork")
-            self.repl.submit(conn, rid, "fork", {"children": children})
-        elif op == "stats":
-            self.send_res(conn, rid, self._stats())
-        elif op == "port.connect":
-            self.portrelay.connect(a)
-            self.send_res(conn, rid, {})
-        else:
+        handler = OPS.get(op)
+        if handler is None:
             raise OpError("unknown_op", "unknown op %r (agent version %s)" % (op, AGENT_VERSION))
+        handler(self, conn, rid, a, body)
+
+    # ---- the ops (OPS, below the class, names them): each is (self, conn, rid, args, body) ----
+
+    def _op_ping(self, conn, rid, a, body):
+        self.send_res(conn, rid, {"pong": True, "pid": os.getpid(), "time_ns": time.time_ns()})
+
+    def _op_exec(self, conn, rid, a, body):
+        self._start_exec(conn, rid, a)
+
+    def _op_exec_spawner(self, conn, rid, a, body):
+        self.send_res(conn, rid, {"pid": self._spawner_pid()})
+
+    def _op_exec_results(self, conn, rid, a, body):
+        self.send_res(conn, rid, self._exec_results(a))
+
+    def _op_exec_stdin(self, conn, rid, a, body):
+        self._find_exec(conn, a).write_stdin(rid, body, a.get("eof"))
+
+    def _op_exec_resize(self, conn, rid, a, body):
+        self._find_exec(conn, a).resize(check_size(a))
+        self.send_res(conn, rid, {})
+
+    def _op_exec_signal(self, conn, rid, a, body):
+        sig = a.get("signal")
+        if not isinstance(sig, int) or isinstance(sig, bool) or not 1 <= sig <= 64:
+            raise OpError("bad_request", "signal must be an integer from 1 to 64")
+        self._find_exec(conn, a).kill_group(sig)
+        self.send_res(conn, rid, {})
+
+    def _op_repl_eval(self, conn, rid, a, body):
+        language = a.get("language", "python")
+        if language not in ("python", "node"):
+            raise OpError("bad_request", "language must be python or node")
+        if sysc.ON_RUNTIME and language == "python":
+            # The image has no python3: the worker runs on forkbox's own runtime, which is for the
+            # agent alone, so it never runs user code. (Node, exec'd from the image with the
+            # commands' restrictions, is the image's own.)
+            raise OpError("no_python", "this sandbox's image has no python3, so it has no Python REPL: "
+                          "run commands with exec, or use an image with python3")
+        code = a.get("code")
+        if not isinstance(code, str):
+            raise OpError("bad_request", "repl.eval needs code (a string)")
+        output_id = a.get("output_id")
+        if output_id is not None and not valid_output_id(output_id):
+            raise OpError("bad_request", "output_id must match [A-Za-z0-9_.-]{1,64}")
+        args = {"code": code,
+                "max_output_bytes": _int_arg(a, "max_output_bytes", DEFAULT_MAX_OUTPUT, MAX_OUTPUT_LIMIT),
+                "output_id": output_id,
+                "spool_bytes": _int_arg(a, "spool_bytes", 0, MAX_SPOOL_BYTES) if output_id else 0}
+        (self.node if language == "node" else self.repl).submit(conn, rid, "eval", args,
+                                                                 _int_arg(a, "timeout_ms", 0))
+
+    def _op_repl_interrupt(self, conn, rid, a, body):
+        self.repl.interrupt()
+        self.node.interrupt()
+        self.send_res(conn, rid, {})
+
+    def _op_repl_restart(self, conn, rid, a, body):
+        self.node.restart("restart requested")  # ends the Node process; the next use starts a fresh one
+        self.repl.restart("restart requested")
+        w = self.repl.worker
+        self.send_res(conn, rid, {"worker_pid": w.pid if w is not None else None})
+
+    def _op_fork(self, conn, rid, a, body):
+        children = a.get("children")
+        if not isinstance(children, list) or not children or not all(
+                isinstance(c, dict) and isinstance(c.get("sandbox_id"), str) for c in children):
+            raise OpError("bad_request", "fork needs children: a non-empty array of objects with a sandbox_id")
+        if a.get("wait") is False and (self.repl.busy() or self.repl.queue):
+            raise OpError("busy", "the REPL is running code; wait for it or interrupt it, then fork")
+        self.repl.submit(conn, rid, "fork", {"children": children})
+
+    def _op_stats(self, conn, rid, a, body):
+        self.send_res(conn, rid, self._stats())
+
+    def _op_port_connect(self, conn, rid, a, body):
+        self.portrelay.connect(a)
+        self.send_res(conn, rid, {})
 
     def _find_exec(self, conn, a):
         ex = conn.execs.get(a.get("exec_id"))
@@ -652,6 +665,40 @@ def _null_std_fds():
             os.dup2(nfd, fd)
     if nfd > 2:
         os.close(nfd)
+
+
+def _file_op(handler):
+    """A file op (fileops.py, filerw.py: (args, body) -> (result, body)) as an agent op."""
+    def op(agent, conn, rid, a, body):
+        result, rbody = handler(a, body)
+        agent.send_res(conn, rid, result, rbody)
+    return op
+
+
+# Every op the agent answers, by name: the one table _request looks in (docs/AGENT-PROTOCOL.md,
+# "Operations"; test/unit/agent-protocol-doc.test.ts holds the two to each other).
+OPS = {
+    "ping": Agent._op_ping,
+    "stats": Agent._op_stats,
+    "exec": Agent._op_exec,
+    "exec.spawner": Agent._op_exec_spawner,
+    "exec.results": Agent._op_exec_results,
+    "exec.stdin": Agent._op_exec_stdin,
+    "exec.resize": Agent._op_exec_resize,
+    "exec.signal": Agent._op_exec_signal,
+    "repl.eval": Agent._op_repl_eval,
+    "repl.interrupt": Agent._op_repl_interrupt,
+    "repl.restart": Agent._op_repl_restart,
+    "fork": Agent._op_fork,
+    "port.connect": Agent._op_port_connect,
+    "file.read": _file_op(filerw.file_read),
+    "file.write": _file_op(filerw.file_write),
+    "file.list": _file_op(fileops.file_list),
+    "file.stat": _file_op(fileops.file_stat),
+    "file.delete": _file_op(fileops.file_delete),
+    "file.mkdir": _file_op(fileops.file_mkdir),
+    "file.move": _file_op(fileops.file_move),
+}
 
 
 def main():

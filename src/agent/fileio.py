@@ -26,7 +26,8 @@ def path_arg(args, key="path"):
     p = args.get(key)
     if not isinstance(p, str) or not p or "\0" in p:
         raise OpError("bad_request", "%s must be a non-empty string without NUL bytes" % key)
-    return os.path.normpath(os.path.join("/", p))
+    # One leading slash: POSIX normpath keeps two ("//x"), which names the same file but reads oddly.
+    return os.path.normpath("/" + p.lstrip("/"))
 
 
 def int_arg(args, key, default, minimum=0):

@@ -8,7 +8,6 @@ import shutil
 import stat
 
 import fileio
-import filerw
 from execs import OpError
 
 DEFAULT_LIST_LIMIT = 10000
@@ -156,14 +155,3 @@ def file_move(args, body):
         if etag is not None:
             result["etag"] = etag
     return result, b""
-
-
-OPS = {
-    "file.read": filerw.file_read,
-    "file.write": filerw.file_write,
-    "file.list": file_list,
-    "file.stat": file_stat,
-    "file.delete": file_delete,
-    "file.mkdir": file_mkdir,
-    "file.move": file_move,
-}

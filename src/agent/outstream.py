@@ -1,6 +1,6 @@
 """Bounded output of one stream (stdout or stderr) of a command or a REPL call, as docs/AGENT-PROTOCOL.md
-("Output of exec and repl.eval") defines it. Self-contained (no other agent module), standard library only,
-Python >= 3.8, so the exec code and the REPL worker can both use it.
+("Output of exec and repl.eval") defines it: the one implementation, used by execs (execs.py) and by REPL
+evals (replout.py) alike. Standard library only, Python >= 3.8; its one agent import is its bounds.
 
 Whatever a program prints, this keeps a bounded amount of memory:
 
@@ -50,8 +50,12 @@ def tail_part(budget):
     return min(budget // 4, TAIL_MAX)
 
 
+OUTPUT_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
 def valid_output_id(s):
-    return isinstance(s, str) and 0 < len(s) <= 64 and all(c.isalnum() or c in "_.-" for c in s) and s[0] != "."
+    """An output id names spool files: [A-Za-z0-9_.-]{1,64}, not starting with a dot (no ".", "..")."""
+    return isinstance(s, str) and 0 < len(s) <= 64 and s[0] != "." and all(c in OUTPUT_ID_CHARS for c in s)
 
 
 class OutStream:
@@ -201,7 +205,14 @@ class OutStream:
         try:
             _ensure_dir(self.spool_dir)
             path = "%s/%s.%s" % (self.spool_dir, self.output_id, self.stream)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            # A new file, whatever code in the sandbox planted at that name: never a symlink followed, nor a
+            # FIFO or device opened (O_EXCL after removing what was there; O_NONBLOCK in case).
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = os.open(path, flags, 0o600)
         except OSError:
             self.spool_failed = True
             self.early = bytearray()
@@ -228,7 +239,13 @@ class OutStream:
 
     def finish(self):
         """The tail to send before the result: (bytes, offset). Mode "latest": what still waits, regardless
-        of the budget (the end of a background command's output is what explains it)."""
+        of the budget (the end of a background command's output is what explains it). A stream that stayed
+        under SPOOL_LAZY but left bytes out of head + tail gets its spool file now, so they are kept."""
+        if self.spool_fd is None and self.early and self.total > self.head_sent + len(self.ring):
+            if self._open_spool():
+                pending, self.early = bytes(self.early), bytearray()
+                self._write(pending)
+        self.early = bytearray()
         tail = bytes(self.ring)
         offset = self.ring_end - len(tail)
         self.ring = bytearray()

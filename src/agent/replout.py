@@ -5,14 +5,15 @@ For each eval the agent makes two pipes, passes their write ends to the worker (
 them on fds 1 and 2 for the duration of the eval, and reads the read ends in its own event loop: the
 worker stays single-threaded (it may fork at any time between evals), and output that a background
 process keeps writing after the eval is drained and dropped here, never blocking or killing it.
-Memory is bounded per stream by capture.StreamCapture whatever the code prints.
+Memory is bounded per stream by outstream.OutStream whatever the code prints.
 """
 
 import collections
 import os
 import selectors
+import time
 
-from capture import StreamCapture, valid_output_id
+from outstream import SPOOL_DIR, OutStream, valid_output_id
 
 READ_CHUNK = 64 * 1024
 # After the worker answered: how long to wait for EOF. A background process that inherited the pipes
@@ -34,8 +35,9 @@ class EvalOutput:
         self.shared = shared is not None
         spool = valid_output_id(output_id) and spool_bytes > 0
         self.caps = {
-            s: StreamCapture(s, max_output_bytes, ("%s.%s" % (output_id, s)) if spool else None, spool_bytes,
-                             spool_dir=getattr(agent, "spool_dir", None))
+            s: OutStream(s, max_output_bytes, spool_bytes if spool else 0, output_id if spool else None,
+                         open_files=getattr(agent, "spool_files", None),
+                         spool_dir=getattr(agent, "spool_dir", None) or SPOOL_DIR)
             for s in STREAMS
         }
         self.seq = 0
@@ -115,13 +117,12 @@ class EvalOutput:
     def _take(self, fd, data):
         stream = self.fds[fd]
         cap = self.caps[stream]
-        head = cap.feed(data)
-        if head:
+        now = time.monotonic()
+        for head, _offset in cap.feed(data, now):
             self._event(stream, head)
-        if cap.head_left == 0:
-            peek = cap.peek()
-            if peek is not None:
-                self._event("peek", peek, {"stream": stream, "total": cap.total})
+        peek = cap.peek(now)
+        if peek is not None:
+            self._event("peek", peek, {"stream": stream, "total": cap.total})
 
     def _drain_shared(self):
         """What the process wrote before it answered is in the pipes: read it now, at most one pipe's worth
@@ -195,11 +196,12 @@ class EvalOutput:
         truncated = False
         for s in STREAMS:
             cap = self.caps[s]
-            truncated = truncated or cap.omitted > 0
-            tail, f = cap.finish()
+            tail, _offset = cap.finish()
             if tail:
                 self._event(s + "_tail", tail)
-            fields.update(f)
+            truncated = truncated or cap.omitted() > 0
+            fields.update(cap.result_fields())
+            cap.close()
         fields["truncated"] = truncated
         self.caps = {}
         self.agent.paused.discard(self)
@@ -217,6 +219,8 @@ class EvalOutput:
             self._timer.cancel()
             self._timer = None
         self.agent.paused.discard(self)
+        for cap in self.caps.values():
+            cap.close()
         for fd in list(self.fds):
             self._close_fd(fd)
         self.release_worker_fds()

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -161,6 +161,25 @@ describe('agent exec output and spawner (real agent on the host)', {
     assert.equal(bytesOf(medium.events, 'stdout').length, 100_000);
     assert.equal(medium.result.stdout_file, null);
     assert.equal(existsSync(join(spool, 'ex-medium.stdout')), false);
+  });
+
+  it('keeps what a small stream left out of head and tail in its spool file, even over a planted FIFO', async () => {
+    // Under the lazy in-memory part (64 KiB) but over the budget: the omitted middle must still be kept.
+    // Code in the sandbox can plant a FIFO at the spool file's name: opening it must neither block nor
+    // write into it.
+    mkdirSync(spool, { recursive: true, mode: 0o700 });
+    assert.equal(spawnSync('mkfifo', [join(spool, 'ex-small-cut.stdout')]).status, 0);
+    const r = await run(conn, {
+      cmd: "printf 'z%.0s' $(seq 1 4999); printf 'E\\n'",
+      max_output_bytes: 100,
+      output_id: 'ex-small-cut',
+      spool_bytes: 1 << 20,
+    }).done;
+    assert.equal(r.result.stdout_total, 5001);
+    assert.equal(r.result.truncated, true);
+    assert.equal(r.result.stdout_file, join(spool, 'ex-small-cut.stdout'));
+    assert.equal(readFileSync(join(spool, 'ex-small-cut.stdout'), 'utf8'), `${'z'.repeat(4999)}E\n`);
+    assert.ok(lstatSync(join(spool, 'ex-small-cut.stdout')).isFile());
   });
 
   it('sends peeks of the latest bytes while output flows past the head', async () => {

@@ -6,8 +6,8 @@
  *
  * The agent's side:
  *  - ops: the string literals compared with `op` (`op == "x"`, `op in ("x", …)`, `case "x"`) in agent.py's
- *    `_request`, plus the keys of every table `_request` looks ops up in (`fileops.OPS.get(op)`: the dict
- *    `OPS = {…}` at the top level of fileops.py).
+ *    `_request`, plus the keys of every table `_request` looks ops up in (`OPS.get(op)`: the dict
+ *    `OPS = {…}` at the top level of agent.py, the agent's one op table; `mod.X.get(op)` reads mod.py).
  *  - error codes: the first argument of `OpError(…)`, `SpawnError(…)`, `_refuse_all(…)`, the third of
  *    `send_error(…)`, and every `"code": …` value; a literal is a code, `code`/`e.code` pass on a code made
  *    elsewhere, `X.get(…, "y")` / `… or "y"` add their default, and `ERRNO_CODES.get` adds the values of

@@ -302,11 +302,11 @@ describe('the agent enforces the host’s bounds', () => {
         [
           'import json, sys',
           `sys.path.insert(0, ${JSON.stringify(agentDir)})`,
-          'import os, protocol, repl, execs, netrelay, capture, outstream',
+          'import os, protocol, repl, execs, netrelay, outstream',
           'print(json.dumps({"header": protocol.MAX_HEADER, "body": protocol.MAX_BODY,',
           ' "replDefault": repl.DEFAULT_MAX_OUTPUT, "replMax": repl.MAX_OUTPUT_LIMIT, "replSpool": repl.MAX_SPOOL_BYTES,',
           ' "execDefault": execs.DEFAULT_MAX_OUTPUT, "execMax": execs.MAX_OUTPUT_LIMIT, "execSpool": execs.MAX_SPOOL,',
-          ' "tty": execs.MAX_TTY_SIDE, "relay": netrelay.MAX_CONNS, "tails": [capture.TAIL_MAX, outstream.TAIL_MAX],',
+          ' "tty": execs.MAX_TTY_SIDE, "relay": netrelay.MAX_CONNS, "tail": outstream.TAIL_MAX,',
           ' "leaked": "FORKBOX_BOUNDS" in os.environ}))',
         ].join('\n'),
       ],
@@ -328,7 +328,7 @@ describe('the agent enforces the host’s bounds', () => {
       execSpool: LIMITS.spoolBytes.max,
       tty: Math.max(LIMITS.ttyRows.max, LIMITS.ttyCols.max),
       relay: EGRESS.connections,
-      tails: [tailBudget(Number.MAX_SAFE_INTEGER), tailBudget(Number.MAX_SAFE_INTEGER)],
+      tail: tailBudget(Number.MAX_SAFE_INTEGER),
       leaked: false,
     });
     assert.equal(b.outputBytes, LIMITS.maxOutputBytes.max);

@@ -26,7 +26,7 @@ import cmdfilter
 import sysc
 from channel import Channel
 from repl import Repl, WorkerHandle
-from replout import READ_CHUNK, STREAMS, EvalOutput
+from replout import STREAMS, EvalOutput, read_some
 
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replnode.cjs")
 
@@ -130,12 +130,9 @@ class NodeRepl(Repl):
                 pass
 
     def _drop(self, fd):
-        try:
-            data = os.read(fd, READ_CHUNK)
-        except (BlockingIOError, InterruptedError):
+        data = read_some(fd)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:  # the process is gone; its reaping restarts nothing until the next use
             try:
                 self.agent.sel.unregister(fd)

@@ -112,6 +112,11 @@ def recv_frame(sock):
     lens = _recv_exact(sock, 8)
     if lens is None:
         return None
+    return _rest_of_frame(sock, lens)
+
+
+def _rest_of_frame(sock, lens):
+    """The frame whose 8-byte length prefix `lens` was read from `sock`: (header, body), blocking."""
     hlen, blen = _LENS.unpack(lens)
     if hlen < MIN_HEADER or hlen > MAX_HEADER or blen > MAX_BODY:
         raise ProtocolError("bad frame lengths %d/%d" % (hlen, blen))
@@ -150,13 +155,8 @@ def recv_frame_fds(sock):
                 close_fds(fds)
                 return None
             lens += data
-        hlen, blen = _LENS.unpack(lens)
-        if hlen < MIN_HEADER or hlen > MAX_HEADER or blen > MAX_BODY:
-            raise ProtocolError("bad frame lengths %d/%d" % (hlen, blen))
-        raw = _recv_exact(sock, hlen + blen)
-        if raw is None:
-            raise ProtocolError("connection closed in the middle of a frame")
-        return _parse_header(raw[:hlen]), raw[hlen:], fds
+        header, body = _rest_of_frame(sock, lens)
+        return header, body, fds
     except BaseException:
         close_fds(fds)
         raise

@@ -24,6 +24,16 @@ STREAMS = ("stdout", "stderr")
 SHARED_DRAIN_MAX = 1 << 20
 
 
+def read_some(fd):
+    """One read of a non-blocking pipe: bytes, b"" at its end (or on an error), None when nothing is there."""
+    try:
+        return os.read(fd, READ_CHUNK)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
 class EvalOutput:
     """Pipes and captures of one eval. `agent` provides sel, add_timer, send_event, congested, paused."""
 
@@ -94,12 +104,9 @@ class EvalOutput:
             self._register()
 
     def _on_readable(self, fd):
-        try:
-            data = os.read(fd, READ_CHUNK)
-        except (BlockingIOError, InterruptedError):
+        data = read_some(fd)
+        if data is None:
             return
-        except OSError:
-            data = b""
         if not data:
             self._close_fd(fd)
             if not self.fds and self._done is not None and not self.finished:

@@ -28,19 +28,30 @@ export interface CreateOptions {
   onProgress?: (e: ProgressEvent) => void;
 }
 
-export interface CreateSandboxRequest {
-  image?: string;
-  name?: string;
+/**
+ * The limits, lifetime, environment and labels a new sandbox is asked for (create, fork, restore). Absent:
+ * the daemon's defaults for a create, the source's for a fork or restore.
+ */
+export interface SandboxShapeRequest {
   memoryMb?: number;
   cpus?: number;
   pids?: number;
-  /** Disk limit in MiB (default: the daemon's FORKBOX_DISK_DEFAULT). */
+  /**
+   * Disk limit in MiB (a create's default: the daemon's FORKBOX_DISK_DEFAULT). A fork child's covers only
+   * its own writes: what it inherits is in the source's frozen layer.
+   */
   diskMb?: number;
-  /** Inode limit (files, directories, …; default: the daemon's). */
+  /** Inode limit (files, directories, …). */
   diskInodes?: number;
   ttlSeconds?: number;
+  /** A fork or restore adds these to the source's environment in each child. */
   env?: Record<string, string>;
   labels?: Record<string, string>;
+}
+
+export interface CreateSandboxRequest extends SandboxShapeRequest {
+  image?: string;
+  name?: string;
   /** Keep the sandbox when the client session that created it ends (default: removed with it). */
   persistent?: boolean;
   /**
@@ -130,22 +141,11 @@ export interface SandboxInfo {
   usage?: SandboxUsage;
 }
 
-export interface ForkRequest {
+export interface ForkRequest extends SandboxShapeRequest {
   /** Number of children, 1..100 (default 1). */
   n?: number;
   /** Children's names (length n); default: their ids. */
   names?: string[];
-  /** Children's limits and TTL; inherited from the source when absent. */
-  memoryMb?: number;
-  cpus?: number;
-  pids?: number;
-  /** A child's limit covers only its own writes (what it inherits is in the source's frozen layer). */
-  diskMb?: number;
-  diskInodes?: number;
-  ttlSeconds?: number;
-  /** Added to the source's environment in each child. */
-  env?: Record<string, string>;
-  labels?: Record<string, string>;
   /** When the source's REPL is busy: wait for it (default) or fail at once with `busy`. */
   wait?: boolean;
 }

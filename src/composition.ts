@@ -12,29 +12,37 @@ import { parseDuration } from './domain/durations.ts';
 import { ForkboxError } from './domain/errors.ts';
 import { LIMITS } from './domain/limits.ts';
 import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
-import { createImageStore } from './images/index.ts';
-import { createEgressProxies } from './network/egress-proxies.ts';
+import { createImageStore, type ImageStore } from './images/index.ts';
+import { createEgressProxies, type EgressProxies } from './network/egress-proxies.ts';
 import { createResolver, parseHostsMap } from './network/egress-resolve.ts';
 import { installOpenFilter, openFilterTable, removeOpenFilter } from './network/open-filter.ts';
 import { createOpenNats, type OpenNats } from './network/open-nat.ts';
 import type { AuditLog } from './protocol/audit.ts';
-import { agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
-import { createInboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
+import { type AgentTimeouts, agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
+import { createInboxHub, type InboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
 import { type Cgroups, detectCgroups } from './runtimes/native/cgroups/index.ts';
 import { RUNTIME_IMAGE } from './runtimes/native/container/agent-runtime.ts';
-import { createTemplates } from './runtimes/native/container/templates.ts';
+import { createTemplates, type Templates } from './runtimes/native/container/templates.ts';
 import { createAdmission } from './runtimes/native/host/admission.ts';
-import { createFdBudget } from './runtimes/native/host/fd-budget.ts';
+import { createFdBudget, type FdBudget } from './runtimes/native/host/fd-budget.ts';
 import { type InboxFs, openInboxFs } from './runtimes/native/host/inbox-fs.ts';
-import { createMounts } from './runtimes/native/host/mounts.ts';
+import { createMounts, type Mounts } from './runtimes/native/host/mounts.ts';
 import { type NativePaths, nativePaths } from './runtimes/native/host/paths.ts';
 import { stateIdOf } from './runtimes/native/host/state-id.ts';
 import { createSys, type Sys, socketFd } from './runtimes/native/host/sys.ts';
-import { createUidRanges, DEFAULT_UID_REGISTRY, parseUidSpace } from './runtimes/native/host/uid-ranges.ts';
+import type { UidRange } from './runtimes/native/host/uid-range.ts';
+import {
+  createUidRanges,
+  DEFAULT_UID_REGISTRY,
+  parseUidSpace,
+  type UidRanges,
+  type UidSpace,
+} from './runtimes/native/host/uid-ranges.ts';
 import { createHostMaintenance } from './runtimes/native/host-maintenance.ts';
-import { openStorage, type StorageMode } from './runtimes/native/layers/btrfs-storage.ts';
-import { createNativeRuntime } from './runtimes/native/native-runtime.ts';
-import { createOomOrder } from './runtimes/native/spawn/oom-order.ts';
+import { type OpenedStorage, openStorage, type StorageMode } from './runtimes/native/layers/btrfs-storage.ts';
+import type { SnapshotDriver } from './runtimes/native/layers/snapshot-driver.ts';
+import { createNativeRuntime, type NativeRuntime } from './runtimes/native/native-runtime.ts';
+import { createOomOrder, type OomOrder } from './runtimes/native/spawn/oom-order.ts';
 import type { ForkboxApi } from './service/api.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
 import { createHostMetrics, type HostMetrics } from './service/host-metrics.ts';
@@ -129,7 +137,7 @@ export interface OpenedEngine {
   close(opts?: { killSandboxes?: boolean }): Promise<void>;
 }
 
-function lockStateDir(stateDir: string, sys: ReturnType<typeof createSys>): number {
+function lockStateDir(stateDir: string, sys: Sys): number {
   const lockPath = join(stateDir, 'lock');
   const fd = openSync(lockPath, 'a+', 0o600);
   if (!sys.tryLockExclusive(fd)) {
@@ -150,12 +158,19 @@ function lockStateDir(stateDir: string, sys: ReturnType<typeof createSys>): numb
   return fd;
 }
 
+/** The daemon process's own parts: its file descriptor budget, its OOM ranking, its host metrics. */
+interface DaemonProcess {
+  fds: FdBudget;
+  oom: OomOrder;
+  metrics: HostMetrics;
+}
+
 /**
  * What the daemon process itself needs before it makes sandboxes: all the file descriptors it may have
  * (RLIMIT_NOFILE soft = hard) with a reserve kept (host/fd-budget.ts), its own anonymous session keyring
  * (templates are started without one of their own: container/template-start.ts), its OOM rank.
  */
-function prepareProcess(sys: Sys, log: Logger) {
+function prepareProcess(sys: Sys, log: Logger): DaemonProcess {
   let limit = Number.POSITIVE_INFINITY;
   try {
     limit = sys.raiseNofileLimit().soft;
@@ -184,7 +199,7 @@ function envNumber(name: string): number | undefined {
 }
 
 /** The state dir's database, warning in the log when a full disk used up its reserve. */
-function openStore(stateDir: string, log: Logger) {
+function openStore(stateDir: string, log: Logger): SqliteStore {
   return openSqliteStore({
     path: join(stateDir, 'forkbox.db'),
     onReserveReleased: () =>
@@ -324,7 +339,7 @@ function closeStateDir(stateDir: string): void {
  * The parent of this state dir's sandbox cgroups, 0700 in every hierarchy it is in: another host user does
  * not list which sandboxes there are (the tree is world-readable by default).
  */
-async function closeSandboxCgroups(cgroups: ReturnType<typeof detectCgroups>, rel: string): Promise<void> {
+async function closeSandboxCgroups(cgroups: Cgroups, rel: string): Promise<void> {
   await cgroups.create(rel);
   for (const m of readMountInfo()) {
     if (m.fsType !== 'cgroup' && m.fsType !== 'cgroup2') continue;
@@ -333,14 +348,18 @@ async function closeSandboxCgroups(cgroups: ReturnType<typeof detectCgroups>, re
   }
 }
 
-export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
+/** The native runtime needs root on Linux: anything else is refused before the state dir is touched. */
+function requireRootOnLinux(): void {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) {
     throw new ForkboxError(
       'requirement_missing',
       'the native runtime needs root on Linux (it creates user namespaces, overlay mounts and cgroups). Run forkbox as root, e.g. `sudo forkbox serve`.',
     );
   }
-  const { stateDir, log } = opts;
+}
+
+/** The daemon's umask, and the state dir itself (made if missing). */
+function prepareStateDir(stateDir: string): void {
   // Every mode forkbox sets is meant as written: a daemon started under `umask 077` made inbox and agent
   // directories the sandboxes' root could not enter, and every create timed out. Modes that matter are
   // also set with chmod where they are made.
@@ -349,195 +368,304 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
   // template bundles runc starts, but may not list it.
   mkdirSync(stateDir, { recursive: true, mode: 0o711 });
   chmodSync(stateDir, 0o711);
+}
+
+/** What a failed open must close again, set as each is opened. */
+interface Opened {
+  storage: OpenedStorage | null;
+  inboxFs: InboxFs | null;
+}
+
+/** Where sandboxes live on this host: the ids they run as and the state dir's paths. */
+interface HostLayout {
+  /** The ids layers are stored with on disk. */
+  uidRange: UidRange;
+  /** The host uids sandboxes' ranges are taken from. */
+  space: UidSpace;
+  ranges: UidRanges;
+  stateId: string;
+  paths: NativePaths;
+}
+
+/** What the runtime's sandboxes share: the host layout, images, cgroups, sockets, templates, storage. */
+interface HostParts extends HostLayout {
+  images: ImageStore;
+  cgroups: Cgroups;
+  mounts: Mounts;
+  hub: InboxHub;
+  timeouts: AgentTimeouts;
+  templates: Templates;
+  snapshots: SnapshotDriver;
+}
+
+function hostLayout(stateDir: string, sys: Sys): HostLayout {
+  // The ids layers are stored with on disk (container id N = host id 100000 + N); sandboxes run as ids
+  // of their own (host/uid-ranges.ts), through which every layer is idmapped.
+  const uidRange = { hostStart: 100000, size: 65536 };
+  const space = parseUidSpace(process.env.FORKBOX_UID_SPACE);
+  const ranges = createUidRanges({
+    sys,
+    dir: process.env.FORKBOX_UID_REGISTRY ?? DEFAULT_UID_REGISTRY,
+    space,
+  });
+  const stateId = stateIdOf(stateDir);
+  const paths = nativePaths(stateDir, stateId);
+  closeStateDir(stateDir);
+  return { uidRange, space, ranges, stateId, paths };
+}
+
+/** The host's parts, opened in order; what a failure must close again is set in `opened` as it is opened. */
+async function openHostParts(
+  opts: OpenEngineOptions,
+  sys: Sys,
+  host: DaemonProcess,
+  store: SqliteStore,
+  opened: Opened,
+): Promise<HostParts> {
+  const { stateDir, log } = opts;
+  const layout = hostLayout(stateDir, sys);
+  const images = createImageStore({
+    stateDir,
+    uidShift: layout.uidRange,
+    log,
+    env: process.env,
+    ...(opts.imageAllow ? { imageAllow: opts.imageAllow } : {}),
+  });
+  // Layers made before builds dropped device nodes lose theirs now (once each: docs/IMAGES.md).
+  await images.sweepDeviceNodes?.();
+  const cgroups = detectCgroups();
+  await closeSandboxCgroups(cgroups, layout.paths.sandboxCgroups);
+  const mounts = createMounts(sys);
+  opened.inboxFs = openInboxFs({ dir: join(stateDir, 'inbox'), sys, mounts, log });
+  const hub = createInboxHub({ sys, log, counters: host.metrics });
+  const timeouts = agentTimeoutsFromEnv(process.env);
+  const templates = createTemplates({
+    paths: layout.paths,
+    mounts,
+    hub,
+    store,
+    log,
+    uidRange: layout.uidRange,
+    ranges: layout.ranges,
+    runc: process.env.FORKBOX_RUNC ?? 'runc',
+    prewarm: opts.prewarm ?? [],
+    timeouts,
+    exemptFromOom: (pid) => host.oom.exemptTemplate(pid),
+    runtimeImage: () => images.get(RUNTIME_IMAGE),
+    ...(process.env.FORKBOX_TEMPLATE_START_TIMEOUT_MS
+      ? { startTimeoutMs: Number(process.env.FORKBOX_TEMPLATE_START_TIMEOUT_MS) }
+      : {}),
+  });
+  // FORKBOX_STORAGE=btrfs|copy|auto; the choice and its reason are logged (and shown by `forkbox doctor`).
+  const storage = openStorage({
+    stateDir,
+    sys,
+    mounts,
+    log,
+    env: opts.storage ? { ...process.env, FORKBOX_STORAGE: opts.storage } : process.env,
+  });
+  opened.storage = storage;
+  return { ...layout, images, cgroups, mounts, hub, timeouts, templates, snapshots: storage.driver };
+}
+
+/** The egress proxies of sandboxes with an allow list; every decision is counted and audited. */
+function egressProxies(opts: OpenEngineOptions, host: DaemonProcess, store: SqliteStore): EgressProxies {
+  return createEgressProxies({
+    resolve: createResolver(
+      process.env.FORKBOX_EGRESS_HOSTS ? parseHostsMap(process.env.FORKBOX_EGRESS_HOSTS) : undefined,
+    ),
+    onDecision(d) {
+      host.metrics.egressDecision?.(d.decision);
+      opts.audit?.write({
+        door: 'egress',
+        tenant: store.getSandbox(d.sandbox)?.tenant ?? '?',
+        route: 'egress',
+        sandbox: d.sandbox,
+        host: d.host,
+        port: d.port,
+        outcome: d.decision,
+        status: d.decision === 'accepted' ? 200 : 403,
+        durationMs: 0,
+      });
+    },
+  });
+}
+
+/** The native runtime on the host's parts, and the user-mode NATs of `open` sandboxes when capped at open. */
+function nativeRuntime(
+  opts: OpenEngineOptions,
+  sys: Sys,
+  host: DaemonProcess,
+  store: SqliteStore,
+  parts: HostParts,
+): { runtime: NativeRuntime; nat: OpenNats | undefined } {
+  const { log } = opts;
+  const { paths, cgroups, uidRange } = parts;
+  const egress = egressProxies(opts, host, store);
+  // `open` sandboxes' NATs run as the sandboxes' root host uid, which the host filter judges.
+  const nat = opts.networkCap?.max === 'open' ? createOpenNats({ uid: uidRange.hostStart, log }) : undefined;
+  const runtime = createNativeRuntime({
+    sys,
+    egress,
+    ...(nat ? { nat } : {}),
+    onPortConnection(ev) {
+      host.metrics.portConnection?.(ev.decision);
+      opts.audit?.write({
+        door: 'port',
+        tenant: store.getSandbox(ev.sandbox)?.tenant ?? '?',
+        route: ev.via,
+        sandbox: ev.sandbox,
+        port: ev.port,
+        outcome: ev.decision,
+        status: ev.decision === 'accepted' ? 200 : 503,
+        durationMs: 0,
+      });
+    },
+    snapshots: parts.snapshots,
+    pinnedLayers: () => store.listSnapshots().flatMap((s) => s.layers),
+    paths,
+    mounts: parts.mounts,
+    cgroups,
+    hub: parts.hub,
+    templates: parts.templates,
+    images: parts.images,
+    log,
+    uidRange,
+    timeouts: parts.timeouts,
+    oom: host.oom,
+    fds: host.fds,
+    counters: host.metrics,
+    admission: admissionFromEnv(paths, cgroups, host.metrics),
+    // How long a new sandbox may take to greet the host and set itself up (default 10 s). A child that
+    // dies on the way is reported at once, whatever this is (spawn/unborn-watch.ts).
+    ...(process.env.FORKBOX_SANDBOX_START_TIMEOUT_MS
+      ? { createTimeoutMs: Number(process.env.FORKBOX_SANDBOX_START_TIMEOUT_MS) }
+      : {}),
+  });
+  return { runtime, nat };
+}
+
+/** The engine over the runtime, with the disk policy and the network cap of this daemon. */
+async function buildEngine(
+  opts: OpenEngineOptions,
+  store: SqliteStore,
+  parts: HostParts,
+  runtime: NativeRuntime,
+  nat: OpenNats | undefined,
+): Promise<{ engine: Engine; networkCap: NetworkCap | undefined; filterTable: string }> {
+  const { stateDir, log } = opts;
+  const { paths, mounts, cgroups, images, snapshots, uidRange, space } = parts;
+  const maintenance = createHostMaintenance({ paths, mounts, cgroups, images, snapshots });
+  const disk = diskPolicy({
+    enforced: snapshots.diskLimits.enforced,
+    defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
+    max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
+  });
+  const filterTable = openFilterTable(parts.stateId);
+  // Sandboxes (and their NATs) run as ids of the space; those made before it, as the stored ids.
+  const sandboxIds = [uidRange, { hostStart: space.start, size: space.end - space.start }];
+  const networkCap = await openNetworkCap(opts.networkCap, filterTable, sandboxIds, nat, log);
+  const engine = createEngine({
+    disk,
+    browsers: createBrowsers({ dir: join(stateDir, 'browsers'), log }),
+    agentRuntimeImage: RUNTIME_IMAGE,
+    ...(networkCap ? { networkCap } : {}),
+    ...(opts.projectRoots ? { projectRoots: opts.projectRoots } : {}),
+    store,
+    runtime,
+    images,
+    stateDir,
+    version: VERSION,
+    log,
+    diskUsage: maintenance.diskUsage,
+    // After a gc, the database's disk reserve is made again if a full disk used it up and there is room.
+    hostGc: (keep, ours) => maintenance.gc(keep, ours).finally(() => store.ensureDiskReserve()),
+    execSettings: execSettingsFrom(opts.execOutput),
+    ...(opts.poolSize === undefined ? {} : { poolSize: opts.poolSize }),
+  });
+  return { engine, networkCap, filterTable };
+}
+
+/** An opened engine's `close`: the first call stops it all, in order; later calls do nothing. */
+function closeOpened(o: {
+  engine: Engine;
+  runtime: NativeRuntime;
+  store: SqliteStore;
+  snapshots: SnapshotDriver;
+  inboxFs: InboxFs | null;
+  stopHousekeeping: () => void;
+  networkCap: NetworkCap | undefined;
+  filterTable: string;
+  lockFd: number;
+}): OpenedEngine['close'] {
+  const { engine, runtime, store, snapshots, inboxFs, networkCap } = o;
+  let closed = false;
+  return async (closeOpts) => {
+    if (closed) return;
+    closed = true;
+    o.stopHousekeeping();
+    if (closeOpts?.killSandboxes) {
+      // Every tenant's, snapshot holders included; deepest first so no PID 1 is left as a tombstone.
+      const live = store
+        .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
+        .sort((x, y) => y.depth - x.depth);
+      for (const r of live) {
+        await engine
+          .scoped({ tenant: r.tenant })
+          .killSandbox(r.id, { cascade: true })
+          .catch(() => undefined);
+      }
+    }
+    await engine.close();
+    await runtime.shutdown({ killSandboxes: closeOpts?.killSandboxes === true });
+    // Sandboxes that outlive this process (a daemon restart) keep their storage mounted.
+    const inUse = closeOpts?.killSandboxes !== true && runtime.live.size > 0;
+    await snapshots.close({ inUse });
+    // Templates' inboxes are in it too: it goes only when the templates went with the sandboxes.
+    inboxFs?.close({ inUse: closeOpts?.killSandboxes !== true });
+    store.close();
+    // Only a daemon capped at open installed the table (openNetworkCap); a clean stop takes it away.
+    if (networkCap?.max === 'open') await removeOpenFilter(o.filterTable);
+    closeSync(o.lockFd);
+  };
+}
+
+export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine> {
+  requireRootOnLinux();
+  const { stateDir, log } = opts;
+  prepareStateDir(stateDir);
   const sys = createSys();
   const lockFd = lockStateDir(stateDir, sys);
   const host = prepareProcess(sys, log);
   const store = openStore(stateDir, log);
-  let storage: ReturnType<typeof openStorage> | null = null;
-  let inboxFs: InboxFs | null = null;
+  const opened: Opened = { storage: null, inboxFs: null };
   try {
-    // The ids layers are stored with on disk (container id N = host id 100000 + N); sandboxes run as ids
-    // of their own (host/uid-ranges.ts), through which every layer is idmapped.
-    const uidRange = { hostStart: 100000, size: 65536 };
-    const space = parseUidSpace(process.env.FORKBOX_UID_SPACE);
-    const ranges = createUidRanges({
-      sys,
-      dir: process.env.FORKBOX_UID_REGISTRY ?? DEFAULT_UID_REGISTRY,
-      space,
-    });
-    const stateId = stateIdOf(stateDir);
-    const paths = nativePaths(stateDir, stateId);
-    closeStateDir(stateDir);
-    const images = createImageStore({
-      stateDir,
-      uidShift: uidRange,
-      log,
-      env: process.env,
-      ...(opts.imageAllow ? { imageAllow: opts.imageAllow } : {}),
-    });
-    // Layers made before builds dropped device nodes lose theirs now (once each: docs/IMAGES.md).
-    await images.sweepDeviceNodes?.();
-    const cgroups = detectCgroups();
-    await closeSandboxCgroups(cgroups, paths.sandboxCgroups);
-    const mounts = createMounts(sys);
-    inboxFs = openInboxFs({ dir: join(stateDir, 'inbox'), sys, mounts, log });
-    const hub = createInboxHub({ sys, log, counters: host.metrics });
-    const timeouts = agentTimeoutsFromEnv(process.env);
-    const templates = createTemplates({
-      paths,
-      mounts,
-      hub,
-      store,
-      log,
-      uidRange,
-      ranges,
-      runc: process.env.FORKBOX_RUNC ?? 'runc',
-      prewarm: opts.prewarm ?? [],
-      timeouts,
-      exemptFromOom: (pid) => host.oom.exemptTemplate(pid),
-      runtimeImage: () => images.get(RUNTIME_IMAGE),
-      ...(process.env.FORKBOX_TEMPLATE_START_TIMEOUT_MS
-        ? { startTimeoutMs: Number(process.env.FORKBOX_TEMPLATE_START_TIMEOUT_MS) }
-        : {}),
-    });
-    // FORKBOX_STORAGE=btrfs|copy|auto; the choice and its reason are logged (and shown by `forkbox doctor`).
-    storage = openStorage({
-      stateDir,
-      sys,
-      mounts,
-      log,
-      env: opts.storage ? { ...process.env, FORKBOX_STORAGE: opts.storage } : process.env,
-    });
-    const snapshots = storage.driver;
-    const egress = createEgressProxies({
-      resolve: createResolver(
-        process.env.FORKBOX_EGRESS_HOSTS ? parseHostsMap(process.env.FORKBOX_EGRESS_HOSTS) : undefined,
-      ),
-      onDecision(d) {
-        host.metrics.egressDecision?.(d.decision);
-        opts.audit?.write({
-          door: 'egress',
-          tenant: store.getSandbox(d.sandbox)?.tenant ?? '?',
-          route: 'egress',
-          sandbox: d.sandbox,
-          host: d.host,
-          port: d.port,
-          outcome: d.decision,
-          status: d.decision === 'accepted' ? 200 : 403,
-          durationMs: 0,
-        });
-      },
-    });
-    // `open` sandboxes' NATs run as the sandboxes' root host uid, which the host filter judges.
-    const nat =
-      opts.networkCap?.max === 'open' ? createOpenNats({ uid: uidRange.hostStart, log }) : undefined;
-    const runtime = createNativeRuntime({
-      sys,
-      egress,
-      ...(nat ? { nat } : {}),
-      onPortConnection(ev) {
-        host.metrics.portConnection?.(ev.decision);
-        opts.audit?.write({
-          door: 'port',
-          tenant: store.getSandbox(ev.sandbox)?.tenant ?? '?',
-          route: ev.via,
-          sandbox: ev.sandbox,
-          port: ev.port,
-          outcome: ev.decision,
-          status: ev.decision === 'accepted' ? 200 : 503,
-          durationMs: 0,
-        });
-      },
-      snapshots,
-      pinnedLayers: () => store.listSnapshots().flatMap((s) => s.layers),
-      paths,
-      mounts,
-      cgroups,
-      hub,
-      templates,
-      images,
-      log,
-      uidRange,
-      timeouts,
-      oom: host.oom,
-      fds: host.fds,
-      counters: host.metrics,
-      admission: admissionFromEnv(paths, cgroups, host.metrics),
-      // How long a new sandbox may take to greet the host and set itself up (default 10 s). A child that
-      // dies on the way is reported at once, whatever this is (spawn/unborn-watch.ts).
-      ...(process.env.FORKBOX_SANDBOX_START_TIMEOUT_MS
-        ? { createTimeoutMs: Number(process.env.FORKBOX_SANDBOX_START_TIMEOUT_MS) }
-        : {}),
-    });
-    const maintenance = createHostMaintenance({ paths, mounts, cgroups, images, snapshots });
-    const disk = diskPolicy({
-      enforced: snapshots.diskLimits.enforced,
-      defaults: diskSetting(opts.diskDefault, 'FORKBOX_DISK_DEFAULT'),
-      max: diskSetting(opts.diskMax, 'FORKBOX_DISK_MAX'),
-    });
-    const filterTable = openFilterTable(stateId);
-    // Sandboxes (and their NATs) run as ids of the space; those made before it, as the stored ids.
-    const sandboxIds = [uidRange, { hostStart: space.start, size: space.end - space.start }];
-    const networkCap = await openNetworkCap(opts.networkCap, filterTable, sandboxIds, nat, log);
-    const engine = createEngine({
-      disk,
-      browsers: createBrowsers({ dir: join(stateDir, 'browsers'), log }),
-      agentRuntimeImage: RUNTIME_IMAGE,
-      ...(networkCap ? { networkCap } : {}),
-      ...(opts.projectRoots ? { projectRoots: opts.projectRoots } : {}),
-      store,
-      runtime,
-      images,
-      stateDir,
-      version: VERSION,
-      log,
-      diskUsage: maintenance.diskUsage,
-      // After a gc, the database's disk reserve is made again if a full disk used it up and there is room.
-      hostGc: (keep, ours) => maintenance.gc(keep, ours).finally(() => store.ensureDiskReserve()),
-      execSettings: execSettingsFrom(opts.execOutput),
-      ...(opts.poolSize === undefined ? {} : { poolSize: opts.poolSize }),
-    });
+    const parts = await openHostParts(opts, sys, host, store, opened);
+    const { runtime, nat } = nativeRuntime(opts, sys, host, store, parts);
+    const { engine, networkCap, filterTable } = await buildEngine(opts, store, parts, runtime, nat);
     await engine.recover(opts.recoverDeadlineMs ?? 5000);
     const stopHousekeeping = startHousekeeping(engine, store, log, opts);
-    let closed = false;
     return {
       api: engine,
       engine,
       runtime,
       stateDir,
       metrics: host.metrics,
-      async close(closeOpts) {
-        if (closed) return;
-        closed = true;
-        stopHousekeeping();
-        if (closeOpts?.killSandboxes) {
-          // Every tenant's, snapshot holders included; deepest first so no PID 1 is left as a tombstone.
-          const live = store
-            .listSandboxes({ states: ['creating', 'running', 'paused', 'killing'] })
-            .sort((x, y) => y.depth - x.depth);
-          for (const r of live) {
-            await engine
-              .scoped({ tenant: r.tenant })
-              .killSandbox(r.id, { cascade: true })
-              .catch(() => undefined);
-          }
-        }
-        await engine.close();
-        await runtime.shutdown({ killSandboxes: closeOpts?.killSandboxes === true });
-        // Sandboxes that outlive this process (a daemon restart) keep their storage mounted.
-        const inUse = closeOpts?.killSandboxes !== true && runtime.live.size > 0;
-        await snapshots.close({ inUse });
-        // Templates' inboxes are in it too: it goes only when the templates went with the sandboxes.
-        inboxFs?.close({ inUse: closeOpts?.killSandboxes !== true });
-        store.close();
-        // Only a daemon capped at open installed the table (openNetworkCap); a clean stop takes it away.
-        if (networkCap?.max === 'open') await removeOpenFilter(filterTable);
-        closeSync(lockFd);
-      },
+      close: closeOpened({
+        engine,
+        runtime,
+        store,
+        snapshots: parts.snapshots,
+        inboxFs: opened.inboxFs,
+        stopHousekeeping,
+        networkCap,
+        filterTable,
+        lockFd,
+      }),
     };
   } catch (e) {
-    await storage?.driver.close({ inUse: true }).catch(() => undefined);
-    inboxFs?.close({ inUse: true });
+    await opened.storage?.driver.close({ inUse: true }).catch(() => undefined);
+    opened.inboxFs?.close({ inUse: true });
     store.close();
     closeSync(lockFd);
     throw e;

@@ -11,12 +11,12 @@ import { BROWSER } from '../domain/limits.ts';
 import { createEventLog, type EventLog } from './event-log.ts';
 import { pageError } from './page-errors.ts';
 import { cutSnapshot, goto, history, screenshot, timeoutOf, wireEvents } from './page-ops.ts';
-import { createReplayLog, lineOfRef, refOnLine } from './replay-log.ts';
+import { createReplayLog, lineOfRef, type ReplayLog, refOnLine } from './replay-log.ts';
 
 export interface BrowserSession {
   readonly events: EventLog;
   /** The page's last open and the actions since, for a fork's children. */
-  readonly replay: ReturnType<typeof createReplayLog>;
+  readonly replay: ReplayLog;
   /** The ref on `line` of a new snapshot of the page (a replayed step's element). */
   refAt(line: number): Promise<string | undefined>;
   act(a: BrowserAction): Promise<BrowserResult>;

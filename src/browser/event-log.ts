@@ -15,7 +15,16 @@ export function cut(text: string, bytes: number = BROWSER.eventTextBytes): strin
     .replace(/\uFFFD$/, '')}…`;
 }
 
-export function createEventLog(now: () => number = Date.now, max: number = BROWSER.events) {
+export interface EventLog {
+  /** Records an event, stamped with the next sequence number and the time, its texts cut. */
+  add(e: Omit<BrowserEvent, 'seq' | 'at'>): void;
+  /** Events after `since`, at most `limit`; `next`: the cursor for next time; `dropped`: how many missed. */
+  since(since?: number, limit?: number): { events: BrowserEvent[]; next: number; dropped: number };
+  /** The sequence number of the latest event (0 before any). */
+  readonly last: number;
+}
+
+export function createEventLog(now: () => number = Date.now, max: number = BROWSER.events): EventLog {
   const kept: BrowserEvent[] = [];
   let seq = 0;
   return {
@@ -29,7 +38,6 @@ export function createEventLog(now: () => number = Date.now, max: number = BROWS
       kept.push(ev);
       if (kept.length > max) kept.shift();
     },
-    /** Events after `since`, at most `limit`; `next` is the cursor to pass next time. */
     since(since = 0, limit = 100): { events: BrowserEvent[]; next: number; dropped: number } {
       const first = kept[0]?.seq ?? seq + 1;
       const dropped = Math.max(0, first - since - 1);
@@ -41,5 +49,3 @@ export function createEventLog(now: () => number = Date.now, max: number = BROWS
     },
   };
 }
-
-export type EventLog = ReturnType<typeof createEventLog>;

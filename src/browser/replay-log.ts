@@ -29,11 +29,19 @@ export function refOnLine(snapshot: string, line: number): string | undefined {
   return /\[ref=((?:f\d+)?e\d+)\]/.exec(snapshot.split('\n')[line] ?? '')?.[1];
 }
 
-export function createReplayLog() {
+export interface ReplayLog {
+  /** After `a` succeeded; `refLine`: where its ref was in the snapshot it was taken from. */
+  record(a: BrowserAction, refLine?: number): void;
+  /** A copy of the steps kept: the last open and the page-changing actions after it. */
+  steps(): ReplayStep[];
+  /** The steps, and whether they are the whole history since the open (false: some were not kept). */
+  history(): { steps: ReplayStep[]; complete: boolean };
+}
+
+export function createReplayLog(): ReplayLog {
   let steps: ReplayStep[] = [];
   let full = false;
   return {
-    /** After `a` succeeded; `refLine`: where its ref was in the snapshot it was taken from. */
     record(a: BrowserAction, refLine?: number): void {
       if (a.action === 'open') {
         steps = [{ action: a }];
@@ -46,7 +54,6 @@ export function createReplayLog() {
       }
     },
     steps: (): ReplayStep[] => steps.slice(),
-    /** The steps, and whether they are the whole history since the open (false: some were not kept). */
     history: () => ({ steps: steps.slice(), complete: !full }),
   };
 }

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { createDaemonClient } from '../../src/transports/daemon-client.ts';
+import { createDaemonClient, type DaemonClient } from '../../src/transports/daemon-client.ts';
 import { sandboxCgroupDir } from './cgroup-files.ts';
 import { type ServedDaemon, startServe, stopServeAndClean } from './daemon.ts';
 import { makeStateDir, nativeUnavailable } from './native.ts';
@@ -14,7 +14,7 @@ import { waitFor as pollUntil } from './wait-for.ts';
 export interface AbuseDaemon extends ServedDaemon {
   stateDir: string;
   pid: number;
-  api: ReturnType<typeof createDaemonClient>;
+  api: DaemonClient;
   stop(): Promise<void>;
 }
 

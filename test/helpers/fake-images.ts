@@ -21,9 +21,13 @@ export function fakeImage(name: string, extra: Partial<ImageRecord> = {}): Image
   };
 }
 
-export function createFakeImages(
-  names: string[] = ['debian'],
-): ImageStore & { images: Map<string, ImageRecord> } {
+/** The image store of the fake runtime's tests, with its records to look at. */
+export interface FakeImages extends ImageStore {
+  /** The records by name. */
+  images: Map<string, ImageRecord>;
+}
+
+export function createFakeImages(names: string[] = ['debian']): FakeImages {
   const images = new Map(names.map((n) => [n, fakeImage(n)]));
   const require = (name: string) => {
     const i = images.get(name);

@@ -12,7 +12,7 @@ import type { ForkboxApi } from '../../src/service/api.ts';
 import { type CallerContext, createEngine, type Engine, type EngineDeps } from '../../src/service/engine.ts';
 import type { Store } from '../../src/service/ports.ts';
 import { openSqliteStore } from '../../src/storage/sqlite/index.ts';
-import { createFakeImages } from './fake-images.ts';
+import { createFakeImages, type FakeImages } from './fake-images.ts';
 import { createFakeRuntime, type FakeRuntime } from './fake-runtime/index.ts';
 
 export interface ApiCall {
@@ -77,7 +77,7 @@ export interface TestEngine {
   calls: ApiCall[];
   runtime: FakeRuntime;
   store: Store;
-  images: ReturnType<typeof createFakeImages>;
+  images: FakeImages;
   dbPath: string;
   /** A daemon restart: a new engine on the same database and runtime, recovered. */
   restart(opts?: Partial<TestEngineOptions>): Promise<TestEngine>;
@@ -92,7 +92,7 @@ process.once('exit', () => {
 function build(
   dbPath: string,
   runtime: FakeRuntime,
-  images: ReturnType<typeof createFakeImages>,
+  images: FakeImages,
   opts: TestEngineOptions,
 ): TestEngine {
   const store = openSqliteStore({ path: dbPath });

@@ -36,7 +36,18 @@ export interface Launched {
   settled: Promise<{ r: ExecResult; final: ExecRecord }>;
 }
 
-export function createExecLaunch(deps: ExecLaunchDeps) {
+export interface ExecLaunch {
+  /** Records an exec and starts it: synchronous (head, kept inline at its end) or background (polled). */
+  launch(
+    rec: SandboxRecord,
+    req: Omit<ExecRequest, 'stdin'>,
+    opts: { stdin: boolean; background: boolean; run?: RunOptions | undefined },
+  ): Launched;
+  /** The handles of the execs still running, by exec id. */
+  running: Map<string, ExecHandle>;
+}
+
+export function createExecLaunch(deps: ExecLaunchDeps): ExecLaunch {
   const { store, runtime, now, settings } = deps;
   const running = new Map<string, ExecHandle>();
 
@@ -146,5 +157,3 @@ export function createExecLaunch(deps: ExecLaunchDeps) {
 
   return { launch, running };
 }
-
-export type ExecLaunch = ReturnType<typeof createExecLaunch>;

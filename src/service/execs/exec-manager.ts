@@ -33,7 +33,38 @@ export interface ExecManagerDeps {
   log?: { info(o: object, m?: string): void; warn(o: object, m?: string): void };
 }
 
-export function createExecManager(deps: ExecManagerDeps) {
+export interface ExecManager {
+  /** Runs a command to its end (or answers with its idempotency key's earlier run); `opts.signal` cancels. */
+  run(rec: SandboxRecord, req: ExecRequest, opts?: RunOptions): Promise<ExecOutcome>;
+  /** Starts a background exec (or returns the one its idempotency key started) whose output is polled. */
+  start(rec: SandboxRecord, req: Omit<ExecRequest, 'stdin'> & { stdin?: boolean }): Promise<ExecRecord>;
+  /** The exec's output after `afterSeq`; if none yet and it runs, waits ≤ `waitMs` (and 30 s) for some. */
+  poll(
+    rec: SandboxRecord,
+    execId: string,
+    afterSeq?: number,
+    waitMs?: number,
+    maxBytes?: number,
+  ): Promise<ExecPollResult>;
+  /** Writes to a running exec's stdin (`eof`: then closes it). */
+  writeStdin(rec: SandboxRecord, execId: string, data: Buffer, eof: boolean): Promise<void>;
+  /** Resizes a running exec's terminal. */
+  resize(rec: SandboxRecord, execId: string, size: TtySize): Promise<void>;
+  /** Cancels a running exec (its whole process tree), or ends what an ended one left running. */
+  cancel(rec: SandboxRecord, execId: string): Promise<ExecRecord>;
+  /** The sandbox's latest 100 execs. */
+  list(rec: SandboxRecord): ExecRecord[];
+  /** Cancels every running exec of a sandbox being killed and clears its ended execs' leftovers. */
+  abandon(sandboxId: string): void;
+  /** After a restart: real results of execs that ended meanwhile; the others' trees are killed. */
+  recover(sandboxes: SandboxRecord[]): Promise<{ reported: number; interrupted: number }>;
+  /** Writes buffered output now (daemon shutdown). */
+  flush(): void;
+  /** How many execs are running. */
+  runningCount(): number;
+}
+
+export function createExecManager(deps: ExecManagerDeps): ExecManager {
   const { store, runtime, now } = deps;
   const settings: ExecSettings = {
     outputBytes: deps.settings?.outputBytes ?? DEFAULT_OUTPUT_BYTES,
@@ -172,7 +203,6 @@ export function createExecManager(deps: ExecManagerDeps) {
       await h.resize(checkTty(size));
     },
 
-    /** Cancel a running exec (its whole process tree), or end what an ended one left running. */
     async cancel(rec: SandboxRecord, execId: string): Promise<ExecRecord> {
       const exec = mine(rec, execId);
       const h = running.get(execId);
@@ -201,11 +231,9 @@ export function createExecManager(deps: ExecManagerDeps) {
         if (e.state !== 'running') store.updateExec(e.id, { leftovers: 0, tree: null });
     },
 
-    /** After a restart: real results of execs that ended meanwhile; the others' trees are killed. */
     recover: (sandboxes: SandboxRecord[]) =>
       recoverExecs({ store, runtime, now, log: deps.log ?? { info() {}, warn() {} } }, sandboxes),
 
-    /** Write buffered output now (daemon shutdown). */
     flush: () => buffer.flushAll(),
 
     runningCount(): number {
@@ -213,5 +241,3 @@ export function createExecManager(deps: ExecManagerDeps) {
     },
   };
 }
-
-export type ExecManager = ReturnType<typeof createExecManager>;

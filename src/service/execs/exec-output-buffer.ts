@@ -16,7 +16,18 @@ interface Pending {
   cap: number;
 }
 
-export function createExecOutputBuffer(deps: { store: Store; flushMs?: number }) {
+export interface ExecOutputBuffer {
+  /** Queues a chunk of a background exec (kept ≤ `cap` bytes per exec until written). */
+  add(execId: string, chunk: ExecOutputChunk, cap: number): void;
+  /** Writes an exec's queued output now (before reading it, and when it ends). */
+  flush(execId: string): void;
+  /** Writes everything now (daemon shutdown). */
+  flushAll(): void;
+  /** Bytes queued, all execs together. */
+  pendingBytes(): number;
+}
+
+export function createExecOutputBuffer(deps: { store: Store; flushMs?: number }): ExecOutputBuffer {
   const { store } = deps;
   const flushMs = deps.flushMs ?? 200;
   const pending = new Map<string, Pending>();
@@ -41,7 +52,6 @@ export function createExecOutputBuffer(deps: { store: Store; flushMs?: number })
   }
 
   return {
-    /** Queue a chunk of a background exec (kept ≤ `cap` bytes per exec until written). */
     add(execId: string, chunk: ExecOutputChunk, cap: number): void {
       let p = pending.get(execId);
       if (!p) {
@@ -66,10 +76,8 @@ export function createExecOutputBuffer(deps: { store: Store; flushMs?: number })
       timer.unref?.();
     },
 
-    /** Write an exec's queued output now (before reading it, and when it ends). */
     flush: flushOne,
 
-    /** Write everything now (daemon shutdown). */
     flushAll(): void {
       if (timer) clearTimeout(timer);
       flushAll();
@@ -82,5 +90,3 @@ export function createExecOutputBuffer(deps: { store: Store; flushMs?: number })
     },
   };
 }
-
-export type ExecOutputBuffer = ReturnType<typeof createExecOutputBuffer>;

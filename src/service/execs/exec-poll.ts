@@ -23,7 +23,14 @@ export function spoolPath(execId: string, stream: Stream): string {
   return `${SPOOL_DIR}/${execId}.${stream}`;
 }
 
-export function createExecPoller(deps: { store: Store }) {
+export interface ExecPoller {
+  /** A page (≤ `maxBytes`) of the chunks after `afterSeq`, the next cursor, and the output missed. */
+  poll(exec: ExecRecord, afterSeq: number, maxBytes?: number): Omit<ExecPollResult, 'exec' | 'done'>;
+  /** Drops the positions remembered for an exec's cursors. */
+  forget(execId: string): void;
+}
+
+export function createExecPoller(deps: { store: Store }): ExecPoller {
   /** exec id → cursor (seq) → the poller's position in each stream after it. Insertion-ordered: LRU. */
   const cursors = new Map<string, Map<number, Positions>>();
 
@@ -113,5 +120,3 @@ export function createExecPoller(deps: { store: Store }) {
     },
   };
 }
-
-export type ExecPoller = ReturnType<typeof createExecPoller>;

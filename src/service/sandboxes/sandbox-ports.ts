@@ -25,7 +25,20 @@ export function checkPorts(ports: number[] | undefined): number[] {
   return [...new Set(ports)];
 }
 
-export function createSandboxPorts(deps: { store: Store; runtime: Runtime; log: Logger }) {
+export interface SandboxPorts {
+  /** Publishes `port` of a running sandbox (hostPort 0: a free one) and records it. */
+  publish(rec: SandboxRecord, port: number, hostPort?: number): Promise<SandboxRecord>;
+  /** Publishes each of `ports` on a free host port, one after another; the record after the last. */
+  publishAll(rec: SandboxRecord, ports: number[]): Promise<SandboxRecord>;
+  /** Publishes `ports` on each new sandbox in `children`, on host ports of its own (failures are logged). */
+  inherit(ports: readonly number[], children: string[]): Promise<void>;
+  /** After a restart: re-opens every running sandbox's ports, on their host ports when still free. */
+  reopen(): Promise<void>;
+  /** A connection to a published port of a running sandbox (the HTTP listener's proxy). */
+  connect(rec: SandboxRecord, port: number): Promise<Duplex>;
+}
+
+export function createSandboxPorts(deps: { store: Store; runtime: Runtime; log: Logger }): SandboxPorts {
   const { store, runtime, log } = deps;
 
   function rt(): RuntimePorts {
@@ -74,7 +87,6 @@ export function createSandboxPorts(deps: { store: Store; runtime: Runtime; log: 
       }
     },
 
-    /** After a restart: re-open every running sandbox's ports, on their host ports when still free. */
     async reopen(): Promise<void> {
       if (!runtime.ports) return;
       for (const rec of store.listSandboxes({ states: ['running'] })) {
@@ -88,7 +100,6 @@ export function createSandboxPorts(deps: { store: Store; runtime: Runtime; log: 
       }
     },
 
-    /** A connection to a published port of a running sandbox (the HTTP listener's proxy). */
     async connect(rec: SandboxRecord, port: number): Promise<Duplex> {
       checkBound(LIMITS.port, port);
       if (rec.state !== 'running') throw errors.sandboxNotRunning(rec.id, rec.state);
@@ -102,5 +113,3 @@ export function createSandboxPorts(deps: { store: Store; runtime: Runtime; log: 
     },
   };
 }
-
-export type SandboxPorts = ReturnType<typeof createSandboxPorts>;

@@ -84,7 +84,18 @@ export interface ResolvedTemplate {
   labels: Record<string, string>;
 }
 
-export function createTemplateConfigs(deps: TemplateConfigDeps) {
+export interface TemplateConfigs {
+  /** Defines or redefines a named config (the host's tenant only; not 'default'). */
+  define(req: DefineTemplateRequest, caller: { tenant: string; hostTenant: string }): TemplateInfo;
+  /** The built-in 'default' config, then every defined one. */
+  list(): TemplateInfo[];
+  /** Deletes a config no live sandbox uses (host's tenant only), stopping its template if none shares it. */
+  remove(name: string, caller: { tenant: string; hostTenant: string }): Promise<{ deleted: string }>;
+  /** The image and prewarm list a create request asks for; labels carry the template's name. */
+  resolve(req: CreateSandboxRequest): ResolvedTemplate;
+}
+
+export function createTemplateConfigs(deps: TemplateConfigDeps): TemplateConfigs {
   const { store, images, now } = deps;
   const builtin = (): TemplateInfo => ({
     name: DEFAULT_TEMPLATE,
@@ -181,7 +192,6 @@ export function createTemplateConfigs(deps: TemplateConfigDeps) {
       return { deleted: name };
     },
 
-    /** The image and prewarm list a create request asks for; labels carry the template's name. */
     resolve(req: CreateSandboxRequest): ResolvedTemplate {
       // A caller may not claim a template through a label (it would block that template's deletion).
       const labels = { ...(req.labels ?? {}) };
@@ -206,5 +216,3 @@ export function createTemplateConfigs(deps: TemplateConfigDeps) {
     },
   };
 }
-
-export type TemplateConfigs = ReturnType<typeof createTemplateConfigs>;

@@ -38,7 +38,36 @@ export interface SnapshotDeps {
   killTree(rec: SandboxRecord, reason: string): Promise<SandboxRecord>;
 }
 
-export function createSnapshots(deps: SnapshotDeps) {
+export interface Snapshots {
+  /** Takes a snapshot of `source`: forks it into a hidden holder, paused, and records the snapshot. */
+  create(
+    ctx: { tenant: string; session?: string },
+    source: SandboxRecord,
+    name?: string,
+  ): Promise<SnapshotInfo>;
+  /** The caller's snapshots, oldest first. */
+  list(ctx: SnapshotCaller): SnapshotInfo[];
+  /** The caller's snapshot by id or name (not_found otherwise). */
+  get(ctx: SnapshotCaller, idOrName: string): SnapshotInfo;
+  /** Deletes a snapshot and kills its holder; its live dependents block it, or are killed too (`cascade`). */
+  remove(
+    ctx: SnapshotCaller,
+    idOrName: string,
+    cascade: boolean,
+  ): Promise<{ deleted: string; killed: string[] }>;
+  /** Forks the snapshot's holder into new sandboxes, or, once it is gone, creates them on its files alone. */
+  restore(
+    ctx: SnapshotCaller & { session?: string },
+    idOrName: string,
+    req: ForkRequest,
+  ): Promise<ForkResult>;
+  /** The ports a snapshot's source had published when it was taken (restores publish them again). */
+  portsOf(ctx: SnapshotCaller, idOrName: string): number[];
+  /** The caller's snapshot record (not_found otherwise). */
+  find(ctx: SnapshotCaller, idOrName: string): SnapshotRecord;
+}
+
+export function createSnapshots(deps: SnapshotDeps): Snapshots {
   const { store, runtime, now } = deps;
   const lookup = createSnapshotLookup(store);
   const { find, list, holder, dependents, info: snapInfo } = lookup;
@@ -145,11 +174,7 @@ export function createSnapshots(deps: SnapshotDeps) {
     },
 
     restore: createSnapshotRestore(deps, lookup),
-    /** The ports a snapshot's source had published when it was taken (restores publish them again). */
     portsOf: (ctx: SnapshotCaller, idOrName: string): number[] => find(ctx, idOrName).ports,
-    /** The caller's snapshot record (not_found otherwise). */
     find,
   };
 }
-
-export type Snapshots = ReturnType<typeof createSnapshots>;

@@ -8,19 +8,19 @@ import type {
   ClientCapabilities,
   InputRequiredResult,
   McpServer,
+  RequestStateCodec,
   ServerContext,
 } from '@modelcontextprotocol/server';
 import {
   acceptedContent,
   CLIENT_CAPABILITIES_META_KEY,
-  type createRequestStateCodec,
   inputRequired,
   inputResponse,
 } from '@modelcontextprotocol/server';
 import { noArgs, text } from './conformance-content-tools.ts';
 
 /** The codec that mints and verifies the request states these tools hand out. */
-export type FixtureStateCodec = ReturnType<typeof createRequestStateCodec<Record<string, unknown>>>;
+export type FixtureStateCodec = RequestStateCodec<Record<string, unknown>>;
 
 /** The elicitation request the suite's MRTR scenarios expect, keyed by the field it asks for. */
 function elicitString(message: string, field: string) {

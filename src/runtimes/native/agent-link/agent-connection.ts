@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { type ErrorCode, ForkboxError } from '../../../domain/errors.ts';
 import type { Logger } from '../../../domain/logger.ts';
 import { encodeFrame, type Frame, FrameDecoder, type FrameHeader, MAX_BODY_BYTES } from './agent-frame.ts';
-import { createAgentLogRelay } from './agent-log.ts';
+import { type AgentLogRelay, createAgentLogRelay } from './agent-log.ts';
 import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS, deadlineFor } from './agent-timeouts.ts';
 import { LivenessWatch } from './liveness.ts';
 
@@ -214,7 +214,7 @@ export class AgentConnection {
   readonly #watch: LivenessWatch;
   #lastId = 0;
   #closedWith: ForkboxError | null = null;
-  readonly #logRelay: ReturnType<typeof createAgentLogRelay>;
+  readonly #logRelay: AgentLogRelay;
 
   constructor(socket: Socket, hello: AgentHello, opts: AgentConnectionOptions = {}) {
     this.hello = hello;

@@ -40,6 +40,11 @@ export function sanitizeAgentText(text: string): string {
   return out;
 }
 
+export interface AgentLogRelay {
+  /** Relays one log frame; false when the frame is malformed (a protocol violation). */
+  take(header: unknown): boolean;
+}
+
 /**
  * `take(header)` relays one log frame; returns false when the frame is malformed (a protocol violation).
  * Lines over the rate are counted and the count is reported with the next line relayed.
@@ -48,7 +53,7 @@ export function createAgentLogRelay(
   sandboxId: string,
   log: Pick<Logger, 'info' | 'warn' | 'error'> | undefined,
   now: () => number = () => performance.now(),
-) {
+): AgentLogRelay {
   let tokens = AGENT_LOG_BURST;
   let last = now();
   let suppressed = 0;

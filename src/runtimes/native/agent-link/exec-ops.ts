@@ -67,7 +67,20 @@ function keptResult(r: Record<string, unknown>, leftovers: number, tree: string 
   };
 }
 
-export function createExecOps(deps: ExecOpsDeps) {
+export interface ExecOps {
+  /** Starts a command in an exec group of its own; its handle writes stdin, signals, resizes, cancels. */
+  exec(rec: SandboxRecord, spec: ExecSpec, events?: ExecEvents): ExecHandle;
+  /** Starts and places the spawner, then runs `true` through the whole exec path, ahead of a first exec. */
+  prepareExecs(rec: SandboxRecord): Promise<void>;
+  /** Ends every process left in an exec's tree; returns how many there were (0 for a name not a tree's). */
+  killExecTree(rec: SandboxRecord, tree: string): Promise<number>;
+  /** Processes still running in an exec's tree. */
+  execTreeSize(rec: SandboxRecord, tree: string): Promise<number>;
+  /** After a daemon restart: the kept results of `running` execs; kills every other exec tree but `keep`. */
+  recoverExecs(rec: SandboxRecord, running: string[], keep: string[]): Promise<RecoveredExec[]>;
+}
+
+export function createExecOps(deps: ExecOpsDeps): ExecOps {
   const trees = createTrees(deps.cgroups);
 
   /** Send the exec request; once more with a fresh slot when the agent's spawner changed meanwhile. */
@@ -306,5 +319,3 @@ function createTrees(cgroups: Cgroups) {
 
   return { procs, kill, settle };
 }
-
-export type ExecOps = ReturnType<typeof createExecOps>;

@@ -77,7 +77,22 @@ function childHostPid(parentHostPid: number, nsPid: number): number | null {
   return null;
 }
 
-export function createExecSpawners(deps: { cgroups: Cgroups }) {
+export interface ExecSpawners {
+  /** The next exec's slot, once the spawner sits in a fresh group; its `release()` must be called. */
+  acquire(sb: SpawnHost, conn: AgentConnection): Promise<SpawnSlot>;
+  /** Starts the spawner and places it in a fresh group now, ahead of a first exec. */
+  prepare(sb: SpawnHost, conn: AgentConnection): Promise<void>;
+  /** The agent refused an exec because its spawner changed: find the new one next time. */
+  invalidate(sandboxId: string): void;
+  /** The group the spawner waits in (recovery must not take it for an exec's), or null. */
+  idleTree(sandboxId: string): string | null;
+  /** Runs `fn` while nothing is being placed in this sandbox (a fork sorting its processes into leaves). */
+  exclusive<T>(sandboxId: string, fn: () => Promise<T>): Promise<T>;
+  /** The sandbox is gone (its groups go with its cgroup): drops what is held for it. */
+  forget(sandboxId: string): void;
+}
+
+export function createExecSpawners(deps: { cgroups: Cgroups }): ExecSpawners {
   const { cgroups } = deps;
   const states = new Map<string, State>();
   const placement = createSharedLock();
@@ -207,7 +222,6 @@ export function createExecSpawners(deps: { cgroups: Cgroups }) {
       }
     },
 
-    /** The agent refused an exec because its spawner changed: find the new one next time. */
     invalidate(sandboxId: string): void {
       const st = states.get(sandboxId);
       if (st) {
@@ -216,21 +230,16 @@ export function createExecSpawners(deps: { cgroups: Cgroups }) {
       }
     },
 
-    /** The group the spawner waits in (recovery must not take it for an exec's). */
     idleTree(sandboxId: string): string | null {
       return states.get(sandboxId)?.next?.tree ?? null;
     },
 
-    /** Run `fn` while nothing is being placed in this sandbox (a fork sorting its processes into leaves). */
     exclusive<T>(sandboxId: string, fn: () => Promise<T>): Promise<T> {
       return placement.exclusive(sandboxId, fn);
     },
 
-    /** The sandbox is gone (its groups go with its cgroup). */
     forget(sandboxId: string): void {
       states.delete(sandboxId);
     },
   };
 }
-
-export type ExecSpawners = ReturnType<typeof createExecSpawners>;

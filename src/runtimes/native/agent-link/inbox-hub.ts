@@ -60,6 +60,19 @@ interface Entry {
   lastWarnAt: number;
 }
 
+export interface InboxHub {
+  /** Listens on `socketPath` for the owner `id`; when already listening, only the owner is replaced. */
+  listen(id: string, socketPath: string, owner: InboxOwner): Promise<void>;
+  /** Whether the hub listens for `id`. */
+  has(id: string): boolean;
+  /** Connections an inbox holds now (verified or not). */
+  connections(id: string): number;
+  /** Stops listening for `id` and removes its socket file (its open connections stay). */
+  close(id: string): void;
+  /** Closes every inbox. */
+  closeAll(): void;
+}
+
 export function createInboxHub(deps: {
   sys: Sys;
   log: Pick<Logger, 'info' | 'warn'>;
@@ -67,7 +80,7 @@ export function createInboxHub(deps: {
   counters?: Pick<RuntimeCounters, 'controlConnectionRefused'>;
   maxConnections?: number;
   maxUnverified?: number;
-}) {
+}): InboxHub {
   const servers = new Map<string, Entry>();
   const helloTimeout = deps.helloTimeoutMs ?? 5000;
   const maxConnections = deps.maxConnections ?? MAX_INBOX_CONNECTIONS;
@@ -182,7 +195,6 @@ export function createInboxHub(deps: {
       return servers.has(id);
     },
 
-    /** Connections an inbox holds now (verified or not). */
     connections(id: string): number {
       return servers.get(id)?.open.size ?? 0;
     },
@@ -200,5 +212,3 @@ export function createInboxHub(deps: {
     },
   };
 }
-
-export type InboxHub = ReturnType<typeof createInboxHub>;

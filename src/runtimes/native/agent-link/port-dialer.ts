@@ -42,13 +42,22 @@ interface Entry {
   unverified: number;
 }
 
+export interface PortDialer {
+  /** A connection to 127.0.0.1:`port` inside sandbox `id`, relayed by its agent. */
+  dial(id: string, port: number): Promise<net.Socket>;
+  /** Closes sandbox `id`'s ports socket (it ended), failing the dials still waiting. */
+  close(id: string): void;
+  /** Closes every sandbox's ports socket. */
+  closeAll(): void;
+}
+
 export function createPortDialer(deps: {
   sys: Pick<Sys, 'peerCred'>;
   log: Pick<Logger, 'warn'>;
   /** The live sandbox with runtime id `id`, or undefined. */
   target(id: string): DialTarget | undefined;
   connectMs?: number;
-}) {
+}): PortDialer {
   const entries = new Map<string, Entry>();
   const connectMs = deps.connectMs ?? PORTS.connectMs;
 
@@ -125,7 +134,6 @@ export function createPortDialer(deps: {
   }
 
   return {
-    /** A connection to 127.0.0.1:`port` inside sandbox `id`, relayed by its agent. */
     async dial(id: string, port: number): Promise<net.Socket> {
       const t = deps.target(id);
       if (!t?.conn)
@@ -157,7 +165,6 @@ export function createPortDialer(deps: {
       return arrived;
     },
 
-    /** Close sandbox `id`'s ports socket (it ended). */
     close(id: string): void {
       const e = entries.get(id);
       if (!e) return;
@@ -175,5 +182,3 @@ export function createPortDialer(deps: {
     },
   };
 }
-
-export type PortDialer = ReturnType<typeof createPortDialer>;

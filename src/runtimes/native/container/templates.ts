@@ -71,7 +71,24 @@ export interface TemplateDeps {
   idleMs?: number;
 }
 
-export function createTemplates(deps: TemplateDeps) {
+export interface Templates {
+  /** A running template of this image, config and tenant with a block free, started on first use. */
+  ensure(image: ImageRecord, prewarm: readonly string[], group: string): Promise<TemplateHandle>;
+  /** The running template `id`, if this runtime holds it. */
+  get(id: string): TemplateHandle | undefined;
+  /** The running templates of (image, prewarm), none started; none when that is the image's default. */
+  findDedicated(image: ImageRecord, prewarm: readonly string[]): TemplateHandle[];
+  /** After a restart: re-listens for running templates' agents; removes those whose process is gone. */
+  adopt(records: TemplateRecord[]): Promise<void>;
+  /** Stops template `id` and gives back all it holds, its record included. */
+  destroy(id: string): Promise<void>;
+  /** The running templates. */
+  list(): TemplateHandle[];
+  /** Stops the templates unused for `idleMs` (bar the host's first of each config); returns their ids. */
+  reapIdle(now?: number): Promise<string[]>;
+}
+
+export function createTemplates(deps: TemplateDeps): Templates {
   const { paths, mounts, hub, store, log } = deps;
   const handles = new Map<string, TemplateHandle>();
   const starting = new Map<string, Promise<TemplateHandle>>();
@@ -243,7 +260,6 @@ export function createTemplates(deps: TemplateDeps) {
       return out;
     },
 
-    /** After a daemon restart: re-listen for running templates' agents; stop records whose process is gone. */
     async adopt(records: TemplateRecord[]): Promise<void> {
       for (const rec of records) {
         const startTime = typeof rec.runtime.startTime === 'number' ? rec.runtime.startTime : undefined;
@@ -326,5 +342,3 @@ export function createTemplates(deps: TemplateDeps) {
     },
   };
 }
-
-export type Templates = ReturnType<typeof createTemplates>;

@@ -32,7 +32,25 @@ function checkOptions(target: string, data: string, layers: number): void {
     );
 }
 
-export function createMounts(sys: Sys) {
+export interface Mounts {
+  /** Makes `dir` (created if missing, 0755) a bind mount of itself with shared propagation. */
+  sharedSelfBind(dir: string): void;
+  /** Bind-mounts `source` at `target`. */
+  bind(source: string, target: string): void;
+  /** Mounts a nosuid, nodev overlay at `target`, each layer through its idmap when it has one. */
+  overlay(
+    target: string,
+    lowers: (string | OverlayLower)[],
+    upper: string | OverlayUpper,
+    work?: string,
+  ): void;
+  /** Lazy unmount; a path that is not mounted (EINVAL) or gone (ENOENT) is not an error. */
+  detach(target: string): void;
+  /** Detaches everything mounted at or below `prefix`, deepest first; returns what was detached. */
+  detachAllUnder(prefix: string): string[];
+}
+
+export function createMounts(sys: Sys): Mounts {
   return {
     /**
      * Make `dir` a bind mount of itself with shared propagation. Every inbox is one *before* the
@@ -92,7 +110,6 @@ export function createMounts(sys: Sys) {
       }
     },
 
-    /** Lazy unmount; a path that is not mounted (EINVAL) or gone (ENOENT) is not an error. */
     detach(target: string): void {
       try {
         sys.umount2(target, MNT_DETACH);
@@ -102,7 +119,6 @@ export function createMounts(sys: Sys) {
       }
     },
 
-    /** Detach everything mounted at or below `prefix`, deepest first. Returns what was detached. */
     detachAllUnder(prefix: string): string[] {
       const done: string[] = [];
       for (const m of mountsUnder(prefix)) {
@@ -113,5 +129,3 @@ export function createMounts(sys: Sys) {
     },
   };
 }
-
-export type Mounts = ReturnType<typeof createMounts>;

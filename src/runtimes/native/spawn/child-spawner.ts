@@ -31,7 +31,7 @@ import {
 } from './live-sandbox.ts';
 import type { OomOrder } from './oom-order.ts';
 import { createReleaser } from './release.ts';
-import { createSandboxLink } from './sandbox-link.ts';
+import { createSandboxLink, type Expectation } from './sandbox-link.ts';
 
 export type { LiveSandbox, ParentRef, SpawnOutcome } from './live-sandbox.ts';
 export { FORK_WAVE, LEAVES } from './live-sandbox.ts';
@@ -57,7 +57,26 @@ export interface ChildSpawnerDeps {
   releaseBlock(ref: { template: string; index: number }): void;
 }
 
-export function createChildSpawner(deps: ChildSpawnerDeps) {
+export interface ChildSpawner {
+  /** Listens on a sandbox's control socket and adopts its agent's connections (sandbox-link.ts). */
+  serve(sb: LiveSandbox, expect: Expectation | null): Promise<{ ready: Promise<void> }>;
+  /** Releases everything sandbox `id` holds on the host, dropping its mount points in each owner's inbox. */
+  release(id: string, ...owners: (string | null)[]): Promise<void>;
+  /** The same, for a sandbox known by its entry (a record with no live entry, after a restart). */
+  releaseKnown(sb: LiveSandbox, ...owners: (string | null)[]): Promise<void>;
+  /** What a sandbox whose processes are gone still holds on the host, but not its files (a revival). */
+  releaseAllButFiles(sb: LiveSandbox): Promise<void>;
+  /** Kills a sandbox's own processes but keeps its PID 1 (frozen) for its descendants. */
+  tombstone(id: string): Promise<void>;
+  /** Removes the layers no live sandbox stacks on and no snapshot pins. */
+  collectLayers(): Promise<void>;
+  /** A live entry for a sandbox known from the store (recovery, or a kill after a restart). */
+  fromRecord(rec: SandboxRecord): LiveSandbox;
+  /** Forks `parent`'s REPL worker into one sandbox per child spec, each succeeding or failing on its own. */
+  spawn(parent: ParentRef, children: ForkChildSpec[], sourceId: string | null): Promise<SpawnOutcome[]>;
+}
+
+export function createChildSpawner(deps: ChildSpawnerDeps): ChildSpawner {
   const { paths, log } = deps;
   const releaser = createReleaser(deps);
   const link = createSandboxLink(deps);
@@ -67,7 +86,6 @@ export function createChildSpawner(deps: ChildSpawnerDeps) {
     serve: link.serve,
     release: (id: string, ...owners: (string | null)[]) => releaser.release(id, owners),
     releaseKnown: (sb: LiveSandbox, ...owners: (string | null)[]) => releaser.release(sb.id, owners, sb),
-    /** What a sandbox whose processes are gone still holds on the host, but not its files (a revival). */
     releaseAllButFiles: (sb: LiveSandbox) => releaser.release(sb.id, [], sb, { keepFiles: true }),
     tombstone: releaser.tombstone,
     collectLayers: releaser.collectLayers,
@@ -124,5 +142,3 @@ export function createChildSpawner(deps: ChildSpawnerDeps) {
     },
   };
 }
-
-export type ChildSpawner = ReturnType<typeof createChildSpawner>;

@@ -29,7 +29,18 @@ export interface ExitWatchDeps {
   onExited(id: string, reason: string): void;
 }
 
-export function createExitWatch(deps: ExitWatchDeps) {
+export interface ExitWatch {
+  /** The sandbox's agent connection closed without the host asking: watches whether its PID 1 died. */
+  connectionLost(sb: LiveSandbox): void;
+  /** Reports the paused or unconnected sandboxes whose PID 1 is dying, thawing the paused ones first. */
+  sweep(): Promise<void>;
+  /** The agent stopped answering: reports the sandbox ended, with `message` as the reason. */
+  unresponsive(sb: LiveSandbox, message: string): void;
+  /** Remembers the OOM count now, so that only a later OOM kill is blamed for a death. */
+  noteOoms(sb: LiveSandbox): Promise<void>;
+}
+
+export function createExitWatch(deps: ExitWatchDeps): ExitWatch {
   const { live } = deps;
   /** Still the runtime's live sandbox, not killed on request or already reported. */
   const current = (sb: LiveSandbox) => live.get(sb.id) === sb && !sb.ended && !sb.tombstone;
@@ -52,7 +63,6 @@ export function createExitWatch(deps: ExitWatchDeps) {
   }
 
   return {
-    /** The sandbox's agent connection closed without the host asking: did its PID 1 die? */
     connectionLost(sb: LiveSandbox): void {
       if (!current(sb) || sb.hostPid <= 0) return;
       const until = Date.now() + WATCH_MS;
@@ -81,16 +91,12 @@ export function createExitWatch(deps: ExitWatchDeps) {
       }
     },
 
-    /** The agent stopped answering: the sandbox is given up. */
     unresponsive(sb: LiveSandbox, message: string): void {
       report(sb, message);
     },
 
-    /** Remember the OOM count now, so that only a later OOM kill is blamed for a death. */
     async noteOoms(sb: LiveSandbox): Promise<void> {
       sb.oomSeen = await deps.cgroups.oomKills(sb.cgroup).catch(() => sb.oomSeen);
     },
   };
 }
-
-export type ExitWatch = ReturnType<typeof createExitWatch>;

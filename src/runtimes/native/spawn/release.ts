@@ -31,7 +31,23 @@ export interface ReleaseDeps {
   releaseBlock(ref: { template: string; index: number }): void;
 }
 
-export function createReleaser(deps: ReleaseDeps) {
+export interface Releaser {
+  /** Detaches and removes a child's mount points under its parent's inbox. */
+  dropMountPoints(parentId: string, id: string): void;
+  /** Releases all a sandbox holds on the host (`known`: its entry if not live; `keepFiles`: keep its dir). */
+  release(
+    id: string,
+    inboxOwners: (string | null)[],
+    known?: LiveSandbox,
+    opts?: { keepFiles?: boolean },
+  ): Promise<void>;
+  /** Kills a sandbox's own processes but keeps its PID 1 (frozen) for the descendants in its namespace. */
+  tombstone(id: string): Promise<void>;
+  /** Removes snapshot and project layers that no live sandbox (tombstones included) stacks on, nor pins. */
+  collectLayers(): Promise<void>;
+}
+
+export function createReleaser(deps: ReleaseDeps): Releaser {
   const { paths, mounts, cgroups, hub, live } = deps;
 
   /**
@@ -105,7 +121,6 @@ export function createReleaser(deps: ReleaseDeps) {
     dropMountPoints,
     release,
 
-    /** Kill a sandbox's own processes but keep its PID 1 (frozen) for the descendants in its pid namespace. */
     async tombstone(id: string): Promise<void> {
       const sb = live.get(id);
       if (!sb) return;
@@ -124,7 +139,6 @@ export function createReleaser(deps: ReleaseDeps) {
       await cgroups.killAll(`${sb.cgroup}/work`);
     },
 
-    /** Remove snapshot layers that no live sandbox (tombstones included) stacks on. */
     async collectLayers(): Promise<void> {
       const used = new Set([...live.values()].flatMap((s) => s.lowers));
       for (const l of deps.pinnedLayers?.() ?? []) used.add(l);
@@ -135,5 +149,3 @@ export function createReleaser(deps: ReleaseDeps) {
     },
   };
 }
-
-export type Releaser = ReturnType<typeof createReleaser>;

@@ -82,7 +82,12 @@ export interface SandboxLinkDeps {
   oom: OomOrder;
 }
 
-export function createSandboxLink(deps: SandboxLinkDeps) {
+export interface SandboxLink {
+  /** Listens on a sandbox's control socket; for one being made, `ready` settles once its agent is set up. */
+  serve(sb: LiveSandbox, expect: Expectation | null): Promise<{ ready: Promise<void> }>;
+}
+
+export function createSandboxLink(deps: SandboxLinkDeps): SandboxLink {
   const { paths, cgroups, hub, log } = deps;
 
   /** A first greeting: place PID 1 (its REPL worker, forked next, inherits the cgroup), rank it for OOM. */
@@ -174,5 +179,3 @@ export function createSandboxLink(deps: SandboxLinkDeps) {
 
   return { serve };
 }
-
-export type SandboxLink = ReturnType<typeof createSandboxLink>;

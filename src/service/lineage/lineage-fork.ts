@@ -28,7 +28,7 @@ export interface ForkDeps {
 }
 
 /** What a fork is asked to do to its children's session and labels (a snapshot's holder, a restore). */
-interface ForkOptions {
+export interface ForkOptions {
   session?: string | null;
   dropLabels?: string[];
 }

@@ -52,7 +52,14 @@ const BYTES_EVERY_MS = 250;
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
-export function createPuller(deps: PullDeps) {
+export interface Puller {
+  /** The local name a reference is stored under (invalid references throw). */
+  nameOf(refText: string): string;
+  /** Pull `refText`; concurrent pulls of one reference share one pull. */
+  pull(refText: string, o?: PullOptions): Promise<ImageRecord>;
+}
+
+export function createPuller(deps: PullDeps): Puller {
   const pulling = new Map<string, Promise<ImageRecord>>();
   const layerKey = (d: Descriptor) => sha(`oci-layer\0${d.digest}\0${deps.shiftSalt}`);
 
@@ -162,10 +169,8 @@ export function createPuller(deps: PullDeps) {
   }
 
   return {
-    /** The local name a reference is stored under (invalid references throw). */
     nameOf: (refText: string) =>
       localImageName(parseReference(refText, deps.env.FORKBOX_DEFAULT_REGISTRY || undefined)),
-    /** Pull `refText`; concurrent pulls of one reference share one pull. */
     async pull(refText: string, o: PullOptions = {}): Promise<ImageRecord> {
       const ref = parse(refText, o.remote === true);
       const running = pulling.get(ref.canonical);

@@ -13,7 +13,9 @@ export const PROXY_SOCKET_NAME = 'net.sock';
 export interface EgressProxies {
   /** Open the proxy of sandbox `id` in its host inbox dir (replacing one left open). */
   open(id: string, inboxDir: string, policy: NetworkPolicy): Promise<void>;
+  /** Close sandbox `id`'s proxy (no-op without one). */
   close(id: string): void;
+  /** Close every proxy (daemon stop). */
   closeAll(): void;
 }
 

@@ -37,8 +37,11 @@ export interface PublishedPorts {
   publish(sandbox: string, port: number, hostPort: number): Promise<number>;
   /** A connection to published `port` (for the HTTP listener), counted like one on its host port. */
   connect(sandbox: string, port: number): Promise<net.Socket>;
+  /** The ports published for `sandbox`, with their host ports. */
   list(sandbox: string): PublishedPort[];
+  /** Stop listening on every host port published for `sandbox`. */
   close(sandbox: string): void;
+  /** Stop listening on every published port of every sandbox. */
   closeAll(): void;
 }
 

@@ -97,6 +97,7 @@ export interface Engine extends ForkboxApi {
   reapExpired(): Promise<string[]>;
   /** The warm pool per template: ready, target, hits, misses (served on /metrics). */
   poolStats(): PoolStats[];
+  /** Shut down: close browsers and the warm pool, wait for lifecycle calls in flight, flush exec output. */
   close(): Promise<void>;
 }
 

@@ -22,6 +22,7 @@ export interface RetentionReport {
 }
 
 export interface Retention {
+  /** How long an ended sandbox's record and execs are kept (0: until the next sweep). */
   readonly retentionMs: number;
   /** One bounded step of clean-up; call it periodically (the daemon does, every second). */
   sweep(): RetentionReport;

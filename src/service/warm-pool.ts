@@ -56,6 +56,7 @@ export interface WarmPool {
   drain(filter: { template: string } | { image: string }): Promise<void>;
   /** After a restart: kill every untaken pooled sandbox a previous daemon left (none is in this pool). */
   reclaim(): Promise<number>;
+  /** Per template: ready sandboxes, target, hits and misses (summed over tenants). */
   stats(): PoolStats[];
   /** Stop refilling and kill every ready sandbox (daemon stop). */
   close(): Promise<void>;

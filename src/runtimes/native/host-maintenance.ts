@@ -26,7 +26,17 @@ function entries(dir: string): string[] {
   }
 }
 
-type HostGcReport = Omit<GcReport, 'removedSandboxes'>;
+export type HostGcReport = Omit<GcReport, 'removedSandboxes'>;
+
+export interface HostMaintenance {
+  /** What the state dir's images and sandbox dirs take on disk, and how full its filesystem is. */
+  diskUsage(): Promise<DiskUsage>;
+  /**
+   * Remove what no sandbox in `keep` (runtime ids of every sandbox holding processes: live ones and
+   * tombstones) uses. `ours(id)`: whether this state dir's store knows the sandbox id.
+   */
+  gc(keep: Set<string>, ours: (id: string) => boolean): Promise<HostGcReport>;
+}
 
 export function createHostMaintenance(deps: {
   paths: NativePaths;
@@ -34,7 +44,7 @@ export function createHostMaintenance(deps: {
   cgroups: Cgroups;
   images: { list(): ImageRecord[]; sweepTemps?(): Promise<string[]> };
   snapshots: Pick<SnapshotDriver, 'removeSandboxDir' | 'sweepTemps' | 'hostPromised'>;
-}) {
+}): HostMaintenance {
   const { paths, mounts, cgroups } = deps;
 
   /** Inboxes (and half-made children's mount points in templates' inboxes) of no live sandbox. */
@@ -92,10 +102,6 @@ export function createHostMaintenance(deps: {
       return { stateDir: paths.stateDir, images, sandboxes, totalBytes, filesystem };
     },
 
-    /**
-     * Remove what no sandbox in `keep` (runtime ids of every sandbox holding processes: live ones and
-     * tombstones) uses. `ours(id)`: whether this state dir's store knows the sandbox id.
-     */
     async gc(keep: Set<string>, ours: (id: string) => boolean): Promise<HostGcReport> {
       const out: HostGcReport = { removedMounts: [], removedCgroups: [], removedDirs: [] };
       sweepInboxes(keep, out);

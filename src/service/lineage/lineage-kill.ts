@@ -24,7 +24,18 @@ export const nsParentOf = (r: SandboxRecord): string | null =>
 /** A sandbox whose PID 1 still holds a pid namespace: live, or a tombstone waiting for descendants. */
 const holds = (r: SandboxRecord) => isLive(r.state) || r.runtime.tombstone === true;
 
-export function createKiller(deps: KillDeps) {
+export interface Killer {
+  /** The sandboxes in `id`'s pid namespace that still hold their own (live, or tombstones). */
+  childrenHolding(id: string): SandboxRecord[];
+  /** Finish off ancestors that were tombstones waiting only for this subtree. */
+  releaseTombstones(parentId: string | null): Promise<void>;
+  /** Kill a sandbox (its PID 1 stays as a tombstone while descendants need it); its record after. */
+  kill(rec: SandboxRecord, reason: string): Promise<SandboxRecord>;
+  /** Kill a sandbox and its whole subtree, deepest first. */
+  killTree(rec: SandboxRecord, reason: string): Promise<SandboxRecord>;
+}
+
+export function createKiller(deps: KillDeps): Killer {
   const { store, runtime, log, serial } = deps;
   const childrenHolding = (id: string) =>
     store.listPidNamespaceHolders().filter((r) => nsParentOf(r) === id && holds(r));
@@ -55,7 +66,6 @@ export function createKiller(deps: KillDeps) {
     return done;
   }
 
-  /** Finish off ancestors that were tombstones waiting only for this subtree. */
   async function releaseTombstones(parentId: string | null): Promise<void> {
     let p = parentId;
     while (p) {
@@ -69,7 +79,6 @@ export function createKiller(deps: KillDeps) {
     }
   }
 
-  /** Kill a sandbox and its whole subtree, deepest first. */
   async function killTree(rec: SandboxRecord, reason: string): Promise<SandboxRecord> {
     const below = store
       .listPidNamespaceHolders()

@@ -6,12 +6,12 @@
  */
 import type { Logger } from '../../domain/logger.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
-import type { SandboxInfo } from '../api.ts';
+import type { ForkRequest, ForkResult, MergeResult, SandboxInfo } from '../api.ts';
 import type { Runtime, Store } from '../ports.ts';
 import { RESTARTED_LABEL } from '../recovery.ts';
 import type { DiskPolicy } from '../sandboxes/disk-limits.ts';
-import { createForker } from './lineage-fork.ts';
-import { createKiller, nsParentOf } from './lineage-kill.ts';
+import { type CallerRef, createForker, type ForkOptions } from './lineage-fork.ts';
+import { createKiller, type Killer, nsParentOf } from './lineage-kill.ts';
 import { createMerger, MERGED_LABEL } from './lineage-merge.ts';
 
 export type { CallerRef } from './lineage-fork.ts';
@@ -38,7 +38,16 @@ export interface LineageDeps {
   disk?: DiskPolicy;
 }
 
-export function createLineage(deps: LineageDeps) {
+export interface Lineage extends Killer {
+  /** The sandbox whose PID 1 holds `r`'s pid namespace (its parent, unless a merge moved it). */
+  nsParentOf(r: SandboxRecord): string | null;
+  /** Fork running `source` into `req.n` children: their records, the runtime's fork, each one's outcome. */
+  fork(ctx: CallerRef, source: SandboxRecord, req: ForkRequest, opts?: ForkOptions): Promise<ForkResult>;
+  /** Merge `winner` into its ancestor `parent`: the parent's record takes its processes, the old ones die. */
+  merge(ctx: CallerRef, parent: SandboxRecord, winner: SandboxRecord): Promise<MergeResult>;
+}
+
+export function createLineage(deps: LineageDeps): Lineage {
   const { childrenHolding, releaseTombstones, kill, killTree } = createKiller(deps);
   const fork = createForker({ ...deps, isRoleLabel });
   const merge = createMerger({ ...deps, kill });

@@ -78,7 +78,22 @@ function post(url: string, body: unknown, sid?: string, version?: string): Reque
   return new Request(url, { method: 'POST', headers, body: JSON.stringify(body) });
 }
 
-export function createLegacySessions(o: LegacySessionOptions) {
+export interface LegacySessions {
+  /** Sessions in the table. */
+  size(): number;
+  /** Close idle sessions (called periodically). */
+  sweep(): void;
+  /** Whether `req` is a POST whose JSON-RPC body is an `initialize` (one that opens a session). */
+  isInitialize(req: Request): Promise<boolean>;
+  /** Open a session for `caller` with its initialize request (HTTP 429 at the tenant's limit). */
+  open(req: Request, caller: LegacyCaller): Promise<Response>;
+  /** The caller's session `sid`, resumed if it was closed while its default sandbox lives; else a 404. */
+  find(sid: string, caller: LegacyCaller, req: Request): Promise<LegacySession | Response>;
+  /** Close every session in the table. */
+  close(): Promise<void>;
+}
+
+export function createLegacySessions(o: LegacySessionOptions): LegacySessions {
   const table = createSessionTable<LegacySession>(o.limits);
   const resuming = new Map<string, Promise<LegacySession | undefined>>();
 
@@ -177,7 +192,6 @@ export function createLegacySessions(o: LegacySessionOptions) {
       return res;
     },
 
-    /** The caller's session `sid`, resumed if it was closed while its default sandbox lives; else a 404. */
     async find(sid: string, caller: LegacyCaller, req: Request): Promise<LegacySession | Response> {
       const s = table.get(sid);
       if (s) return s.scope === scopeOf(caller) ? s : notFound();

@@ -54,7 +54,18 @@ interface SseSession extends TableEntry {
   transport: SseTransport;
 }
 
-export function createSseSessions(o: SseOptions) {
+export interface SseSessions {
+  /** GET /sse opens a session; POST /messages?sessionId=… delivers a message to one. */
+  fetch(req: Request, caller: SseCaller): Promise<Response>;
+  /** Sessions in the table. */
+  size(): number;
+  /** Close idle sessions (called periodically). */
+  sweep(): void;
+  /** Stop the keep-alives and close every session. */
+  close(): Promise<void>;
+}
+
+export function createSseSessions(o: SseOptions): SseSessions {
   const table = createSessionTable<SseSession>(o.limits);
   const keepAlive = setInterval(() => {
     for (const s of table.values()) s.transport.keepAlive();
@@ -144,7 +155,6 @@ export function createSseSessions(o: SseOptions) {
   }
 
   return {
-    /** GET /sse opens a session; POST /messages?sessionId=… delivers a message to one. */
     async fetch(req: Request, caller: SseCaller): Promise<Response> {
       if (req.method === 'GET') return open(caller);
       if (req.method === 'POST') return post(req, caller);

@@ -13,12 +13,25 @@ export const DEFAULT_OUTPUT_BYTES = AGENT_BOUNDS.defaultOutputBytes;
 const num = (v: unknown, d = 0): number => (typeof v === 'number' && Number.isFinite(v) ? v : d);
 const isStream = (k: string): k is StreamName => k === 'stdout' || k === 'stderr';
 
+export interface OutputRouter {
+  /** The two streams' collectors of the inline result. */
+  streams: Record<StreamName, StreamCollector>;
+  /** Handle one agent event of the exec: started, peek, or head/tail bytes of a stream. */
+  onEvent(ev: AgentEvent): void;
+  /** The inline streams, once the result is in (markers and held tails are emitted now). */
+  finish(r: Record<string, unknown>): Record<StreamName, ReturnType<StreamCollector['finish']>>;
+}
+
 /**
  * Turns the agent's events for one exec into output chunks and the two streams' collectors. Tail bytes
  * are held (≤ 64 KiB per stream) until the result names what was left out, so that a streaming reader
  * gets head, marker line and tail in order, exactly the inline result.
  */
-export function createOutputRouter(spec: ExecSpec, events: ExecEvents | undefined, onStarted: () => void) {
+export function createOutputRouter(
+  spec: ExecSpec,
+  events: ExecEvents | undefined,
+  onStarted: () => void,
+): OutputRouter {
   const budget = spec.maxOutputBytes ?? DEFAULT_OUTPUT_BYTES;
   const latest = spec.mode === 'latest';
   const streams = {
@@ -58,7 +71,6 @@ export function createOutputRouter(spec: ExecSpec, events: ExecEvents | undefine
         }
       }
     },
-    /** The inline streams, once the result is in (markers and held tails are emitted now). */
     finish(r: Record<string, unknown>) {
       const out = {} as Record<StreamName, ReturnType<StreamCollector['finish']>>;
       for (const s of ['stdout', 'stderr'] as const) {

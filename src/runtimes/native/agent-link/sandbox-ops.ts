@@ -3,9 +3,11 @@ import { runtimeId } from '../../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
 import type {
   FileEntry,
+  FileRead,
   FileReadOptions,
   FileStat,
   FileWriteOptions,
+  FileWritten,
   ReplEvalOptions,
   ReplResult,
 } from '../../../service/ports.ts';
@@ -24,7 +26,34 @@ interface Deps {
 const num = (v: unknown, d = 0): number => (typeof v === 'number' ? v : d);
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-export function createSandboxOps(deps: Deps) {
+export interface SandboxOps {
+  /** OOM kills the sandbox's cgroup has counted so far (0 when it cannot be read). */
+  oomKills(rec: SandboxRecord): Promise<number>;
+  /** Evaluate `code` in the sandbox's REPL; `oomKilled` when the REPL restarted after an OOM kill. */
+  replEval(rec: SandboxRecord, code: string, opts: ReplEvalOptions): Promise<ReplResult>;
+  /** Restart the sandbox's REPL. */
+  replRestart(rec: SandboxRecord): Promise<void>;
+  /** Read a file (or a range of it) from the sandbox. */
+  readFile(rec: SandboxRecord, path: string, opts?: FileReadOptions): Promise<FileRead>;
+  /** Write a file in the sandbox. */
+  writeFile(rec: SandboxRecord, path: string, data: Buffer, opts?: FileWriteOptions): Promise<FileWritten>;
+  /** List a directory (at most `limit` entries, default 10000; `recursive`: its whole tree). */
+  listFiles(
+    rec: SandboxRecord,
+    path: string,
+    opts?: { recursive?: boolean; limit?: number },
+  ): Promise<{ entries: FileEntry[]; truncated: boolean }>;
+  /** Stat one path in the sandbox. */
+  statFile(rec: SandboxRecord, path: string): Promise<FileStat>;
+  /** Delete a file, or a directory with `recursive`. */
+  deleteFile(rec: SandboxRecord, path: string, opts?: { recursive?: boolean }): Promise<void>;
+  /** Make a directory (and its parents unless `parents` is false). */
+  mkdir(rec: SandboxRecord, path: string, opts?: { parents?: boolean }): Promise<void>;
+  /** Move `from` to `to` (replacing an existing target only with `overwrite`). */
+  moveFile(rec: SandboxRecord, from: string, to: string, opts?: { overwrite?: boolean }): Promise<void>;
+}
+
+export function createSandboxOps(deps: Deps): SandboxOps {
   const oomKills = async (rec: SandboxRecord): Promise<number> => {
     try {
       return await deps.cgroups.oomKills(deps.paths.cgroupOf(rec, runtimeId(rec)));

@@ -1,9 +1,16 @@
+export interface SharedLock {
+  /** Run `fn` holding `key` shared (alongside other shared holders), once no exclusive holder has it. */
+  shared<T>(key: string, fn: () => Promise<T>): Promise<T>;
+  /** Run `fn` holding `key` alone, once no shared or exclusive holder has it. */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T>;
+}
+
 /**
  * Per key: many `shared` holders at once, or one `exclusive` holder. Placing processes into exec groups
  * is shared (concurrent moves share one RCU grace period); a fork sorting a sandbox's processes into its
  * leaves is exclusive (it must not move a process being placed back to `work`).
  */
-export function createSharedLock() {
+export function createSharedLock(): SharedLock {
   const state = new Map<string, { shared: number; exclusive: Promise<void> | null; idle: (() => void)[] }>();
   const of = (key: string) => {
     let s = state.get(key);

@@ -88,7 +88,22 @@ function failed(id: string, e: unknown): SpawnOutcome {
   return { id, ok: false, error: new ForkboxError(err.code, `forking sandbox ${id} failed: ${err.message}`) };
 }
 
-export function createForkWaves(deps: ForkWaveDeps) {
+export interface ForkWaves {
+  /** Set up child `c` of `parent` on the host (dirs, root, inbox, cgroup, socket); in `live` from then. */
+  prepare(parent: ParentRef, c: ForkChildSpec, sourceId: string | null): Promise<Prepared>;
+  /**
+   * Ask the parent's agent to fork one wave of prepared children; record each one's outcome in `out`.
+   * Never rejects: every failure becomes that child's outcome.
+   */
+  forkWave(
+    parent: ParentRef,
+    wave: Prepared[],
+    sourceId: string | null,
+    out: Map<string, SpawnOutcome>,
+  ): Promise<void>;
+}
+
+export function createForkWaves(deps: ForkWaveDeps): ForkWaves {
   const { paths, mounts, cgroups, live } = deps;
 
   /**
@@ -236,10 +251,6 @@ export function createForkWaves(deps: ForkWaveDeps) {
     }[];
   }
 
-  /**
-   * Ask the parent's agent to fork one wave of prepared children; record each one's outcome in `out`.
-   * Never rejects: every failure becomes that child's outcome.
-   */
   async function forkWave(
     parent: ParentRef,
     wave: Prepared[],

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { ForkboxError } from '../../src/domain/errors.ts';
-import { NETWORK_NONE } from '../../src/domain/network.ts';
 import { LIVE_STATES } from '../../src/domain/sandbox-state.ts';
 import type { ExecRecord, SandboxRecord, SnapshotRecord } from '../../src/domain/types.ts';
 import { LATEST_SCHEMA_VERSION, openSqliteStore, type SqliteStore } from '../../src/storage/sqlite/index.ts';
 import { MIGRATION_1_LIVE_STATES } from '../../src/storage/sqlite/migrations.ts';
+import { sandboxRecord } from '../helpers/sandbox-record.ts';
 
 let dir: string;
 let n = 0;
@@ -27,30 +27,13 @@ function fresh(now?: () => number): { store: SqliteStore; path: string } {
 }
 
 function sb(id: string, over: Partial<SandboxRecord> = {}): SandboxRecord {
-  return {
-    id,
-    name: id,
-    tenant: 'default',
-    namespace: 'default',
-    session: null,
-    state: 'creating',
-    image: 'debian',
-    templateId: 'tpl-1',
-    parentId: null,
-    depth: 0,
+  return sandboxRecord(id, {
     limits: { memoryBytes: 512 * 1024 * 1024, pids: 128, cpus: 1.5, diskBytes: 1 << 30, diskInodes: 10_000 },
     env: { FOO: 'bar' },
-    labels: {},
-    expiresAt: null,
-    createdAt: 1000,
-    updatedAt: 1000,
-    hostPid: null,
     runtime: { cgroup: `/forkbox/${id}`, nested: { a: [1, 2] } },
-    endReason: null,
-    network: NETWORK_NONE,
     ports: [],
     ...over,
-  };
+  });
 }
 
 function ex(id: string, sandboxId: string, over: Partial<ExecRecord> = {}): ExecRecord {

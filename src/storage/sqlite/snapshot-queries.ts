@@ -40,23 +40,18 @@ function toRow(r: SnapshotRecord): SnapshotRow {
   };
 }
 
-function parseLayers(text: string): string[] {
+/** A JSON array column's elements that pass `keep`; [] when the column holds no array. */
+function parseList<T>(text: string, keep: (x: unknown) => x is T): T[] {
   try {
     const v: unknown = JSON.parse(text);
-    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+    return Array.isArray(v) ? v.filter(keep) : [];
   } catch {
     return [];
   }
 }
 
-function parsePorts(text: string): number[] {
-  try {
-    const v: unknown = JSON.parse(text);
-    return Array.isArray(v) ? v.filter((x): x is number => Number.isInteger(x)) : [];
-  } catch {
-    return [];
-  }
-}
+const parseLayers = (text: string): string[] => parseList(text, (x): x is string => typeof x === 'string');
+const parsePorts = (text: string): number[] => parseList(text, (x): x is number => Number.isInteger(x));
 
 function fromRow(r: SnapshotRow): SnapshotRecord {
   return {

@@ -12,10 +12,10 @@
  */
 import assert from 'node:assert/strict';
 import { arch } from 'node:os';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { bothPython } from '../helpers/attacks.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { nativeUnavailable, withOneSandbox } from '../helpers/native.ts';
 
 const skip = nativeUnavailable() ?? (arch() === 'x64' ? null : 'the i386 and x32 ABIs exist on x86_64 only');
 
@@ -70,17 +70,10 @@ print(json.dumps(out))
 `;
 
 describe('abuse: socket families through the 32-bit ABIs', { skip: skip ?? false }, () => {
-  let fx: NativeFixture;
   let api: ForkboxApi;
   let id: string;
-
-  before(async () => {
-    fx = await openNative();
-    api = fx.opened.api;
-    id = (await api.createSandbox({})).id;
-  });
-  after(async () => {
-    await fx?.close();
+  withOneSandbox((s) => {
+    ({ api, id } = s);
   });
 
   it('no refused family opens through int $0x80 socketcall, i386 socket or x32, from a command or the REPL', async () => {

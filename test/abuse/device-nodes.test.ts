@@ -10,10 +10,10 @@
  */
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { bothPython } from '../helpers/attacks.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { nativeUnavailable, withOneSandbox } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -58,17 +58,10 @@ print(json.dumps(res))
 `;
 
 describe('abuse: device nodes', { skip: skip ?? false }, () => {
-  let fx: NativeFixture;
   let api: ForkboxApi;
   let id: string;
-
-  before(async () => {
-    fx = await openNative();
-    api = fx.opened.api;
-    id = (await api.createSandbox({})).id;
-  });
-  after(async () => {
-    await fx?.close();
+  withOneSandbox((s) => {
+    ({ api, id } = s);
   });
 
   it('cannot create or open the host disk, /dev/mem, /dev/kmsg or /dev/port, from an exec or the REPL', async () => {

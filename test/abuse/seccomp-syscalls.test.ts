@@ -11,11 +11,11 @@
  * module loading and kexec are compiled out of this kernel, so for them the allow list is checked too).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { SECCOMP_ALLOWED } from '../../src/runtimes/native/container/seccomp.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { bothPython, PY_SYSCALL } from '../helpers/attacks.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { nativeUnavailable, withOneSandbox } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -61,17 +61,10 @@ print(json.dumps(out))
 `;
 
 describe('abuse: risky system calls under the seccomp filter', { skip: skip ?? false }, () => {
-  let fx: NativeFixture;
   let api: ForkboxApi;
   let id: string;
-
-  before(async () => {
-    fx = await openNative();
-    api = fx.opened.api;
-    id = (await api.createSandbox({})).id;
-  });
-  after(async () => {
-    await fx?.close();
+  withOneSandbox((s) => {
+    ({ api, id } = s);
   });
 
   it('runs on x86_64 (the syscall numbers below are x86_64’s)', () => {

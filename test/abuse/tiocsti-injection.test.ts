@@ -7,10 +7,10 @@
  * (tty_nr 0, /dev/tty → ENXIO) and TIOCSTI fails on every standard fd.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { lastJson, replPython, waitFor } from '../helpers/attacks.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { nativeUnavailable, withOneSandbox } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 
@@ -37,17 +37,10 @@ interface Probe {
 }
 
 describe('abuse: TIOCSTI terminal injection', { skip: skip ?? false }, () => {
-  let fx: NativeFixture;
   let api: ForkboxApi;
   let id: string;
-
-  before(async () => {
-    fx = await openNative();
-    api = fx.opened.api;
-    id = (await api.createSandbox({})).id;
-  });
-  after(async () => {
-    await fx?.close();
+  withOneSandbox((s) => {
+    ({ api, id } = s);
   });
 
   const noTerminal = (p: Probe, where: string) => {

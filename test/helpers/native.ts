@@ -5,10 +5,11 @@
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TestContext } from 'node:test';
+import { after, before, type TestContext } from 'node:test';
 import { type OpenEngineOptions, type OpenedEngine, openEngine } from '../../src/composition.ts';
 import type { ImageRecord } from '../../src/domain/types.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
+import type { ForkboxApi } from '../../src/service/api.ts';
 
 export const MAIN_STATE_DIR = process.env.FORKBOX_STATE_DIR ?? '/var/lib/forkbox';
 
@@ -51,6 +52,22 @@ export interface NativeFixture {
   stateDir: string;
   log: ReturnType<typeof quietLog>;
   close(): Promise<void>;
+}
+
+/**
+ * A suite's native fixture with one default sandbox: opened before its tests (handed to `take`), closed
+ * after them. Call it inside the suite's describe.
+ */
+export function withOneSandbox(take: (s: { fx: NativeFixture; api: ForkboxApi; id: string }) => void): void {
+  let fx: NativeFixture | undefined;
+  before(async () => {
+    fx = await openNative();
+    const api = fx.opened.api;
+    take({ fx, api, id: (await api.createSandbox({})).id });
+  });
+  after(async () => {
+    await fx?.close();
+  });
 }
 
 /** Open an engine on a fresh state dir; `close` kills everything and checks nothing is left mounted. */

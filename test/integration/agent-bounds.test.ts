@@ -5,25 +5,19 @@
  * own cap.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { MiB } from '../../src/domain/sizes.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
-import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
+import { nativeUnavailable, withOneSandbox } from '../helpers/native.ts';
 
 const skip = nativeUnavailable();
 const BYTES = 8 * MiB;
 
 describe("the agent keeps the host's bounds", { skip: skip ?? false }, () => {
-  let fx: NativeFixture;
   let api: ForkboxApi;
   let id: string;
-  before(async () => {
-    fx = await openNative();
-    api = fx.opened.api;
-    id = (await api.createSandbox({})).id;
-  });
-  after(async () => {
-    await fx?.close();
+  withOneSandbox((s) => {
+    ({ api, id } = s);
   });
 
   it('returns 8 MiB inline from a code run and from an exec alike when asked to', async () => {

@@ -598,19 +598,28 @@ export interface Runtime {
    * leftovers were reported), is killed — the execs still running among them end for real.
    */
   recoverExecs(rec: SandboxRecord, running: string[], keep: string[]): Promise<RecoveredExec[]>;
+  /** Evaluate `code` in the sandbox's REPL; `oomKilled` when the REPL restarted after an OOM kill. */
   replEval(rec: SandboxRecord, code: string, opts: ReplEvalOptions): Promise<ReplResult>;
+  /** Restart the sandbox's REPL (its state is lost). */
   replRestart(rec: SandboxRecord): Promise<void>;
 
+  /** Read a file (or a range of it) from the sandbox. */
   readFile(rec: SandboxRecord, path: string, opts?: FileReadOptions): Promise<FileRead>;
+  /** Write a file in the sandbox. */
   writeFile(rec: SandboxRecord, path: string, data: Buffer, opts?: FileWriteOptions): Promise<FileWritten>;
+  /** List a directory (at most `limit` entries, default 10000; `recursive`: its whole tree). */
   listFiles(
     rec: SandboxRecord,
     path: string,
     opts?: { recursive?: boolean; limit?: number },
   ): Promise<{ entries: FileEntry[]; truncated: boolean }>;
+  /** Stat one path in the sandbox. */
   statFile(rec: SandboxRecord, path: string): Promise<FileStat>;
+  /** Delete a file, or a directory with `recursive`. */
   deleteFile(rec: SandboxRecord, path: string, opts?: { recursive?: boolean }): Promise<void>;
+  /** Make a directory (and its parents unless `parents` is false). */
   mkdir(rec: SandboxRecord, path: string, opts?: { parents?: boolean }): Promise<void>;
+  /** Move `from` to `to` (replacing an existing target only with `overwrite`). */
   moveFile(rec: SandboxRecord, from: string, to: string, opts?: { overwrite?: boolean }): Promise<void>;
 
   /** A live sandbox's overlay layers (read from the host; nothing runs inside the sandbox). */

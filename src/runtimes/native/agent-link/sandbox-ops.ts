@@ -3,13 +3,12 @@ import { runtimeId } from '../../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
 import type {
   FileEntry,
-  FileRead,
   FileReadOptions,
   FileStat,
   FileWriteOptions,
-  FileWritten,
   ReplEvalOptions,
   ReplResult,
+  Runtime,
 } from '../../../service/ports.ts';
 import type { Cgroups } from '../cgroups/index.ts';
 import type { NativePaths } from '../host/paths.ts';
@@ -26,31 +25,22 @@ interface Deps {
 const num = (v: unknown, d = 0): number => (typeof v === 'number' ? v : d);
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
-export interface SandboxOps {
+/** The Runtime port's calls into a sandbox's REPL and files (service/ports.ts), and its OOM count. */
+export interface SandboxOps
+  extends Pick<
+    Runtime,
+    | 'replEval'
+    | 'replRestart'
+    | 'readFile'
+    | 'writeFile'
+    | 'listFiles'
+    | 'statFile'
+    | 'deleteFile'
+    | 'mkdir'
+    | 'moveFile'
+  > {
   /** OOM kills the sandbox's cgroup has counted so far (0 when it cannot be read). */
   oomKills(rec: SandboxRecord): Promise<number>;
-  /** Evaluate `code` in the sandbox's REPL; `oomKilled` when the REPL restarted after an OOM kill. */
-  replEval(rec: SandboxRecord, code: string, opts: ReplEvalOptions): Promise<ReplResult>;
-  /** Restart the sandbox's REPL. */
-  replRestart(rec: SandboxRecord): Promise<void>;
-  /** Read a file (or a range of it) from the sandbox. */
-  readFile(rec: SandboxRecord, path: string, opts?: FileReadOptions): Promise<FileRead>;
-  /** Write a file in the sandbox. */
-  writeFile(rec: SandboxRecord, path: string, data: Buffer, opts?: FileWriteOptions): Promise<FileWritten>;
-  /** List a directory (at most `limit` entries, default 10000; `recursive`: its whole tree). */
-  listFiles(
-    rec: SandboxRecord,
-    path: string,
-    opts?: { recursive?: boolean; limit?: number },
-  ): Promise<{ entries: FileEntry[]; truncated: boolean }>;
-  /** Stat one path in the sandbox. */
-  statFile(rec: SandboxRecord, path: string): Promise<FileStat>;
-  /** Delete a file, or a directory with `recursive`. */
-  deleteFile(rec: SandboxRecord, path: string, opts?: { recursive?: boolean }): Promise<void>;
-  /** Make a directory (and its parents unless `parents` is false). */
-  mkdir(rec: SandboxRecord, path: string, opts?: { parents?: boolean }): Promise<void>;
-  /** Move `from` to `to` (replacing an existing target only with `overwrite`). */
-  moveFile(rec: SandboxRecord, from: string, to: string, opts?: { overwrite?: boolean }): Promise<void>;
 }
 
 export function createSandboxOps(deps: Deps): SandboxOps {

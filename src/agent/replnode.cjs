@@ -20,6 +20,7 @@ const { PassThrough, Writable } = require('node:stream');
 
 // The agent's bounds (bounds.py, from the host), handed over as argv[2]: no numbers of this driver's own.
 const BOUNDS = JSON.parse(process.argv[2] || 'null');
+process.argv.splice(2, 1); // cells see the argv of a plain `node` REPL
 if (!BOUNDS || !(BOUNDS.frame_header_bytes > 0) || !(BOUNDS.frame_body_bytes > 0)) {
   process.stderr.write('replnode.cjs: started without the bounds (argv[2]); the agent starts it\n');
   process.exit(2);

@@ -4,7 +4,16 @@
  * what still waits. Real worker threads over real directories.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -95,6 +104,40 @@ describe('diff workers', () => {
       await assert.rejects(starved.diff(a, b), /the diff stopped/);
     } finally {
       await starved.close();
+    }
+  });
+
+  it('stops a diff past its deadline, and the next diff gets a new worker', async () => {
+    // Two sparse files of one size that differ at the end: hashing them reads all of it.
+    const big = join(tmp, 'big');
+    const bigA = join(big, 'a');
+    const bigB = join(big, 'b');
+    mkdirSync(bigA, { recursive: true });
+    mkdirSync(bigB, { recursive: true });
+    for (const [dir, last] of [
+      [bigA, 'a'],
+      [bigB, 'b'],
+    ] as const) {
+      const f = join(dir, 'huge');
+      writeFileSync(f, '');
+      truncateSync(f, 64 * 1024 ** 3);
+      const fd = openSync(f, 'r+');
+      writeSync(fd, last, 64 * 1024 ** 3 - 1);
+      closeSync(fd);
+    }
+    const w = createDiffWorkers({ size: 1, deadlineMs: 3000 });
+    try {
+      const t0 = Date.now();
+      await assert.rejects(
+        w.diff({ upper: bigA, lowers: [] }, { upper: bigB, lowers: [] }),
+        (e: unknown) =>
+          isForkboxError(e) && e.code === 'resource_exhausted' && /ran past its 3 s/.test(e.message),
+      );
+      assert.ok(Date.now() - t0 < 30_000, 'stopped near its deadline, not when the hashing ended');
+      const [a, b] = chains();
+      assert.equal((await w.diff(a, b)).modified.length, 1);
+    } finally {
+      await w.close();
     }
   });
 

@@ -1,13 +1,14 @@
 /**
  * Diffs off the event loop. A diff walks, sorts and hashes trees whose size a sandbox controls (hundreds of
  * thousands of entries take seconds of CPU), so it runs in a worker thread: the daemon keeps answering
- * every other caller meanwhile. A few workers (one per core, at most two) are started on first use and
- * kept; more diffs than workers wait in order. A worker that dies (its heap limit, a bug) fails its job
- * with a clear error and is replaced by the next job.
+ * every other caller meanwhile. Workers are started on first use and kept: one more than a tenant may run
+ * diffs at once (service/diff/heavy-calls.ts), so one tenant never holds them all; more diffs wait in order.
+ * A diff past its deadline has its worker stopped, and a worker that dies (its heap limit, a bug) fails its
+ * job with a clear error; the next job gets a new one.
  */
-import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import { ForkboxError } from '../../../domain/errors.ts';
+import { HEAVY_CALLS_PER_TENANT } from '../../../service/diff/heavy-calls.ts';
 import type { LayerChain, LayerDiff, LayerDiffOptions } from '../../../service/ports.ts';
 import { startModuleWorker } from '../../../util/module-worker.ts';
 
@@ -64,11 +65,19 @@ export interface DiffWorkers {
 }
 
 export interface DiffWorkersOptions {
-  /** Workers at most (default: one per core, at most two). */
+  /** Workers at most (default: one more than a tenant's diffs at once). */
   size?: number;
   /** Each worker's heap limit, MiB (default 1024): a diff past it fails instead of growing the daemon. */
   heapMb?: number;
+  /**
+   * How long one diff may run, ms (default 2 minutes): past it its worker is stopped and the diff fails,
+   * so no tenant holds the workers (a diff hashing two huge files of one size) while others wait.
+   */
+  deadlineMs?: number;
 }
+
+/** DiffWorkersOptions.deadlineMs's default. */
+export const DIFF_DEADLINE_MS = 120_000;
 
 const shuttingDown = () =>
   new ForkboxError('unavailable', 'the daemon is shutting down; retry the diff when it is back.');
@@ -82,11 +91,15 @@ interface Pending {
 interface Slot {
   worker: Worker;
   busy: Pending | null;
+  /** Ends the running diff at its deadline. */
+  timer: NodeJS.Timeout | null;
+  expired: boolean;
 }
 
 export function createDiffWorkers(opts: DiffWorkersOptions = {}): DiffWorkers {
-  const size = opts.size ?? Math.min(2, availableParallelism());
+  const size = opts.size ?? HEAVY_CALLS_PER_TENANT + 1;
   const heapMb = opts.heapMb ?? 1024;
+  const deadlineMs = opts.deadlineMs ?? DIFF_DEADLINE_MS;
   const slots: Slot[] = [];
   const queue: Pending[] = [];
   let nextId = 1;
@@ -96,11 +109,17 @@ export function createDiffWorkers(opts: DiffWorkersOptions = {}): DiffWorkers {
     const worker = startModuleWorker(new URL('./diff-worker.ts', import.meta.url), import.meta.url, {
       resourceLimits: { maxOldGenerationSizeMb: heapMb },
     });
-    const slot: Slot = { worker, busy: null };
-    worker.on('message', (reply: DiffReply) => {
+    const slot: Slot = { worker, busy: null, timer: null, expired: false };
+    const settle = (): Pending | null => {
+      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer = null;
       const p = slot.busy;
-      if (!p || p.job.id !== reply.id) return;
       slot.busy = null;
+      return p;
+    };
+    worker.on('message', (reply: DiffReply) => {
+      if (slot.busy?.job.id !== reply.id) return;
+      const p = settle() as Pending;
       if ('diff' in reply) p.resolve(reply.diff);
       else p.reject(new ForkboxError(reply.error.code, reply.error.message, reply.error.details));
       worker.unref(); // an idle worker never keeps the daemon alive
@@ -109,16 +128,23 @@ export function createDiffWorkers(opts: DiffWorkersOptions = {}): DiffWorkers {
     const gone = (why: string) => {
       const i = slots.indexOf(slot);
       if (i >= 0) slots.splice(i, 1);
-      const p = slot.busy;
-      slot.busy = null;
-      p?.reject(
-        closed
-          ? shuttingDown()
-          : new ForkboxError(
-              'resource_exhausted',
-              `the diff stopped: ${why}. Narrow it with paths, or diff fewer changes at once.`,
-            ),
-      );
+      const p = settle();
+      if (closed) p?.reject(shuttingDown());
+      else if (slot.expired)
+        p?.reject(
+          new ForkboxError(
+            'resource_exhausted',
+            `the diff ran past its ${deadlineMs / 1000} s and was stopped. Narrow it with paths (large files of one size are hashed whole).`,
+            { deadlineMs },
+          ),
+        );
+      else
+        p?.reject(
+          new ForkboxError(
+            'resource_exhausted',
+            `the diff stopped: ${why}. Narrow it with paths, or diff fewer changes at once.`,
+          ),
+        );
       pump();
     };
     worker.on('error', (e) => gone(e.message));
@@ -129,10 +155,22 @@ export function createDiffWorkers(opts: DiffWorkersOptions = {}): DiffWorkers {
 
   const pump = () => {
     while (!closed && queue.length > 0) {
-      const slot = slots.find((s) => s.busy === null) ?? (slots.length < size ? start() : null);
-      if (!slot) return;
+      const idle = slots.find((s) => s.busy === null);
+      if (!idle && slots.length >= size) return;
       const p = queue.shift() as Pending;
+      let slot: Slot;
+      try {
+        slot = idle ?? start();
+      } catch (e) {
+        p.reject(e instanceof Error ? e : new Error(String(e))); // a worker that cannot start fails its job only
+        continue;
+      }
       slot.busy = p;
+      slot.expired = false;
+      slot.timer = setTimeout(() => {
+        slot.expired = true;
+        void slot.worker.terminate();
+      }, deadlineMs);
       slot.worker.ref();
       slot.worker.postMessage(p.job);
     }

@@ -23,14 +23,14 @@ import type { Browsers, ImageStore, Runtime, Store } from './ports.ts';
 import { recoverSandboxes } from './recovery.ts';
 import type { DiskPolicy } from './sandboxes/disk-limits.ts';
 import type { NetworkCap } from './sandboxes/network-cap.ts';
-import { createSandboxMaker } from './sandboxes/sandbox-create.ts';
+import { type CreateSandbox, createSandboxMaker } from './sandboxes/sandbox-create.ts';
 import { createExitHandler } from './sandboxes/sandbox-exit.ts';
 import { info } from './sandboxes/sandbox-info.ts';
 import { createSandboxPorts } from './sandboxes/sandbox-ports.ts';
 import { createTemplateConfigs, DEFAULT_TEMPLATE } from './sandboxes/template-configs.ts';
-import { type AttachOptions, createSessions, type Detach } from './sessions.ts';
+import { type AttachOptions, createSessions, type Detach, type Sessions } from './sessions.ts';
 import { createSnapshots } from './snapshots/snapshots.ts';
-import { createWarmPool, POOL_LABEL, POOL_TENANT, type PoolStats } from './warm-pool.ts';
+import { createWarmPool, POOL_LABEL, POOL_TENANT, type PoolStats, type WarmPool } from './warm-pool.ts';
 
 export type { Logger } from '../domain/logger.ts';
 
@@ -101,7 +101,8 @@ export interface Engine extends ForkboxApi {
   close(): Promise<void>;
 }
 
-export function createEngine(deps: EngineDeps): Engine {
+/** What the engine builds first: what needs none of its other parts. */
+function baseParts(deps: EngineDeps) {
   const { store, runtime, images, log } = deps;
   const now = deps.now ?? Date.now;
   const defaultImage = deps.defaultImage ?? 'debian';
@@ -122,16 +123,28 @@ export function createEngine(deps: EngineDeps): Engine {
   });
   const lifecycle = createKeyedQueue();
   const finder = createSandboxFinder(store);
+  return { now, defaultImage, execs, templateConfigs, lifecycle, finder };
+}
 
-  /** The record as the API shows it, with its live children. */
-  function withKids(rec: SandboxRecord): SandboxInfo {
-    const kids = store
-      .listSandboxes({ states: ['creating', 'running', 'paused'] })
-      .filter((r) => r.parentId === rec.id)
-      .map((r) => r.id);
-    return info(rec, kids);
-  }
+type BaseParts = ReturnType<typeof baseParts>;
 
+/** The record as the API shows it, with its live children. */
+function infoWithKids(store: Store, rec: SandboxRecord): SandboxInfo {
+  const kids = store
+    .listSandboxes({ states: ['creating', 'running', 'paused'] })
+    .filter((r) => r.parentId === rec.id)
+    .map((r) => r.id);
+  return info(rec, kids);
+}
+
+/**
+ * Creates, the lineage (kill, fork, merge), snapshots and sessions, and the runtime's exit events wired
+ * to them. `pool`: the warm pool, made after (it creates through `create`).
+ */
+function lifecycleParts(deps: EngineDeps, base: BaseParts, pool: () => WarmPool) {
+  const { store, runtime, log } = deps;
+  const { now, execs, templateConfigs, lifecycle } = base;
+  const kids = (rec: SandboxRecord) => infoWithKids(store, rec);
   const create = createSandboxMaker({
     store,
     runtime,
@@ -141,18 +154,19 @@ export function createEngine(deps: EngineDeps): Engine {
     ...(deps.networkCap ? { networkCap: deps.networkCap } : {}),
     ...(deps.projectRoots ? { projectRoots: deps.projectRoots } : {}),
     images: deps.images,
-    pool: () => pool,
+    pool,
   });
-  const { kill, killTree, fork, merge, releaseTombstones, nsParentOf } = createLineage({
+  const lineage = createLineage({
     store,
     runtime,
     log,
     now,
     serial: lifecycle.run,
     abandonExecs: (id) => execs.abandon(id),
-    withKids,
+    withKids: kids,
     ...(deps.disk ? { disk: deps.disk } : {}),
   });
+  const { kill, killTree, fork, releaseTombstones, nsParentOf } = lineage;
   const snapshots = createSnapshots({
     store,
     runtime,
@@ -176,36 +190,22 @@ export function createEngine(deps: EngineDeps): Engine {
       nsParentOf,
     }),
   });
+  return { create, lineage, snapshots, sessions, withKids: kids };
+}
 
-  /**
-   * What no sandbox of this store uses goes. Kept: every sandbox holding processes — live ones and
-   * tombstones (their PID 1 holds descendants) — by runtime id (after a merge, a record names another's).
-   */
-  async function hostGc(): Promise<Omit<GcReport, 'removedSandboxes'>> {
-    if (!deps.hostGc) return { removedMounts: [], removedCgroups: [], removedDirs: [] };
-    const keep = new Set(store.listPidNamespaceHolders().map(runtimeId));
-    return deps.hostGc(keep, (id) => store.getSandbox(id) !== undefined);
-  }
-
-  async function reapExpired(): Promise<string[]> {
-    const t = now();
-    const expired = store
-      .listSandboxes({ states: ['running', 'paused'] })
-      .filter((s) => s.expiresAt !== null && s.expiresAt <= t);
-    const reaped: string[] = [];
-    for (const rec of expired) {
-      try {
-        await kill(rec, 'TTL expired');
-        reaped.push(rec.id);
-      } catch (e) {
-        log.warn({ sandbox: rec.id, err: String(e) }, 'TTL reap failed');
-      }
-    }
-    return reaped;
-  }
-
+/**
+ * The warm pool: per template, the size its config asks (else the daemon's), its recipe (image id and
+ * modules), and pooled sandboxes made by `create` for POOL_TENANT.
+ */
+function enginePool(
+  deps: EngineDeps,
+  defaultImage: string,
+  create: CreateSandbox,
+  kill: (rec: SandboxRecord, reason: string) => Promise<SandboxRecord>,
+): WarmPool {
+  const { store, runtime, images, log } = deps;
   const poolSize = deps.poolSize ?? 0;
-  const pool = createWarmPool({
+  return createWarmPool({
     store,
     log,
     targets: () => [
@@ -225,6 +225,76 @@ export function createEngine(deps: EngineDeps): Engine {
     prepare: async (rec) => runtime.prepareExecs?.(rec),
     kill: (rec, reason) => kill(rec, reason),
   });
+}
+
+/**
+ * What no sandbox of this store uses goes. Kept: every sandbox holding processes — live ones and
+ * tombstones (their PID 1 holds descendants) — by runtime id (after a merge, a record names another's).
+ */
+async function hostGc(deps: EngineDeps): Promise<Omit<GcReport, 'removedSandboxes'>> {
+  const { store } = deps;
+  if (!deps.hostGc) return { removedMounts: [], removedCgroups: [], removedDirs: [] };
+  const keep = new Set(store.listPidNamespaceHolders().map(runtimeId));
+  return deps.hostGc(keep, (id) => store.getSandbox(id) !== undefined);
+}
+
+/** Kill the sandboxes whose TTL has passed; their ids. */
+async function reapExpired(p: Pick<EngineParts, 'store' | 'now' | 'kill' | 'log'>): Promise<string[]> {
+  const t = p.now();
+  const expired = p.store
+    .listSandboxes({ states: ['running', 'paused'] })
+    .filter((s) => s.expiresAt !== null && s.expiresAt <= t);
+  const reaped: string[] = [];
+  for (const rec of expired) {
+    try {
+      await p.kill(rec, 'TTL expired');
+      reaped.push(rec.id);
+    } catch (e) {
+      p.log.warn({ sandbox: rec.id, err: String(e) }, 'TTL reap failed');
+    }
+  }
+  return reaped;
+}
+
+/** Engine.recover: re-adopt the live sandboxes, sweep what a crash left, give sessions time, refill the pool. */
+async function recover(
+  deps: EngineDeps,
+  parts: EngineParts,
+  sessions: Sessions,
+  deadlineMs: number,
+): Promise<Awaited<ReturnType<Engine['recover']>>> {
+  const { store, runtime, log, kill, now, execs, ports, pool } = parts;
+  const out = await recoverSandboxes(
+    { store, runtime, log, kill, now, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
+    deadlineMs,
+  );
+  await ports.reopen();
+  // Whatever a crash left without an owner (a half-made sandbox's mounts, cgroup, dirs) goes now.
+  const swept = await hostGc(deps).catch((e: unknown) => {
+    log.warn({ err: String(e) }, 'sweeping what a crash left behind failed');
+    return null;
+  });
+  if (swept && swept.removedMounts.length + swept.removedCgroups.length + swept.removedDirs.length > 0)
+    log.info(swept, 'removed what a crash left behind');
+  // Sessions do not survive a restart: their clients get a while to re-attach before their
+  // sandboxes are killed.
+  sessions.expireOrphans(deps.sessionReattachMs ?? 10 * 60_000);
+  // Untaken pooled sandboxes of the daemon before are killed (no tenant will ever take them), then
+  // the pool fills afresh.
+  const reclaimed = await pool.reclaim();
+  if (reclaimed > 0) log.info({ reclaimed }, 'killed the warm pool a previous daemon left');
+  pool.sync();
+  return out;
+}
+
+export function createEngine(deps: EngineDeps): Engine {
+  const { store, runtime, images, log } = deps;
+  const base = baseParts(deps);
+  const { now, execs, templateConfigs, lifecycle, finder } = base;
+  const { create, lineage, snapshots, sessions, withKids } = lifecycleParts(deps, base, () => pool);
+  const { kill, killTree, fork, merge } = lineage;
+  const pool = enginePool(deps, base.defaultImage, create, kill);
+  const reap = () => reapExpired({ store, now, kill, log });
 
   const ports = createSandboxPorts({ store, runtime, log });
   const browsers = deps.browsers;
@@ -254,8 +324,8 @@ export function createEngine(deps: EngineDeps): Engine {
     heavy: createHeavyCalls(),
     diffPages: createDiffPages(),
     async gc(): Promise<GcReport> {
-      const removedSandboxes = await reapExpired();
-      return { removedSandboxes, ...(await hostGc()) };
+      const removedSandboxes = await reap();
+      return { removedSandboxes, ...(await hostGc(deps)) };
     },
     async df(): Promise<DiskUsage> {
       if (deps.diskUsage) return deps.diskUsage();
@@ -275,30 +345,8 @@ export function createEngine(deps: EngineDeps): Engine {
     ...makeApi({ tenant: DEFAULT_TENANT }),
     scoped: makeApi,
     attachSession: (id, opts) => sessions.attach(id, opts),
-    async recover(deadlineMs = 5000) {
-      const out = await recoverSandboxes(
-        { store, runtime, log, kill, now, recoverExecs: (sandboxes) => execs.recover(sandboxes) },
-        deadlineMs,
-      );
-      await ports.reopen();
-      // Whatever a crash left without an owner (a half-made sandbox's mounts, cgroup, dirs) goes now.
-      const swept = await hostGc().catch((e: unknown) => {
-        log.warn({ err: String(e) }, 'sweeping what a crash left behind failed');
-        return null;
-      });
-      if (swept && swept.removedMounts.length + swept.removedCgroups.length + swept.removedDirs.length > 0)
-        log.info(swept, 'removed what a crash left behind');
-      // Sessions do not survive a restart: their clients get a while to re-attach before their
-      // sandboxes are killed.
-      sessions.expireOrphans(deps.sessionReattachMs ?? 10 * 60_000);
-      // Untaken pooled sandboxes of the daemon before are killed (no tenant will ever take them), then
-      // the pool fills afresh.
-      const reclaimed = await pool.reclaim();
-      if (reclaimed > 0) log.info({ reclaimed }, 'killed the warm pool a previous daemon left');
-      pool.sync();
-      return out;
-    },
-    reapExpired,
+    recover: (deadlineMs = 5000) => recover(deps, parts, sessions, deadlineMs),
+    reapExpired: reap,
     poolStats: () => pool.stats(),
     async close() {
       await browsers?.closeAll();

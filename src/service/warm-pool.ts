@@ -104,237 +104,261 @@ interface TemplatePool {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export function createWarmPool(deps: WarmPoolDeps): WarmPool {
-  const { store, log } = deps;
-  const pools = new Map<string, TemplatePool>();
+/** What one warm pool holds between calls. */
+interface PoolState {
+  deps: WarmPoolDeps;
+  /** By template and tenant (keyOf). */
+  pools: Map<string, TemplatePool>;
   /** Each template's size, as last synced. */
-  const sizes = new Map<string, number>();
-  let closed = false;
-  const keyOf = (template: string, tenant: string) => `${template}\u0000${tenant}`;
+  sizes: Map<string, number>;
+  closed: boolean;
+}
 
-  function poolOf(template: string, tenant: string): TemplatePool {
-    let p = pools.get(keyOf(template, tenant));
-    if (!p) {
-      p = {
-        template,
-        tenant,
-        ready: [],
-        target: 0,
-        hits: 0,
-        misses: 0,
-        generation: 0,
-        filling: null,
-        lastStart: 0,
-        backoffMs: 0,
-        retry: null,
-        idle: null,
-      };
-      pools.set(keyOf(template, tenant), p);
-    }
-    return p;
+const keyOf = (template: string, tenant: string) => `${template}\u0000${tenant}`;
+
+function poolOf(s: PoolState, template: string, tenant: string): TemplatePool {
+  let p = s.pools.get(keyOf(template, tenant));
+  if (!p) {
+    p = {
+      template,
+      tenant,
+      ready: [],
+      target: 0,
+      hits: 0,
+      misses: 0,
+      generation: 0,
+      filling: null,
+      lastStart: 0,
+      backoffMs: 0,
+      retry: null,
+      idle: null,
+    };
+    s.pools.set(keyOf(template, tenant), p);
   }
+  return p;
+}
 
-  /** A tenant's pool stays while it is used: its idle timer starts again at each take. */
-  function touch(p: TemplatePool): void {
-    if (p.tenant === HOST_TENANT) return;
-    if (p.idle) clearTimeout(p.idle);
-    p.idle = setTimeout(() => {
-      p.idle = null;
+/** A tenant's pool stays while it is used: its idle timer starts again at each take. */
+function touch(s: PoolState, p: TemplatePool): void {
+  if (p.tenant === HOST_TENANT) return;
+  if (p.idle) clearTimeout(p.idle);
+  p.idle = setTimeout(() => {
+    p.idle = null;
+    p.target = 0;
+    s.pools.delete(keyOf(p.template, p.tenant));
+    void drainPool(s, p, 'warm pool: unused by its tenant');
+  }, POOL.tenantIdleMs);
+  p.idle.unref();
+}
+
+function discard(s: PoolState, entries: Entry[], reason: string): Promise<void> {
+  const { store, log } = s.deps;
+  return Promise.all(
+    entries.map(async (e) => {
+      const rec = store.getSandbox(e.id);
+      if (!rec || rec.tenant !== POOL_TENANT || !isLive(rec.state)) return;
+      await s.deps.kill(rec, reason).catch((err: unknown) => {
+        log.warn({ sandbox: e.id, err: String(err) }, 'could not kill a pooled sandbox');
+      });
+    }),
+  ).then(() => undefined);
+}
+
+/** After a failed create: wait (doubling, up to POOL.maxBackoffMs), then fill again. */
+function retryLater(s: PoolState, p: TemplatePool, e: unknown): void {
+  p.backoffMs = Math.min(Math.max(p.backoffMs * 2, POOL.backoffMs), POOL.maxBackoffMs);
+  s.deps.log.warn(
+    { template: p.template, err: String(e), retryMs: p.backoffMs },
+    'warm pool: a refill create failed',
+  );
+  if (!s.closed && !p.retry) {
+    p.retry = setTimeout(() => {
+      p.retry = null;
+      fill(s, p);
+    }, p.backoffMs);
+    p.retry.unref();
+  }
+}
+
+async function fillLoop(s: PoolState, p: TemplatePool): Promise<void> {
+  const { deps } = s;
+  const { template } = p;
+  while (!s.closed && p.ready.length < p.target) {
+    const wait = p.lastStart + POOL.refillGapMs - Date.now();
+    if (wait > 0) await sleep(wait);
+    if (s.closed) return;
+    const recipe = deps.recipeOf(template);
+    if (recipe === null) return;
+    p.lastStart = Date.now();
+    const gen = p.generation;
+    let rec: SandboxRecord;
+    try {
+      rec = await deps.make(template, p.tenant);
+    } catch (e) {
+      retryLater(s, p, e);
+      return;
+    }
+    p.backoffMs = 0;
+    // What a first exec would wait for is done now, off the path of the create that takes it.
+    await deps.prepare(rec).catch((e: unknown) => {
+      deps.log.warn({ sandbox: rec.id, err: String(e) }, 'warm pool: could not prepare execs');
+    });
+    if (s.closed || gen !== p.generation || deps.recipeOf(template) !== recipe) {
+      await discard(s, [{ id: rec.id, recipe, image: rec.image }], 'warm pool drained');
+      continue;
+    }
+    p.ready.push({ id: rec.id, recipe, image: rec.image });
+  }
+}
+
+function fill(s: PoolState, p: TemplatePool): void {
+  if (s.closed || p.filling || p.retry || p.ready.length >= p.target) return;
+  p.filling = fillLoop(s, p)
+    .catch((e: unknown) =>
+      s.deps.log.warn({ template: p.template, err: String(e) }, 'warm pool: refill stopped'),
+    )
+    .finally(() => {
+      p.filling = null;
+    });
+}
+
+function drainPool(s: PoolState, p: TemplatePool, reason: string): Promise<void> {
+  p.generation += 1;
+  return discard(s, p.ready.splice(0), reason);
+}
+
+function take(s: PoolState, want: SandboxRecord, opts: TakeOptions): SandboxRecord | undefined {
+  const { deps } = s;
+  const template = want.labels[TEMPLATE_LABEL] ?? DEFAULT_TEMPLATE;
+  const size = s.sizes.get(template) ?? 0;
+  if (s.closed || size === 0) return undefined;
+  // A tenant's first create of a template starts its pool of it (this create is a miss).
+  const p = poolOf(s, template, want.tenant);
+  p.target = size;
+  touch(s, p);
+  const fits =
+    !opts.named &&
+    !opts.project &&
+    !opts.lowers &&
+    Object.keys(want.env).length === 0 &&
+    (want.network?.mode ?? 'none') === 'none';
+  const recipe = fits ? deps.recipeOf(template) : null;
+  while (recipe !== null && p.ready.length > 0) {
+    const entry = p.ready[0];
+    if (!entry || entry.image !== want.image) break;
+    const rec = deps.store.getSandbox(entry.id);
+    if (rec && !isDeepStrictEqual(rec.limits, want.limits)) break;
+    p.ready.shift();
+    if (rec?.state !== 'running' || rec.tenant !== POOL_TENANT) continue;
+    if (entry.recipe !== recipe) {
+      void discard(s, [entry], 'warm pool: its template changed');
+      continue;
+    }
+    // Read and update with no await between: exactly one create takes it.
+    const taken = deps.store.updateSandbox(rec.id, {
+      tenant: want.tenant,
+      session: want.session,
+      labels: want.labels,
+      expiresAt: want.expiresAt,
+      createdAt: want.createdAt,
+      updatedAt: want.updatedAt,
+    });
+    p.hits += 1;
+    fill(s, p);
+    return taken;
+  }
+  p.misses += 1;
+  fill(s, p);
+  return undefined;
+}
+
+function sync(s: PoolState): void {
+  if (s.closed) return;
+  const { sizes } = s;
+  sizes.clear();
+  for (const t of s.deps.targets()) sizes.set(t.template, t.size);
+  for (const p of s.pools.values()) {
+    const size = sizes.get(p.template);
+    if (size === undefined) {
       p.target = 0;
-      pools.delete(keyOf(p.template, p.tenant));
-      void drainPool(p, 'warm pool: unused by its tenant');
-    }, POOL.tenantIdleMs);
-    p.idle.unref();
-  }
-
-  function discard(entries: Entry[], reason: string): Promise<void> {
-    return Promise.all(
-      entries.map(async (e) => {
-        const rec = store.getSandbox(e.id);
-        if (!rec || rec.tenant !== POOL_TENANT || !isLive(rec.state)) return;
-        await deps.kill(rec, reason).catch((err: unknown) => {
-          log.warn({ sandbox: e.id, err: String(err) }, 'could not kill a pooled sandbox');
-        });
-      }),
-    ).then(() => undefined);
-  }
-
-  async function fillLoop(p: TemplatePool): Promise<void> {
-    const { template } = p;
-    while (!closed && p.ready.length < p.target) {
-      const wait = p.lastStart + POOL.refillGapMs - Date.now();
-      if (wait > 0) await sleep(wait);
-      if (closed) return;
-      const recipe = deps.recipeOf(template);
-      if (recipe === null) return;
-      p.lastStart = Date.now();
-      const gen = p.generation;
-      let rec: SandboxRecord;
-      try {
-        rec = await deps.make(template, p.tenant);
-      } catch (e) {
-        p.backoffMs = Math.min(Math.max(p.backoffMs * 2, POOL.backoffMs), POOL.maxBackoffMs);
-        log.warn({ template, err: String(e), retryMs: p.backoffMs }, 'warm pool: a refill create failed');
-        if (!closed && !p.retry) {
-          p.retry = setTimeout(() => {
-            p.retry = null;
-            fill(p);
-          }, p.backoffMs);
-          p.retry.unref();
-        }
-        return;
-      }
-      p.backoffMs = 0;
-      // What a first exec would wait for is done now, off the path of the create that takes it.
-      await deps.prepare(rec).catch((e: unknown) => {
-        log.warn({ sandbox: rec.id, err: String(e) }, 'warm pool: could not prepare execs');
-      });
-      if (closed || gen !== p.generation || deps.recipeOf(template) !== recipe) {
-        await discard([{ id: rec.id, recipe, image: rec.image }], 'warm pool drained');
-        continue;
-      }
-      p.ready.push({ id: rec.id, recipe, image: rec.image });
+      void drainPool(s, p, 'warm pool: its template was deleted');
     }
   }
-
-  function fill(p: TemplatePool): void {
-    if (closed || p.filling || p.retry || p.ready.length >= p.target) return;
-    p.filling = fillLoop(p)
-      .catch((e: unknown) => log.warn({ template: p.template, err: String(e) }, 'warm pool: refill stopped'))
-      .finally(() => {
-        p.filling = null;
-      });
+  // The host's own pools fill from the start; a tenant's, once it creates (take).
+  for (const [template, size] of sizes) if (size > 0) poolOf(s, template, HOST_TENANT);
+  for (const p of s.pools.values()) {
+    const size = sizes.get(p.template);
+    if (size === undefined) continue;
+    p.target = size;
+    const recipe = s.deps.recipeOf(p.template);
+    const stale = p.ready.filter((e) => e.recipe !== recipe);
+    const keep = p.ready.filter((e) => e.recipe === recipe);
+    const extra = keep.splice(size);
+    p.ready = keep;
+    if (stale.length + extra.length > 0) void discard(s, [...stale, ...extra], 'warm pool resized');
+    fill(s, p);
   }
+}
 
-  function drainPool(p: TemplatePool, reason: string): Promise<void> {
-    p.generation += 1;
-    return discard(p.ready.splice(0), reason);
+async function drain(s: PoolState, filter: { template: string } | { image: string }): Promise<void> {
+  const out: Promise<void>[] = [];
+  for (const p of s.pools.values()) {
+    if ('template' in filter ? p.template === filter.template : p.ready.some((e) => e.image === filter.image))
+      out.push(drainPool(s, p, 'warm pool drained'));
+    // A create in flight lands after the drain: wait for it, it is killed on arrival.
+    if (p.filling) out.push(p.filling);
   }
+  await Promise.all(out);
+}
 
+async function reclaim(s: PoolState): Promise<number> {
+  const left = s.deps.store.listSandboxes({
+    tenant: POOL_TENANT,
+    states: ['creating', 'running', 'paused'],
+  });
+  await discard(
+    s,
+    left.map((r) => ({ id: r.id, recipe: '', image: r.image })),
+    'warm pool: left by a previous daemon',
+  );
+  return left.length;
+}
+
+function stats(s: PoolState): PoolStats[] {
+  const by = new Map<string, PoolStats>();
+  for (const p of s.pools.values()) {
+    const t = by.get(p.template) ?? { template: p.template, size: 0, target: 0, hits: 0, misses: 0 };
+    t.size += p.ready.length;
+    t.target += p.target;
+    t.hits += p.hits;
+    t.misses += p.misses;
+    by.set(p.template, t);
+  }
+  return [...by.values()];
+}
+
+async function close(s: PoolState): Promise<void> {
+  s.closed = true;
+  const waits: Promise<void>[] = [];
+  for (const p of s.pools.values()) {
+    if (p.retry) clearTimeout(p.retry);
+    if (p.idle) clearTimeout(p.idle);
+    p.retry = null;
+    p.idle = null;
+    if (p.filling) waits.push(p.filling);
+  }
+  await Promise.all(waits);
+  await Promise.all([...s.pools.values()].map((p) => drainPool(s, p, 'daemon stopping')));
+}
+
+export function createWarmPool(deps: WarmPoolDeps): WarmPool {
+  const s: PoolState = { deps, pools: new Map(), sizes: new Map(), closed: false };
   return {
-    take(want, opts) {
-      const template = want.labels[TEMPLATE_LABEL] ?? DEFAULT_TEMPLATE;
-      const size = sizes.get(template) ?? 0;
-      if (closed || size === 0) return undefined;
-      // A tenant's first create of a template starts its pool of it (this create is a miss).
-      const p = poolOf(template, want.tenant);
-      p.target = size;
-      touch(p);
-      const fits =
-        !opts.named &&
-        !opts.project &&
-        !opts.lowers &&
-        Object.keys(want.env).length === 0 &&
-        (want.network?.mode ?? 'none') === 'none';
-      const recipe = fits ? deps.recipeOf(template) : null;
-      while (recipe !== null && p.ready.length > 0) {
-        const entry = p.ready[0];
-        if (!entry || entry.image !== want.image) break;
-        const rec = store.getSandbox(entry.id);
-        if (rec && !isDeepStrictEqual(rec.limits, want.limits)) break;
-        p.ready.shift();
-        if (rec?.state !== 'running' || rec.tenant !== POOL_TENANT) continue;
-        if (entry.recipe !== recipe) {
-          void discard([entry], 'warm pool: its template changed');
-          continue;
-        }
-        // Read and update with no await between: exactly one create takes it.
-        const taken = store.updateSandbox(rec.id, {
-          tenant: want.tenant,
-          session: want.session,
-          labels: want.labels,
-          expiresAt: want.expiresAt,
-          createdAt: want.createdAt,
-          updatedAt: want.updatedAt,
-        });
-        p.hits += 1;
-        fill(p);
-        return taken;
-      }
-      p.misses += 1;
-      fill(p);
-      return undefined;
-    },
-
-    sync() {
-      if (closed) return;
-      sizes.clear();
-      for (const t of deps.targets()) sizes.set(t.template, t.size);
-      for (const p of pools.values()) {
-        const size = sizes.get(p.template);
-        if (size === undefined) {
-          p.target = 0;
-          void drainPool(p, 'warm pool: its template was deleted');
-        }
-      }
-      // The host's own pools fill from the start; a tenant's, once it creates (take).
-      for (const [template, size] of sizes) if (size > 0) poolOf(template, HOST_TENANT);
-      for (const p of pools.values()) {
-        const size = sizes.get(p.template);
-        if (size === undefined) continue;
-        p.target = size;
-        const recipe = deps.recipeOf(p.template);
-        const stale = p.ready.filter((e) => e.recipe !== recipe);
-        const keep = p.ready.filter((e) => e.recipe === recipe);
-        const extra = keep.splice(size);
-        p.ready = keep;
-        if (stale.length + extra.length > 0) void discard([...stale, ...extra], 'warm pool resized');
-        fill(p);
-      }
-    },
-
-    async drain(filter) {
-      const out: Promise<void>[] = [];
-      for (const p of pools.values()) {
-        if (
-          'template' in filter
-            ? p.template === filter.template
-            : p.ready.some((e) => e.image === filter.image)
-        )
-          out.push(drainPool(p, 'warm pool drained'));
-        // A create in flight lands after the drain: wait for it, it is killed on arrival.
-        if (p.filling) out.push(p.filling);
-      }
-      await Promise.all(out);
-    },
-
-    async reclaim() {
-      const left = store.listSandboxes({
-        tenant: POOL_TENANT,
-        states: ['creating', 'running', 'paused'],
-      });
-      await discard(
-        left.map((r) => ({ id: r.id, recipe: '', image: r.image })),
-        'warm pool: left by a previous daemon',
-      );
-      return left.length;
-    },
-
-    stats() {
-      const by = new Map<string, PoolStats>();
-      for (const p of pools.values()) {
-        const s = by.get(p.template) ?? { template: p.template, size: 0, target: 0, hits: 0, misses: 0 };
-        s.size += p.ready.length;
-        s.target += p.target;
-        s.hits += p.hits;
-        s.misses += p.misses;
-        by.set(p.template, s);
-      }
-      return [...by.values()];
-    },
-
-    async close() {
-      closed = true;
-      const waits: Promise<void>[] = [];
-      for (const p of pools.values()) {
-        if (p.retry) clearTimeout(p.retry);
-        if (p.idle) clearTimeout(p.idle);
-        p.retry = null;
-        p.idle = null;
-        if (p.filling) waits.push(p.filling);
-      }
-      await Promise.all(waits);
-      await Promise.all([...pools.values()].map((p) => drainPool(p, 'daemon stopping')));
-    },
+    take: (want, opts) => take(s, want, opts),
+    sync: () => sync(s),
+    drain: (filter) => drain(s, filter),
+    reclaim: () => reclaim(s),
+    stats: () => stats(s),
+    close: () => close(s),
   };
 }

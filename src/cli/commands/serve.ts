@@ -136,19 +136,9 @@ export function register(program: Command, ctx: CliContext): void {
       { level: process.env.FORKBOX_LOG_LEVEL ?? 'info', base: { pid: process.pid } },
       pino.destination(2),
     );
-    const {
-      explicitListen,
-      tokenFile,
-      oidc,
-      listenSpec,
-      listen,
-      maxConcurrency,
-      toolsets,
-      auditMax,
-      networkCap,
-    } = serveSettings(o);
+    const settings = serveSettings(o);
     // Refuse an unauthenticated network listener before taking the state dir.
-    if (listen) checkListenSecurity(listen.host, tokenFile, oidc);
+    if (settings.listen) checkListenSecurity(settings.listen.host, settings.tokenFile, settings.oidc);
     if (o.socket !== undefined && o.socketGroup === undefined) {
       throw new ForkboxError(
         'invalid_argument',
@@ -166,13 +156,13 @@ export function register(program: Command, ctx: CliContext): void {
     const { openEngine, parseRetention, socketPeerReader } = await import('../../composition.ts');
     // One audit writer for every door: the socket (CLI, forkbox mcp), the TCP listener, egress proxies.
     const audit = createAuditFile(join(stateDir, 'audit.log'), {
-      maxBytes: auditMax,
+      maxBytes: settings.auditMax,
       onError: (e) => log.warn({ err: e.message }, 'audit log write failed'),
     });
     const engine = await openEngine({
       stateDir,
       log,
-      networkCap,
+      networkCap: settings.networkCap,
       audit,
       ...(o.diskDefault ? { diskDefault: o.diskDefault } : {}),
       ...(o.diskMax ? { diskMax: o.diskMax } : {}),
@@ -209,20 +199,20 @@ export function register(program: Command, ctx: CliContext): void {
         });
         groupServer = await serveUnix(app, group.path, { peerOf, gid: group.gid, mode: 0o660 });
       }
-      if (listen) {
+      if (settings.listen) {
         try {
           listener = await startListener({
             engine: engine.engine,
             version: VERSION,
-            host: listen.host,
-            port: listen.port,
-            tokenFile,
-            oidc,
+            host: settings.listen.host,
+            port: settings.listen.port,
+            tokenFile: settings.tokenFile,
+            oidc: settings.oidc,
             audit,
-            maxConcurrency,
+            maxConcurrency: settings.maxConcurrency,
             allowHosts: o.allowHost,
             allowOrigins: o.allowOrigin,
-            toolsets,
+            toolsets: settings.toolsets,
             log,
             hostMetrics: engine.metrics,
             mcp: mcpOptions(o),
@@ -234,8 +224,8 @@ export function register(program: Command, ctx: CliContext): void {
           // Daemons started on demand (one per state dir) all ask for the default port: when another
           // daemon holds it, this one keeps serving its socket. An address asked for explicitly must work.
           const busy = e instanceof ForkboxError && e.code === 'conflict';
-          if (explicitListen !== undefined || !busy) throw e;
-          log.warn({ listen: listenSpec }, `${(e as Error).message} Serving the Unix socket only.`);
+          if (settings.explicitListen !== undefined || !busy) throw e;
+          log.warn({ listen: settings.listenSpec }, `${(e as Error).message} Serving the Unix socket only.`);
         }
       }
     } catch (e) {

@@ -34,28 +34,27 @@ export interface MetricsOptions {
 
 /** The warm pool's gauges and counters by template (host-wide configuration, not a tenant's). */
 function registerPoolMetrics(registry: Registry, read: () => PoolStats[]): void {
-  const gauge = (name: string, help: string, pick: (s: PoolStats) => number) =>
-    new Gauge({
-      name,
-      help,
-      labelNames: ['template'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const s of read()) this.set({ template: s.template }, pick(s));
-      },
-    });
-  const counter = (name: string, help: string, pick: (s: PoolStats) => number) =>
-    new Counter({
-      name,
-      help,
-      labelNames: ['template'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const s of read()) this.inc({ template: s.template }, pick(s));
-      },
-    });
+  type PoolValue = (s: PoolStats) => number;
+  /** A metric by template, read afresh at each scrape: `put` gives it one template's value. */
+  const byTemplate = <M extends Gauge<'template'> | Counter<'template'>>(
+    name: string,
+    help: string,
+    pick: PoolValue,
+    put: (m: M, labels: { template: string }, n: number) => void,
+  ) => ({
+    name,
+    help,
+    labelNames: ['template' as const],
+    registers: [registry],
+    collect(this: M) {
+      this.reset();
+      for (const s of read()) put(this, { template: s.template }, pick(s));
+    },
+  });
+  const gauge = (name: string, help: string, pick: PoolValue) =>
+    new Gauge(byTemplate<Gauge<'template'>>(name, help, pick, (m, labels, n) => m.set(labels, n)));
+  const counter = (name: string, help: string, pick: PoolValue) =>
+    new Counter(byTemplate<Counter<'template'>>(name, help, pick, (m, labels, n) => m.inc(labels, n)));
   gauge('forkbox_pool_sandboxes', 'Warm pool: sandboxes ready now, by template', (s) => s.size);
   gauge('forkbox_pool_target', 'Warm pool: sandboxes kept ready, by template', (s) => s.target);
   counter('forkbox_pool_hits_total', 'Creates served from the warm pool, by template', (s) => s.hits);

@@ -106,9 +106,14 @@ export function parseStringMap(text: string): Record<string, string> {
   return out;
 }
 
-export function parseStringArray(text: string): string[] {
+/** A JSON array column's elements that pass `keep`; [] when the column holds no array. */
+export function parseArray<T>(text: string, keep: (x: unknown) => x is T): T[] {
   const v = parseJson(text);
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+  return Array.isArray(v) ? v.filter(keep) : [];
+}
+
+export function parseStringArray(text: string): string[] {
+  return parseArray(text, (x): x is string => typeof x === 'string');
 }
 
 export function parseLimits(text: string): Limits {

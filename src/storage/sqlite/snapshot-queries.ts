@@ -3,7 +3,7 @@ import type Database from 'better-sqlite3';
 import { ForkboxError } from '../../domain/errors.ts';
 import type { SnapshotRecord } from '../../domain/types.ts';
 import type { Store } from '../../service/ports.ts';
-import { parseLimits, parseStringMap } from './rows.ts';
+import { parseArray, parseLimits, parseStringArray, parseStringMap } from './rows.ts';
 import { mapSqliteError } from './sqlite-errors.ts';
 
 interface SnapshotRow {
@@ -40,18 +40,7 @@ function toRow(r: SnapshotRecord): SnapshotRow {
   };
 }
 
-/** A JSON array column's elements that pass `keep`; [] when the column holds no array. */
-function parseList<T>(text: string, keep: (x: unknown) => x is T): T[] {
-  try {
-    const v: unknown = JSON.parse(text);
-    return Array.isArray(v) ? v.filter(keep) : [];
-  } catch {
-    return [];
-  }
-}
-
-const parseLayers = (text: string): string[] => parseList(text, (x): x is string => typeof x === 'string');
-const parsePorts = (text: string): number[] => parseList(text, (x): x is number => Number.isInteger(x));
+const parsePorts = (text: string): number[] => parseArray(text, (x): x is number => Number.isInteger(x));
 
 function fromRow(r: SnapshotRow): SnapshotRecord {
   return {
@@ -62,7 +51,7 @@ function fromRow(r: SnapshotRow): SnapshotRecord {
     sourceId: r.source_id,
     image: r.image,
     templateId: r.template_id,
-    layers: parseLayers(r.layers),
+    layers: parseStringArray(r.layers),
     holderId: r.holder_id,
     limits: parseLimits(r.limits),
     env: parseStringMap(r.env),

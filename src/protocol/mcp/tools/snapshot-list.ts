@@ -1,15 +1,12 @@
-import { z } from 'zod';
+import { listTool } from '../kit/list-tool.ts';
 import { snapshotOut, snapshotShape } from '../kit/snapshot-shapes.ts';
-import { defineTool, HINTS } from '../kit/tool-kit.ts';
 
-export const snapshotList = defineTool({
+export const snapshotList = listTool({
   name: 'snapshot_list',
   title: 'List snapshots',
   description: 'List your snapshots.',
-  annotations: HINTS.read,
-  input: z.object({}),
-  output: z.object({ snapshots: z.array(snapshotShape) }),
-  async run(_a, { api }) {
-    return { structured: { snapshots: (await api.listSnapshots()).map(snapshotOut) } };
-  },
+  key: 'snapshots',
+  item: snapshotShape,
+  list: (api) => api.listSnapshots(),
+  out: snapshotOut,
 });

@@ -88,257 +88,284 @@ export interface Templates {
   reapIdle(now?: number): Promise<string[]>;
 }
 
-export function createTemplates(deps: TemplateDeps): Templates {
-  const { paths, mounts, hub, store, log } = deps;
-  const handles = new Map<string, TemplateHandle>();
-  const starting = new Map<string, Promise<TemplateHandle>>();
+/** What the templates of one runtime hold between calls. */
+interface TemplatesState {
+  deps: TemplateDeps;
+  handles: Map<string, TemplateHandle>;
+  /** Starts under way, by config key: one start per key at a time. */
+  starting: Map<string, Promise<TemplateHandle>>;
   /** When each template with a uid range was last seen without a sandbox. */
-  const idleSince = new Map<string, number>();
-  let agent: { dir: string; hash: string } | undefined;
+  idleSince: Map<string, number>;
+  /** The agent's files, installed at the first template. */
+  agent: { dir: string; hash: string } | undefined;
+}
 
-  /**
-   * The runtime-wide modules, then the config's, each once: the order the worker imports them in. None
-   * for an image without python3: its worker only forks, it never runs user code.
-   */
-  function effectivePrewarm(image: ImageRecord, prewarm: readonly string[]): string[] {
-    return image.python ? [...new Set([...deps.prewarm, ...prewarm])] : [];
+/**
+ * The runtime-wide modules, then the config's, each once: the order the worker imports them in. None
+ * for an image without python3: its worker only forks, it never runs user code.
+ */
+function effectivePrewarm(s: TemplatesState, image: ImageRecord, prewarm: readonly string[]): string[] {
+  return image.python ? [...new Set([...s.deps.prewarm, ...prewarm])] : [];
+}
+
+function configKey(s: TemplatesState, image: ImageRecord, prewarm: string[], group: string): string {
+  const { deps } = s;
+  s.agent ??= installAgent(deps.paths);
+  // The security profile is part of the key: a template started under an older seccomp profile (or
+  // keyring set-up) is not reused for new sandboxes. So is the agent's runtime when the image has no
+  // python3: a rebuilt default image gets new templates. And the tenant: a template serves one only.
+  const key = {
+    image: image.id,
+    ...(image.python ? {} : { runtime: deps.runtimeImage?.()?.id ?? null }),
+    agent: s.agent.hash,
+    uid: { storage: deps.uidRange, ranges: 'v1' },
+    prewarm,
+    seccomp: SECCOMP_KEY,
+    keyring: 'none',
+    group,
+  };
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 24);
+}
+
+/** Listen on the template's control socket; each (re)connection becomes the template's connection. */
+function serve(deps: TemplateDeps, h: TemplateHandle): { connected: Promise<void> } {
+  const { paths, hub, log } = deps;
+  let first: (() => void) | undefined;
+  const connected = new Promise<void>((r) => {
+    first = r;
+  });
+  void hub.listen(h.id, paths.controlSocket(h.id), {
+    // While runc starts it, its pid is not known yet: only the hello check then.
+    admits: (cred) =>
+      h.hostPid === 0 || cred.pid === h.hostPid ? null : `peer pid ${cred.pid} is not the template's PID 1`,
+    verify(hello, cred) {
+      if (hello.sandboxId !== h.id || hello.role !== 'template')
+        throw new Error(`hello names ${hello.role} ${hello.sandboxId}`);
+      if (cred.pid !== h.hostPid)
+        throw new Error(`peer pid ${cred.pid} is not the template's PID 1 (${h.hostPid})`);
+    },
+    onAgent({ socket, hello }) {
+      h.conn?.close();
+      const conn = createAgentConnection(socket, hello, {
+        log,
+        ...(deps.timeouts ? { timeouts: deps.timeouts } : {}),
+      });
+      h.conn = conn;
+      conn.on('close', () => {
+        if (h.conn === conn) h.conn = null;
+      });
+      first?.();
+    },
+  });
+  return { connected };
+}
+
+/** Stops template `id` and gives back what it holds on the host (its record stays). */
+async function destroy(s: TemplatesState, id: string): Promise<void> {
+  const { paths, mounts, hub, store } = s.deps;
+  const h = s.handles.get(id);
+  s.handles.delete(id);
+  h?.conn?.close();
+  hub.close(id);
+  h?.blocks?.close();
+  const range = rangeOf(store.getTemplate(id)) ?? h?.blocks?.range;
+  await runProcess(
+    s.deps.runc,
+    ['--root', paths.runcRoot, 'delete', '--force', id],
+    join(paths.template(id), 'container.log'),
+  ).catch(() => undefined);
+  mounts.detachAllUnder(paths.inbox(id));
+  mounts.detachAllUnder(paths.template(id));
+  rmSync(paths.inbox(id), { recursive: true, force: true });
+  rmSync(paths.template(id), { recursive: true, force: true });
+  if (range) s.deps.ranges.release(range.hostStart);
+}
+
+async function start(
+  s: TemplatesState,
+  image: ImageRecord,
+  key: string,
+  prewarm: string[],
+  group: string,
+): Promise<TemplateHandle> {
+  const { deps } = s;
+  const launch = agentStart(image, deps.runtimeImage?.());
+  s.agent ??= installAgent(deps.paths);
+  const startDeps = {
+    ...deps,
+    agent: s.agent,
+    exemptFromOom: deps.exemptFromOom ?? (() => undefined),
+    serve: (h: TemplateHandle) => serve(deps, h),
+  };
+  const id = newTemplateId();
+  try {
+    const h = await startTemplate(startDeps, id, image, launch, key, { prewarm, group });
+    s.handles.set(h.id, h);
+    deps.log.info({ template: h.id, image: image.name, pid: h.hostPid }, 'template started');
+    return h;
+  } catch (e) {
+    await destroy(s, id).catch(() => undefined);
+    if (deps.store.getTemplate(id)) deps.store.updateTemplate(id, { state: 'failed' });
+    throw e;
   }
+}
 
-  function configKey(image: ImageRecord, prewarm: string[], group: string): string {
-    agent ??= installAgent(paths);
-    // The security profile is part of the key: a template started under an older seccomp profile (or
-    // keyring set-up) is not reused for new sandboxes. So is the agent's runtime when the image has no
-    // python3: a rebuilt default image gets new templates. And the tenant: a template serves one only.
-    const key = {
-      image: image.id,
-      ...(image.python ? {} : { runtime: deps.runtimeImage?.()?.id ?? null }),
-      agent: agent.hash,
-      uid: { storage: deps.uidRange, ranges: 'v1' },
-      prewarm,
-      seccomp: SECCOMP_KEY,
-      keyring: 'none',
-      group,
-    };
-    return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 24);
-  }
-
-  /** Listen on the template's control socket; each (re)connection becomes the template's connection. */
-  function serve(h: TemplateHandle): { connected: Promise<void> } {
-    let first: (() => void) | undefined;
-    const connected = new Promise<void>((r) => {
-      first = r;
-    });
-    void hub.listen(h.id, paths.controlSocket(h.id), {
-      // While runc starts it, its pid is not known yet: only the hello check then.
-      admits: (cred) =>
-        h.hostPid === 0 || cred.pid === h.hostPid ? null : `peer pid ${cred.pid} is not the template's PID 1`,
-      verify(hello, cred) {
-        if (hello.sandboxId !== h.id || hello.role !== 'template')
-          throw new Error(`hello names ${hello.role} ${hello.sandboxId}`);
-        if (cred.pid !== h.hostPid)
-          throw new Error(`peer pid ${cred.pid} is not the template's PID 1 (${h.hostPid})`);
-      },
-      onAgent({ socket, hello }) {
-        h.conn?.close();
-        const conn = createAgentConnection(socket, hello, {
-          log,
-          ...(deps.timeouts ? { timeouts: deps.timeouts } : {}),
-        });
-        h.conn = conn;
-        conn.on('close', () => {
-          if (h.conn === conn) h.conn = null;
-        });
-        first?.();
-      },
-    });
-    return { connected };
-  }
-
-  async function destroy(id: string): Promise<void> {
-    const h = handles.get(id);
-    handles.delete(id);
-    h?.conn?.close();
-    hub.close(id);
-    h?.blocks?.close();
-    const range = rangeOf(store.getTemplate(id)) ?? h?.blocks?.range;
-    await runProcess(
-      deps.runc,
-      ['--root', paths.runcRoot, 'delete', '--force', id],
-      join(paths.template(id), 'container.log'),
-    ).catch(() => undefined);
-    mounts.detachAllUnder(paths.inbox(id));
-    mounts.detachAllUnder(paths.template(id));
-    rmSync(paths.inbox(id), { recursive: true, force: true });
-    rmSync(paths.template(id), { recursive: true, force: true });
-    if (range) deps.ranges.release(range.hostStart);
-  }
-
-  async function start(
-    image: ImageRecord,
-    key: string,
-    prewarm: string[],
-    group: string,
-  ): Promise<TemplateHandle> {
-    const launch = agentStart(image, deps.runtimeImage?.());
-    agent ??= installAgent(paths);
-    const startDeps = { ...deps, agent, exemptFromOom: deps.exemptFromOom ?? (() => undefined), serve };
-    const id = newTemplateId();
-    try {
-      const h = await startTemplate(startDeps, id, image, launch, key, { prewarm, group });
-      handles.set(h.id, h);
-      log.info({ template: h.id, image: image.name, pid: h.hostPid }, 'template started');
-      return h;
-    } catch (e) {
-      await destroy(id).catch(() => undefined);
-      if (store.getTemplate(id)) store.updateTemplate(id, { state: 'failed' });
-      throw e;
+/**
+ * A running template of (image, key) with a block free (`needBlock`), reconnected if need be; a dead one
+ * is removed.
+ */
+async function running(
+  s: TemplatesState,
+  image: ImageRecord,
+  key: string,
+  needBlock: boolean,
+): Promise<TemplateHandle | null> {
+  const { store, log } = s.deps;
+  for (const h of [...s.handles.values()]) {
+    if (h.image !== image.name || store.getTemplate(h.id)?.configKey !== key) continue;
+    if (needBlock && h.blocks && h.blocks.used() >= h.blocks.range.size / BLOCK_SIZE - 1) continue;
+    if (!isRunning(h.hostPid, h.startTime)) {
+      log.warn({ template: h.id }, 'template process is gone; starting a new one');
+      await destroy(s, h.id).catch(() => undefined);
+      store.deleteTemplate(h.id);
+      continue;
     }
+    if (!h.conn)
+      await deadline<void>(
+        5000,
+        `template ${h.id}'s agent reconnecting`,
+        (resolve) => void h.ready.then(resolve),
+      );
+    return h;
   }
+  return null;
+}
 
-  /**
-   * A running template of (image, key) with a block free (`needBlock`), reconnected if need be; a dead one
-   * is removed.
-   */
-  async function running(
-    image: ImageRecord,
-    key: string,
-    needBlock: boolean,
-  ): Promise<TemplateHandle | null> {
-    for (const h of [...handles.values()]) {
-      if (h.image !== image.name || store.getTemplate(h.id)?.configKey !== key) continue;
-      if (needBlock && h.blocks && h.blocks.used() >= h.blocks.range.size / BLOCK_SIZE - 1) continue;
-      if (!isRunning(h.hostPid, h.startTime)) {
-        log.warn({ template: h.id }, 'template process is gone; starting a new one');
-        await destroy(h.id).catch(() => undefined);
-        store.deleteTemplate(h.id);
-        continue;
-      }
-      if (!h.conn)
-        await deadline<void>(
-          5000,
-          `template ${h.id}'s agent reconnecting`,
-          (resolve) => void h.ready.then(resolve),
-        );
-      return h;
+/**
+ * A running template for this image whose worker pre-imported `prewarm` (started on first use).
+ * A module that fails to import does not fail the template: the worker logs it and carries on.
+ */
+async function ensure(
+  s: TemplatesState,
+  image: ImageRecord,
+  prewarm: readonly string[],
+  group: string,
+): Promise<TemplateHandle> {
+  const modules = effectivePrewarm(s, image, prewarm);
+  const key = configKey(s, image, modules, group);
+  const h = await running(s, image, key, true);
+  if (h) return h;
+  let p = s.starting.get(key);
+  if (!p) {
+    p = start(s, image, key, modules, group).finally(() => s.starting.delete(key));
+    s.starting.set(key, p);
+  }
+  return p;
+}
+
+/**
+ * The running template of (image, prewarm), without starting one; null when there is none or when
+ * it is also the image's default template (its config adds nothing to the runtime-wide modules).
+ */
+function findDedicated(s: TemplatesState, image: ImageRecord, prewarm: readonly string[]): TemplateHandle[] {
+  const out: TemplateHandle[] = [];
+  for (const h of s.handles.values()) {
+    const key = configKey(s, image, effectivePrewarm(s, image, prewarm), h.group);
+    if (key === configKey(s, image, effectivePrewarm(s, image, []), h.group)) continue;
+    if (s.deps.store.getTemplate(h.id)?.configKey === key) out.push(h);
+  }
+  return out;
+}
+
+/** After a restart: the template of `rec` listened for again, or removed when its process is gone. */
+async function adoptOne(s: TemplatesState, rec: TemplateRecord): Promise<void> {
+  const { deps } = s;
+  const { paths, store, log } = deps;
+  const startTime = typeof rec.runtime.startTime === 'number' ? rec.runtime.startTime : undefined;
+  if (rec.state !== 'running' || rec.hostPid === null || !isRunning(rec.hostPid, startTime)) {
+    if (rec.state === 'running') log.warn({ template: rec.id }, 'template process is gone; removing it');
+    await destroy(s, rec.id).catch(() => undefined);
+    store.deleteTemplate(rec.id);
+    return;
+  }
+  const cgroup = typeof rec.runtime.cgroup === 'string' ? rec.runtime.cgroup : `/forkbox/templates/${rec.id}`;
+  const range = rangeOf(rec);
+  const h: TemplateHandle = {
+    id: rec.id,
+    image: rec.image,
+    hostPid: rec.hostPid,
+    startTime: startTime ?? 0,
+    cgroup: cgroup.replace(/^\//, ''),
+    conn: null,
+    ready: Promise.resolve(),
+    group: typeof rec.runtime.group === 'string' ? rec.runtime.group : 'default',
+    blocks: null,
+  };
+  if (range) {
+    deps.ranges.adopt(
+      range.hostStart,
+      { stateId: paths.stateId, stateDir: paths.stateDir, template: rec.id },
+      { pid: rec.hostPid, startTime: h.startTime },
+    );
+    h.blocks = createTemplateBlocks(range, await makeUserNamespaces(blockIdmapSpecs(range, deps.uidRange)));
+    h.blocks.acquire(0);
+  }
+  h.ready = serve(deps, h).connected;
+  s.handles.set(rec.id, h);
+}
+
+/**
+ * Stop the templates no sandbox has used for `idleMs`, so their uid ranges go back to the host: a
+ * tenant's, and the host tenant's beyond the first of each config (which stays warm for the next
+ * create). A template's blocks count its live sandboxes, forks, snapshot holders and kept parents.
+ */
+async function reapIdle(s: TemplatesState, now: number): Promise<string[]> {
+  const { store, log } = s.deps;
+  const reaped: string[] = [];
+  const keptFor = new Set<string>();
+  for (const h of [...s.handles.values()]) {
+    const key = store.getTemplate(h.id)?.configKey ?? h.id;
+    if (!h.blocks || h.blocks.used() > 0) {
+      s.idleSince.delete(h.id);
+      if (h.group === HOST_GROUP) keptFor.add(key);
+      continue;
     }
-    return null;
+    const since = s.idleSince.get(h.id) ?? now;
+    s.idleSince.set(h.id, since);
+    const hostFirst = h.group === HOST_GROUP && !keptFor.has(key);
+    if (hostFirst) keptFor.add(key);
+    if (hostFirst || now - since < (s.deps.idleMs ?? TEMPLATE_IDLE_MS)) continue;
+    s.idleSince.delete(h.id);
+    await destroy(s, h.id).catch((e: unknown) =>
+      log.warn({ template: h.id, err: String(e) }, 'could not stop an idle template'),
+    );
+    store.deleteTemplate(h.id);
+    reaped.push(h.id);
+    log.info({ template: h.id, group: h.group }, 'template stopped: no sandbox used it');
   }
+  return reaped;
+}
 
+export function createTemplates(deps: TemplateDeps): Templates {
+  const s: TemplatesState = {
+    deps,
+    handles: new Map(),
+    starting: new Map(),
+    idleSince: new Map(),
+    agent: undefined,
+  };
   return {
-    /**
-     * A running template for this image whose worker pre-imported `prewarm` (started on first use).
-     * A module that fails to import does not fail the template: the worker logs it and carries on.
-     */
-    async ensure(image: ImageRecord, prewarm: readonly string[], group: string): Promise<TemplateHandle> {
-      const modules = effectivePrewarm(image, prewarm);
-      const key = configKey(image, modules, group);
-      const h = await running(image, key, true);
-      if (h) return h;
-      let p = starting.get(key);
-      if (!p) {
-        p = start(image, key, modules, group).finally(() => starting.delete(key));
-        starting.set(key, p);
-      }
-      return p;
+    ensure: (image, prewarm, group) => ensure(s, image, prewarm, group),
+    get: (id) => s.handles.get(id),
+    findDedicated: (image, prewarm) => findDedicated(s, image, prewarm),
+    async adopt(records) {
+      for (const rec of records) await adoptOne(s, rec);
     },
-
-    get(id: string): TemplateHandle | undefined {
-      return handles.get(id);
+    async destroy(id) {
+      await destroy(s, id);
+      deps.store.deleteTemplate(id);
     },
-
-    /**
-     * The running template of (image, prewarm), without starting one; null when there is none or when
-     * it is also the image's default template (its config adds nothing to the runtime-wide modules).
-     */
-    findDedicated(image: ImageRecord, prewarm: readonly string[]): TemplateHandle[] {
-      const out: TemplateHandle[] = [];
-      for (const h of handles.values()) {
-        const key = configKey(image, effectivePrewarm(image, prewarm), h.group);
-        if (key === configKey(image, effectivePrewarm(image, []), h.group)) continue;
-        if (store.getTemplate(h.id)?.configKey === key) out.push(h);
-      }
-      return out;
-    },
-
-    async adopt(records: TemplateRecord[]): Promise<void> {
-      for (const rec of records) {
-        const startTime = typeof rec.runtime.startTime === 'number' ? rec.runtime.startTime : undefined;
-        if (rec.state !== 'running' || rec.hostPid === null || !isRunning(rec.hostPid, startTime)) {
-          if (rec.state === 'running')
-            log.warn({ template: rec.id }, 'template process is gone; removing it');
-          await destroy(rec.id).catch(() => undefined);
-          store.deleteTemplate(rec.id);
-          continue;
-        }
-        const cgroup =
-          typeof rec.runtime.cgroup === 'string' ? rec.runtime.cgroup : `/forkbox/templates/${rec.id}`;
-        const range = rangeOf(rec);
-        const h: TemplateHandle = {
-          id: rec.id,
-          image: rec.image,
-          hostPid: rec.hostPid,
-          startTime: startTime ?? 0,
-          cgroup: cgroup.replace(/^\//, ''),
-          conn: null,
-          ready: Promise.resolve(),
-          group: typeof rec.runtime.group === 'string' ? rec.runtime.group : 'default',
-          blocks: null,
-        };
-        if (range) {
-          deps.ranges.adopt(
-            range.hostStart,
-            { stateId: paths.stateId, stateDir: paths.stateDir, template: rec.id },
-            { pid: rec.hostPid, startTime: h.startTime },
-          );
-          h.blocks = createTemplateBlocks(
-            range,
-            await makeUserNamespaces(blockIdmapSpecs(range, deps.uidRange)),
-          );
-          h.blocks.acquire(0);
-        }
-        h.ready = serve(h).connected;
-        handles.set(rec.id, h);
-      }
-    },
-
-    async destroy(id: string): Promise<void> {
-      await destroy(id);
-      store.deleteTemplate(id);
-    },
-
-    list(): TemplateHandle[] {
-      return [...handles.values()];
-    },
-
-    /**
-     * Stop the templates no sandbox has used for `idleMs`, so their uid ranges go back to the host: a
-     * tenant's, and the host tenant's beyond the first of each config (which stays warm for the next
-     * create). A template's blocks count its live sandboxes, forks, snapshot holders and kept parents.
-     */
-    async reapIdle(now = Date.now()): Promise<string[]> {
-      const reaped: string[] = [];
-      const keptFor = new Set<string>();
-      for (const h of [...handles.values()]) {
-        const key = store.getTemplate(h.id)?.configKey ?? h.id;
-        if (!h.blocks || h.blocks.used() > 0) {
-          idleSince.delete(h.id);
-          if (h.group === HOST_GROUP) keptFor.add(key);
-          continue;
-        }
-        const since = idleSince.get(h.id) ?? now;
-        idleSince.set(h.id, since);
-        const hostFirst = h.group === HOST_GROUP && !keptFor.has(key);
-        if (hostFirst) keptFor.add(key);
-        if (hostFirst || now - since < (deps.idleMs ?? TEMPLATE_IDLE_MS)) continue;
-        idleSince.delete(h.id);
-        await destroy(h.id).catch((e: unknown) =>
-          log.warn({ template: h.id, err: String(e) }, 'could not stop an idle template'),
-        );
-        store.deleteTemplate(h.id);
-        reaped.push(h.id);
-        log.info({ template: h.id, group: h.group }, 'template stopped: no sandbox used it');
-      }
-      return reaped;
-    },
+    list: () => [...s.handles.values()],
+    reapIdle: (now = Date.now()) => reapIdle(s, now),
   };
 }

@@ -103,218 +103,264 @@ export interface ForkWaves {
   ): Promise<void>;
 }
 
-export function createForkWaves(deps: ForkWaveDeps): ForkWaves {
-  const { paths, mounts, cgroups, live } = deps;
-
-  /**
-   * upper and work come from the storage driver (on btrfs: one fresh subvolume holding both), bounded by
-   * the child's disk limit where the driver enforces one (docs/STORAGE.md); a revival opens its kept dir.
-   */
-  async function sandboxDirs(c: ForkChildSpec): Promise<SandboxDirs> {
-    const dir = paths.sandbox(c.id);
-    if (c.reuseDir !== true)
-      return deps.snapshots.createSandboxDir(dir, { bytes: c.limits.diskBytes, inodes: c.limits.diskInodes });
-    const kept = await deps.snapshots.openSandboxDir(dir);
-    if (!kept)
-      throw new ForkboxError(
-        'sandbox_gone',
-        `sandbox ${c.id}'s files are gone (${dir}): it cannot be started again.`,
-      );
-    return kept;
-  }
-
-  /** The child's root overlay (and project overlay) at `rootMnt`, through its block's idmaps. */
-  async function mountRoot(parent: ParentRef, dirs: SandboxDirs, rootMnt: string, block: UidBlock | null) {
-    const sbDir = dirname(dirs.upper);
-    const idmap = block?.storageNs;
-    mounts.overlay(
-      rootMnt,
-      parent.lowers.map((path) => ({ path, idmap })),
-      { root: sbDir, upper: 'upper', work: 'work', idmap },
+/**
+ * upper and work come from the storage driver (on btrfs: one fresh subvolume holding both), bounded by
+ * the child's disk limit where the driver enforces one (docs/STORAGE.md); a revival opens its kept dir.
+ */
+async function sandboxDirs(deps: ForkWaveDeps, c: ForkChildSpec): Promise<SandboxDirs> {
+  const dir = deps.paths.sandbox(c.id);
+  if (c.reuseDir !== true)
+    return deps.snapshots.createSandboxDir(dir, { bytes: c.limits.diskBytes, inodes: c.limits.diskInodes });
+  const kept = await deps.snapshots.openSandboxDir(dir);
+  if (!kept)
+    throw new ForkboxError(
+      'sandbox_gone',
+      `sandbox ${c.id}'s files are gone (${dir}): it cannot be started again.`,
     );
-    const chain = { upper: dirs.upper, lowers: parent.lowers };
-    if (!projectChain(chain)) return;
-    const host = block ? { fd: await block.hostNs() } : { pid: parent.hostPid };
-    mountProject(mounts, rootMnt, chain, sbDir, { layers: idmap, host });
-  }
+  return kept;
+}
 
-  async function prepare(parent: ParentRef, c: ForkChildSpec, sourceId: string | null): Promise<Prepared> {
-    const taken = takeBlock(parent.uids);
-    try {
-      return await prepareOn(parent, c, sourceId, taken);
-    } catch (e) {
-      // Not in `live` yet when it failed early: its block reference is given back here, else by release.
-      if (taken && !live.has(c.id)) deps.releaseBlock(taken.ref);
-      throw e;
-    }
-  }
+/** The child's root overlay (and project overlay) at `rootMnt`, through its block's idmaps. */
+async function mountRoot(
+  deps: ForkWaveDeps,
+  parent: ParentRef,
+  dirs: SandboxDirs,
+  rootMnt: string,
+  block: UidBlock | null,
+) {
+  const { mounts } = deps;
+  const sbDir = dirname(dirs.upper);
+  const idmap = block?.storageNs;
+  mounts.overlay(
+    rootMnt,
+    parent.lowers.map((path) => ({ path, idmap })),
+    { root: sbDir, upper: 'upper', work: 'work', idmap },
+  );
+  const chain = { upper: dirs.upper, lowers: parent.lowers };
+  if (!projectChain(chain)) return;
+  const host = block ? { fd: await block.hostNs() } : { pid: parent.hostPid };
+  mountProject(mounts, rootMnt, chain, sbDir, { layers: idmap, host });
+}
 
-  async function prepareOn(
-    parent: ParentRef,
-    c: ForkChildSpec,
-    sourceId: string | null,
-    taken: ReturnType<typeof takeBlock>,
-  ): Promise<Prepared> {
-    const dirs = await sandboxDirs(c);
-    // The sandbox's `/` is owned by its upper dir's owner: container root (as stored).
-    chownSync(dirs.upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
-    const m = childMountDirs(paths.inbox(parent.id), c.id);
-    mkdirSync(m.dir, { mode: 0o750 });
-    chownSync(m.dir, 0, taken?.block.base ?? deps.uidRange.hostStart);
-    chmodSync(m.dir, 0o750);
-    for (const d of [m.root, m.inbox]) {
-      mkdirSync(d, { mode: 0o755 });
-      chmodSync(d, 0o755); // whatever the umask: the child (an unprivileged host uid) walks through them
-    }
-    // Both appear inside the parent at /.forkbox/inbox/<id>/{root,inbox} by mount propagation.
-    // A project directory (layers/project-layer.ts): its own overlay at its mount path, whose upper is
-    // that path in this upper, made before the root overlay is mounted over it.
-    prepareProjectUpper(dirs.upper, parent.lowers);
-    await mountRoot(parent, dirs, m.root, taken?.block ?? null);
-    mounts.sharedSelfBind(paths.inbox(c.id));
-    mounts.bind(paths.inbox(c.id), m.inbox);
-    const cg = paths.sandboxCgroup(c.id);
-    // Leaves carry no limits of their own (the sandbox group holds them).
-    await cgroups.createGroup(cg, c.limits, LEAVES);
-    const sb: LiveSandbox = {
-      id: c.id,
-      hostPid: 0,
-      startTime: 0,
-      cgroup: cg,
-      conn: null,
-      connected: Promise.resolve(),
-      paused: false,
-      tombstone: false,
-      depth: parent.depth + 1,
-      lowers: parent.lowers,
-      templateId: parent.templateId,
-      parentId: sourceId,
-      spawnedIn: parent.id,
-      memoryBytes: c.limits.memoryBytes,
-      oomSeen: 0,
-      ended: false,
-      block: taken?.ref ?? null,
-    };
-    live.set(c.id, sb);
-    const nonce = randomBytes(16).toString('hex');
-    const { ready } = await deps.link.serve(sb, {
-      nonce,
-      parentPid: parent.hostPid,
-      ...(taken ? { uid: taken.block.base } : {}),
-    });
-    // The policy lives here, in the daemon: the child's agent only relays its loopback port to it.
-    if (c.network?.mode === 'allow') {
-      if (!deps.egress)
-        throw new ForkboxError(
-          'requirement_missing',
-          'this daemon has no egress proxy: create the sandbox with network none.',
-        );
-      await deps.egress.open(c.id, paths.inbox(c.id), c.network);
-    }
-    return { c, sb, nonce, ready, idMap: idMapOf(parent.uids, taken?.block ?? null) };
+async function prepare(
+  deps: ForkWaveDeps,
+  parent: ParentRef,
+  c: ForkChildSpec,
+  sourceId: string | null,
+): Promise<Prepared> {
+  const taken = takeBlock(parent.uids);
+  try {
+    return await prepareOn(deps, parent, c, sourceId, taken);
+  } catch (e) {
+    // Not in `live` yet when it failed early: its block reference is given back here, else by release.
+    if (taken && !deps.live.has(c.id)) deps.releaseBlock(taken.ref);
+    throw e;
   }
+}
 
-  async function startNat(id: string, hostPid: number, uid: number | undefined): Promise<void> {
-    if (!deps.nat)
+/** The child's record in `live`, before it is born (no pid, no connection yet). */
+function unbornSandbox(
+  parent: ParentRef,
+  c: ForkChildSpec,
+  sourceId: string | null,
+  cgroup: string,
+  taken: ReturnType<typeof takeBlock>,
+): LiveSandbox {
+  return {
+    id: c.id,
+    hostPid: 0,
+    startTime: 0,
+    cgroup,
+    conn: null,
+    connected: Promise.resolve(),
+    paused: false,
+    tombstone: false,
+    depth: parent.depth + 1,
+    lowers: parent.lowers,
+    templateId: parent.templateId,
+    parentId: sourceId,
+    spawnedIn: parent.id,
+    memoryBytes: c.limits.memoryBytes,
+    oomSeen: 0,
+    ended: false,
+    block: taken?.ref ?? null,
+  };
+}
+
+async function prepareOn(
+  deps: ForkWaveDeps,
+  parent: ParentRef,
+  c: ForkChildSpec,
+  sourceId: string | null,
+  taken: ReturnType<typeof takeBlock>,
+): Promise<Prepared> {
+  const { paths, mounts } = deps;
+  const dirs = await sandboxDirs(deps, c);
+  // The sandbox's `/` is owned by its upper dir's owner: container root (as stored).
+  chownSync(dirs.upper, deps.uidRange.hostStart, deps.uidRange.hostStart);
+  const m = childMountDirs(paths.inbox(parent.id), c.id);
+  mkdirSync(m.dir, { mode: 0o750 });
+  chownSync(m.dir, 0, taken?.block.base ?? deps.uidRange.hostStart);
+  chmodSync(m.dir, 0o750);
+  for (const d of [m.root, m.inbox]) {
+    mkdirSync(d, { mode: 0o755 });
+    chmodSync(d, 0o755); // whatever the umask: the child (an unprivileged host uid) walks through them
+  }
+  // Both appear inside the parent at /.forkbox/inbox/<id>/{root,inbox} by mount propagation.
+  // A project directory (layers/project-layer.ts): its own overlay at its mount path, whose upper is
+  // that path in this upper, made before the root overlay is mounted over it.
+  prepareProjectUpper(dirs.upper, parent.lowers);
+  await mountRoot(deps, parent, dirs, m.root, taken?.block ?? null);
+  mounts.sharedSelfBind(paths.inbox(c.id));
+  mounts.bind(paths.inbox(c.id), m.inbox);
+  const cg = paths.sandboxCgroup(c.id);
+  // Leaves carry no limits of their own (the sandbox group holds them).
+  await deps.cgroups.createGroup(cg, c.limits, LEAVES);
+  const sb = unbornSandbox(parent, c, sourceId, cg, taken);
+  deps.live.set(c.id, sb);
+  const nonce = randomBytes(16).toString('hex');
+  const { ready } = await deps.link.serve(sb, {
+    nonce,
+    parentPid: parent.hostPid,
+    ...(taken ? { uid: taken.block.base } : {}),
+  });
+  // The policy lives here, in the daemon: the child's agent only relays its loopback port to it.
+  if (c.network?.mode === 'allow') {
+    if (!deps.egress)
       throw new ForkboxError(
         'requirement_missing',
-        'this daemon has no user-mode NAT: create the sandbox with an allow list, or start the daemon with --network-max open.',
+        'this daemon has no egress proxy: create the sandbox with network none.',
       );
-    await deps.nat.start(id, hostPid, uid);
+    await deps.egress.open(c.id, paths.inbox(c.id), c.network);
   }
+  return { c, sb, nonce, ready, idMap: idMapOf(parent.uids, taken?.block ?? null) };
+}
 
-  /** The fork request for one wave; resolves with the agent's per-child results (or rejects). */
-  async function askParent(parent: ParentRef, wave: Prepared[], sourceId: string | null) {
-    const { result } = await parent.conn.request('fork', {
-      children: wave.map(({ c, sb, nonce, idMap }) => ({
-        sandbox_id: c.id,
-        nonce,
-        hostname: c.name.slice(0, 63),
-        root: `/.forkbox/inbox/${c.id}/root`,
-        inbox: `/.forkbox/inbox/${c.id}/inbox`,
-        env: c.env,
-        fork_index: c.forkIndex,
-        parent_id: sourceId,
-        tmpfs_bytes: devTmpfsBytes(c.limits.memoryBytes),
-        // The child's REPL worker and commands take this rank, whether or not its PID 1 is exempt.
-        oom_score_adj: oomRank(sb.depth),
-        ...(c.network?.mode === 'allow' ? { net_relay_port: EGRESS.relayPort } : {}),
-        // Its own user namespace, with this id map (agent/forking.py); none for an old agent's children.
-        ...(idMap ? { userns: { uid_map: idMap, gid_map: idMap } } : {}),
-      })),
-    });
-    return (Array.isArray(result.children) ? result.children : []) as {
-      sandbox_id?: unknown;
-      ok?: unknown;
-      error?: unknown;
-      pid?: unknown;
-    }[];
-  }
-
-  async function forkWave(
-    parent: ParentRef,
-    wave: Prepared[],
-    sourceId: string | null,
-    out: Map<string, SpawnOutcome>,
-  ): Promise<void> {
-    if (wave.length === 0) return;
-    let results: Awaited<ReturnType<typeof askParent>> = [];
-    try {
-      results = await askParent(parent, wave, sourceId);
-    } catch (e) {
-      for (const { c } of wave) out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
-    }
-    const unborn = watchUnborn(parent.hostPid);
-    await Promise.all(
-      wave.map(async ({ c, sb, ready }) => {
-        if (out.has(c.id)) return;
-        const r = results.find((x) => x.sandbox_id === c.id);
-        if (r?.ok !== true) {
-          const why = typeof r?.error === 'string' ? r.error : 'no result from the parent agent';
-          out.set(c.id, failed(c.id, new ForkboxError('internal', why)));
-          return;
-        }
-        const died =
-          typeof r.pid === 'number'
-            ? unborn.gone(r.pid).then((why) => {
-                // Not a forkbox bug: what the child runs before its greeting is its parent's (at-fork
-                // hooks of the source's Python) and its image's.
-                throw new ForkboxError(
-                  'sandbox_gone',
-                  `the new sandbox died during its set-up: ${why}. Nothing of it is kept. If its source's Python runs code at fork (os.register_at_fork) or its image is broken, fix that, then retry.`,
-                );
-              })
-            : new Promise<never>(() => undefined);
-        died.catch(() => undefined);
-        try {
-          await deadline<void>(
-            deps.createTimeoutMs ?? 10000,
-            `sandbox ${c.id} starting`,
-            (resolve, reject) => {
-              ready.then(resolve, reject);
-              died.catch(reject);
-            },
-          );
-          // `open`: its own NAT, attached to the network namespace its PID 1 has made by now.
-          if (c.network?.mode === 'open' && c.held !== true) await startNat(c.id, sb.hostPid, sb.block?.base);
-          out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
-        } catch (e) {
-          out.set(c.id, failed(c.id, e));
-        }
-      }),
+async function startNat(
+  deps: ForkWaveDeps,
+  id: string,
+  hostPid: number,
+  uid: number | undefined,
+): Promise<void> {
+  if (!deps.nat)
+    throw new ForkboxError(
+      'requirement_missing',
+      'this daemon has no user-mode NAT: create the sandbox with an allow list, or start the daemon with --network-max open.',
     );
-    unborn.stop();
-    // Every child of the wave has pivoted into its root (or failed): the parent needs its mount points
-    // no more, and each one it keeps would be copied by every later child. Not before: a child's copy
-    // of the parent's inbox is a slave of the host's, so the host's unmount would reach it mid-set-up.
-    for (const { c } of wave) {
-      try {
-        deps.releaser.dropMountPoints(parent.id, c.id);
-      } catch (e) {
-        deps.log.warn({ sandbox: c.id, err: String(e) }, 'could not drop a new sandbox’s mount points');
-      }
+  await deps.nat.start(id, hostPid, uid);
+}
+
+/** One child's result in the parent agent's answer to `fork`. */
+interface ChildForkResult {
+  sandbox_id?: unknown;
+  ok?: unknown;
+  error?: unknown;
+  pid?: unknown;
+}
+
+/** The fork request for one wave; resolves with the agent's per-child results (or rejects). */
+async function askParent(
+  parent: ParentRef,
+  wave: Prepared[],
+  sourceId: string | null,
+): Promise<ChildForkResult[]> {
+  const { result } = await parent.conn.request('fork', {
+    children: wave.map(({ c, sb, nonce, idMap }) => ({
+      sandbox_id: c.id,
+      nonce,
+      hostname: c.name.slice(0, 63),
+      root: `/.forkbox/inbox/${c.id}/root`,
+      inbox: `/.forkbox/inbox/${c.id}/inbox`,
+      env: c.env,
+      fork_index: c.forkIndex,
+      parent_id: sourceId,
+      tmpfs_bytes: devTmpfsBytes(c.limits.memoryBytes),
+      // The child's REPL worker and commands take this rank, whether or not its PID 1 is exempt.
+      oom_score_adj: oomRank(sb.depth),
+      ...(c.network?.mode === 'allow' ? { net_relay_port: EGRESS.relayPort } : {}),
+      // Its own user namespace, with this id map (agent/forking.py); none for an old agent's children.
+      ...(idMap ? { userns: { uid_map: idMap, gid_map: idMap } } : {}),
+    })),
+  });
+  return (Array.isArray(result.children) ? result.children : []) as ChildForkResult[];
+}
+
+/** Wait for one forked child of a wave to greet (or to die first); its outcome goes into `out`. */
+async function awaitChild(
+  deps: ForkWaveDeps,
+  { c, sb, ready }: Prepared,
+  r: ChildForkResult | undefined,
+  unborn: ReturnType<typeof watchUnborn>,
+  out: Map<string, SpawnOutcome>,
+): Promise<void> {
+  if (r?.ok !== true) {
+    const why = typeof r?.error === 'string' ? r.error : 'no result from the parent agent';
+    out.set(c.id, failed(c.id, new ForkboxError('internal', why)));
+    return;
+  }
+  const died =
+    typeof r.pid === 'number'
+      ? unborn.gone(r.pid).then((why) => {
+          // Not a forkbox bug: what the child runs before its greeting is its parent's (at-fork
+          // hooks of the source's Python) and its image's.
+          throw new ForkboxError(
+            'sandbox_gone',
+            `the new sandbox died during its set-up: ${why}. Nothing of it is kept. If its source's Python runs code at fork (os.register_at_fork) or its image is broken, fix that, then retry.`,
+          );
+        })
+      : new Promise<never>(() => undefined);
+  died.catch(() => undefined);
+  try {
+    await deadline<void>(deps.createTimeoutMs ?? 10000, `sandbox ${c.id} starting`, (resolve, reject) => {
+      ready.then(resolve, reject);
+      died.catch(reject);
+    });
+    // `open`: its own NAT, attached to the network namespace its PID 1 has made by now.
+    if (c.network?.mode === 'open' && c.held !== true) await startNat(deps, c.id, sb.hostPid, sb.block?.base);
+    out.set(c.id, { id: c.id, ok: true, handle: handleOf(sb) });
+  } catch (e) {
+    out.set(c.id, failed(c.id, e));
+  }
+}
+
+async function forkWave(
+  deps: ForkWaveDeps,
+  parent: ParentRef,
+  wave: Prepared[],
+  sourceId: string | null,
+  out: Map<string, SpawnOutcome>,
+): Promise<void> {
+  if (wave.length === 0) return;
+  let results: ChildForkResult[] = [];
+  try {
+    results = await askParent(parent, wave, sourceId);
+  } catch (e) {
+    for (const { c } of wave) out.set(c.id, { id: c.id, ok: false, error: toForkboxError(e) });
+  }
+  const unborn = watchUnborn(parent.hostPid);
+  await Promise.all(
+    wave.map(async (p) => {
+      if (out.has(p.c.id)) return;
+      const r = results.find((x) => x.sandbox_id === p.c.id);
+      await awaitChild(deps, p, r, unborn, out);
+    }),
+  );
+  unborn.stop();
+  // Every child of the wave has pivoted into its root (or failed): the parent needs its mount points
+  // no more, and each one it keeps would be copied by every later child. Not before: a child's copy
+  // of the parent's inbox is a slave of the host's, so the host's unmount would reach it mid-set-up.
+  for (const { c } of wave) {
+    try {
+      deps.releaser.dropMountPoints(parent.id, c.id);
+    } catch (e) {
+      deps.log.warn({ sandbox: c.id, err: String(e) }, 'could not drop a new sandbox’s mount points');
     }
   }
+}
 
-  return { prepare, forkWave };
+export function createForkWaves(deps: ForkWaveDeps): ForkWaves {
+  return {
+    prepare: (parent, c, sourceId) => prepare(deps, parent, c, sourceId),
+    forkWave: (parent, wave, sourceId, out) => forkWave(deps, parent, wave, sourceId, out),
+  };
 }

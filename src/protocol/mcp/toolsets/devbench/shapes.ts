@@ -18,29 +18,25 @@ export const containerIdArg = refSchema().describe('Container ID (from spawn, or
 const mtime = (ms: number) => new Date(ms).toISOString();
 const perms = (mode: number) => (mode & 0o777).toString(8);
 
-export function devbenchStat(s: FileStat) {
-  const isDir = s.type === 'dir';
+/** A file as DevBench's FileStat, with `etag` as given. */
+function devbenchFile(f: Pick<FileStat, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs'>, etag: string) {
+  const isDir = f.type === 'dir';
   return {
-    path: s.path,
-    size: s.size,
+    path: f.path,
+    size: f.size,
     is_dir: isDir,
-    permissions: perms(s.mode),
-    mtime: mtime(s.mtimeMs),
-    etag: s.etag ?? '',
-    mime_type: isDir ? null : mimeOf(s.path),
+    permissions: perms(f.mode),
+    mtime: mtime(f.mtimeMs),
+    etag,
+    mime_type: isDir ? null : mimeOf(f.path),
   };
+}
+
+export function devbenchStat(s: FileStat) {
+  return devbenchFile(s, s.etag ?? '');
 }
 
 /** A listed entry (a listing carries no ETag: fs_stat or fs_read gives it). */
 export function devbenchEntry(e: FileEntry) {
-  const isDir = e.type === 'dir';
-  return {
-    path: e.path,
-    size: e.size,
-    is_dir: isDir,
-    permissions: perms(e.mode),
-    mtime: mtime(e.mtimeMs),
-    etag: '',
-    mime_type: isDir ? null : mimeOf(e.path),
-  };
+  return devbenchFile(e, '');
 }

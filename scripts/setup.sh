@@ -47,6 +47,14 @@ if [ "${#need_pkgs[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >&2
 fi
 
+# runsc (gVisor): the gvisor runtime. From Debian's backports suite, by its pinned version only
+# (scripts/install-runsc.sh adds the suite beside the main one and pins it low).
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  bash scripts/install-runsc.sh
+elif ! command -v runsc >/dev/null 2>&1; then
+  echo "    (skipping runsc, the gvisor runtime: installing it needs root on Debian)" >&2
+fi
+
 echo "==> installing npm dependencies" >&2
 if [ -d node_modules/better-sqlite3/build/Release ] && [ node_modules/.package-lock.json -nt package-lock.json ]; then
   echo "    (up to date)" >&2

@@ -11,6 +11,7 @@ import { createBrowsers } from './browser/browsers.ts';
 import { parseDuration } from './domain/durations.ts';
 import { ForkboxError } from './domain/errors.ts';
 import { LIMITS } from './domain/limits.ts';
+import type { RuntimeName } from './domain/runtime-id.ts';
 import { type DiskSpec, parseDiskSpec } from './domain/sizes.ts';
 import { createImageStore, type ImageStore } from './images/index.ts';
 import { createEgressProxies, type EgressProxies } from './network/egress-proxies.ts';
@@ -18,9 +19,13 @@ import { createResolver, parseHostsMap } from './network/egress-resolve.ts';
 import { installOpenFilter, openFilterTable, removeOpenFilter } from './network/open-filter.ts';
 import { createOpenNats, type OpenNats } from './network/open-nat.ts';
 import type { AuditLog } from './protocol/audit.ts';
+import { gvisorPaths } from './runtimes/gvisor/gvisor-paths.ts';
+import { createGvisorRuntime } from './runtimes/gvisor/gvisor-runtime.ts';
+import { createRunsc } from './runtimes/gvisor/runsc.ts';
 import { type AgentTimeouts, agentTimeoutsFromEnv } from './runtimes/native/agent-link/agent-timeouts.ts';
 import { createInboxHub, type InboxHub } from './runtimes/native/agent-link/inbox-hub.ts';
 import { type Cgroups, detectCgroups } from './runtimes/native/cgroups/index.ts';
+import { installAgent } from './runtimes/native/container/agent-install.ts';
 import { RUNTIME_IMAGE } from './runtimes/native/container/agent-runtime.ts';
 import { createTemplates, type Templates } from './runtimes/native/container/templates.ts';
 import { createAdmission } from './runtimes/native/host/admission.ts';
@@ -43,6 +48,7 @@ import { type OpenedStorage, openStorage, type StorageMode } from './runtimes/na
 import type { SnapshotDriver } from './runtimes/native/layers/snapshot-driver.ts';
 import { createNativeRuntime, type NativeRuntime } from './runtimes/native/native-runtime.ts';
 import { createOomOrder, type OomOrder } from './runtimes/native/spawn/oom-order.ts';
+import { createRuntimeRouter } from './runtimes/runtime-router.ts';
 import type { ForkboxApi } from './service/api.ts';
 import { createEngine, type Engine, type Logger } from './service/engine.ts';
 import { createHostMetrics, type HostMetrics } from './service/host-metrics.ts';
@@ -52,9 +58,12 @@ import { diskPolicy } from './service/sandboxes/disk-limits.ts';
 import type { NetworkCap } from './service/sandboxes/network-cap.ts';
 import { openSqliteStore, type SqliteStore } from './storage/sqlite/index.ts';
 import { readMountInfo } from './util/mountinfo.ts';
+import { which } from './util/subprocess.ts';
 import { VERSION } from './version.ts';
 
 export interface OpenEngineOptions {
+  /** The runtime of creates that name none (`serve --runtime`; default native). */
+  defaultRuntime?: RuntimeName;
   stateDir: string;
   log: Logger;
   /** How long to wait for sandboxes' agents to reconnect after a restart. */
@@ -129,7 +138,9 @@ function envBytes(name: string, max: number): number | undefined {
 export interface OpenedEngine {
   api: ForkboxApi;
   engine: Engine;
-  /** The runtime under the engine (tests run the Runtime contract on it directly). */
+  /** The gvisor runtime, when runsc is installed (tests run the Runtime contract on it directly). */
+  gvisor?: Runtime;
+  /** The native runtime under the engine (tests run the Runtime contract on it directly). */
   runtime: Runtime;
   stateDir: string;
   /** What the runtime refused and the daemon's file descriptors (served on /metrics). */
@@ -545,12 +556,34 @@ function nativeRuntime(
   return { runtime, nat };
 }
 
+/**
+ * The gvisor runtime, when runsc is installed (FORKBOX_RUNSC names another binary; `--runtime` and
+ * `runtime: "gvisor"` then work) — else none, and a create that names it says how to install it.
+ */
+function gvisorRuntime(opts: OpenEngineOptions, sys: Sys, parts: HostParts): Runtime | undefined {
+  const bin = process.env.FORKBOX_RUNSC ?? which('runsc');
+  if (!bin) return undefined;
+  const paths = gvisorPaths(opts.stateDir, parts.stateId);
+  return createGvisorRuntime({
+    runsc: createRunsc({ bin, root: paths.runscRoot }),
+    paths,
+    sys,
+    hub: parts.hub,
+    cgroups: parts.cgroups,
+    cgroupParent: `${parts.paths.stateCgroup}/gvisor`,
+    images: parts.images,
+    agentDir: () => installAgent(parts.paths).dir,
+    log: opts.log,
+    timeouts: parts.timeouts,
+  });
+}
+
 /** The engine over the runtime, with the disk policy and the network cap of this daemon. */
 async function buildEngine(
   opts: OpenEngineOptions,
   store: SqliteStore,
   parts: HostParts,
-  runtime: NativeRuntime,
+  runtime: Runtime,
   nat: OpenNats | undefined,
 ): Promise<{ engine: Engine; networkCap: NetworkCap | undefined; filterTable: string }> {
   const { stateDir, log } = opts;
@@ -589,7 +622,9 @@ async function buildEngine(
 /** An opened engine's `close`: the first call stops it all, in order; later calls do nothing. */
 function closeOpened(o: {
   engine: Engine;
-  runtime: NativeRuntime;
+  /** Every runtime (the router): shut down together. */
+  runtime: Runtime;
+  native: NativeRuntime;
   store: SqliteStore;
   snapshots: SnapshotDriver;
   inboxFs: InboxFs | null;
@@ -598,7 +633,7 @@ function closeOpened(o: {
   filterTable: string;
   lockFd: number;
 }): OpenedEngine['close'] {
-  const { engine, runtime, store, snapshots, inboxFs, networkCap } = o;
+  const { engine, runtime, native, store, snapshots, inboxFs, networkCap } = o;
   let closed = false;
   return async (closeOpts) => {
     if (closed) return;
@@ -619,7 +654,7 @@ function closeOpened(o: {
     await engine.close();
     await runtime.shutdown({ killSandboxes: closeOpts?.killSandboxes === true });
     // Sandboxes that outlive this process (a daemon restart) keep their storage mounted.
-    const inUse = closeOpts?.killSandboxes !== true && runtime.live.size > 0;
+    const inUse = closeOpts?.killSandboxes !== true && native.live.size > 0;
     await snapshots.close({ inUse });
     // Templates' inboxes are in it too: it goes only when the templates went with the sandboxes.
     inboxFs?.close({ inUse: closeOpts?.killSandboxes !== true });
@@ -641,19 +676,27 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
   const opened: Opened = { storage: null, inboxFs: null };
   try {
     const parts = await openHostParts(opts, sys, host, store, opened);
-    const { runtime, nat } = nativeRuntime(opts, sys, host, store, parts);
+    const { runtime: native, nat } = nativeRuntime(opts, sys, host, store, parts);
+    const gvisor = gvisorRuntime(opts, sys, parts);
+    const runtime = createRuntimeRouter({
+      native,
+      ...(gvisor ? { gvisor } : {}),
+      ...(opts.defaultRuntime ? { defaultRuntime: opts.defaultRuntime } : {}),
+    });
     const { engine, networkCap, filterTable } = await buildEngine(opts, store, parts, runtime, nat);
     await engine.recover(opts.recoverDeadlineMs ?? 5000);
     const stopHousekeeping = startHousekeeping(engine, store, log, opts);
     return {
       api: engine,
       engine,
-      runtime,
+      runtime: native,
+      ...(gvisor ? { gvisor } : {}),
       stateDir,
       metrics: host.metrics,
       close: closeOpened({
         engine,
         runtime,
+        native,
         store,
         snapshots: parts.snapshots,
         inboxFs: opened.inboxFs,

@@ -21,7 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bounds  # noqa: E402
 import fileops  # noqa: E402
 import filerw  # noqa: E402
+import holding  # noqa: E402
 import sysc  # noqa: E402
+import trees  # noqa: E402
 from channel import AGENT_LOG, Channel, Loop, log  # noqa: E402
 from execs import Exec, OpError, check_size  # noqa: E402
 from outstream import SPOOL_DIR, valid_output_id  # noqa: E402
@@ -93,6 +95,8 @@ class Agent:
         self.doomed = set()  # killed workers not reaped yet: shutdown waits for them
         self.paused = set()  # Execs waiting for the host connection to drain
         self.repl = Repl(self)
+        self.trees = trees.Trees()  # exec trees by session (trees.py)
+        self.hold = holding.Hold(self)  # held for a checkpoint (the gvisor runtime): holding.py
         self.node = NodeRepl(self)  # the Node.js REPL (noderepl.py): started on first use
         if adopt is not None and getattr(adopt, "node_state", False):
             # Forked from a sandbox whose Node REPL had state: it is not carried over (not forkable); the
@@ -123,6 +127,7 @@ class Agent:
         host). As PID 1 of the sandbox they keep the default action: the kernel then drops them when they
         come from inside the sandbox (a user cannot stop or end its agent), and from the host they end it."""
         signal.signal(signal.SIGCHLD, _noop)  # a Python handler must exist for the wakeup fd to be written
+        signal.signal(signal.SIGUSR2, _noop)  # the host's wake after a checkpoint (holding.py)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL if os.getpid() == 1 else _noop)
 
@@ -148,6 +153,8 @@ class Agent:
         for signum in set(data):
             if signum in (signal.SIGTERM, signal.SIGINT):
                 self.shutdown("signal %d" % signum)
+            elif signum == signal.SIGUSR2:
+                self.hold.wake()
         self._reap()
 
     def _reap(self):
@@ -257,6 +264,12 @@ class Agent:
         self.ever_connected = True
         self._welcomed()
 
+    def backoff_reset(self):
+        self.backoff = BACKOFF_MIN_S
+
+    def connect_now(self):
+        self._connect()
+
     def _welcomed(self):
         self.backoff = BACKOFF_MIN_S
         AGENT_LOG.attach(self._send_log)
@@ -308,10 +321,13 @@ class Agent:
         self.node.drop_conn(conn)
         if self.conn is conn:
             self.conn = None
+            if self.hold.held:
+                return  # no new host connection until woken (holding.py)
             self.add_timer(self.backoff, self._connect)
             self.backoff = min(self.backoff * 2, BACKOFF_MAX_S)
 
     def _on_drain(self, conn):
+        self.hold.drained(conn)
         if conn.pending < LOW_WATER and self.paused:
             for ex in list(self.paused):
                 ex.resume()
@@ -515,6 +531,19 @@ class Agent:
             raise OpError("busy", "the REPL is running code; wait for it or interrupt it, then fork")
         self.repl.submit(conn, rid, "fork", {"children": children})
 
+    def _op_tree(self, conn, rid, a, body):
+        r = self.trees.op(a)
+        if r is None:
+            raise OpError("bad_request", "tree must be a string of 1 to 128 characters")
+        self.send_res(conn, rid, r)
+
+    def _op_hold(self, conn, rid, a, body):
+        max_ms = _int_arg(a, "max_ms", 30000, holding.MAX_HOLD_MS)
+        if max_ms < holding.MIN_HOLD_MS:
+            raise OpError("bad_request", "max_ms must be at least %d" % holding.MIN_HOLD_MS)
+        self.send_res(conn, rid, {})
+        self.hold.start(conn, max_ms)
+
     def _op_stats(self, conn, rid, a, body):
         self.send_res(conn, rid, self._stats())
 
@@ -691,6 +720,8 @@ OPS = {
     "repl.restart": Agent._op_repl_restart,
     "fork": Agent._op_fork,
     "port.connect": Agent._op_port_connect,
+    "hold": Agent._op_hold,
+    "tree": Agent._op_tree,
     "file.read": _file_op(filerw.file_read),
     "file.write": _file_op(filerw.file_write),
     "file.list": _file_op(fileops.file_list),

@@ -229,6 +229,7 @@ class Exec:
             return
         self.pid = pid
         self.started = True
+        self.agent.trees.note(self.tree, pid)
         self.agent.exec_started(self)
         now = time.monotonic()
         for s in self.streams.values():

@@ -117,6 +117,12 @@ class Relay:
         b.setblocking(False)
         self.pairs.add(Pair(self, a, b))
 
+    def close_all(self):
+        """End every relayed connection (both ends see it close); the relay itself stays."""
+        for p in list(self.pairs):
+            p.close()
+        self.pairs = set()
+
     def close_in_child(self):
         """In a process forked off the agent: drop our copies (their peers must see EOF)."""
         for p in list(self.pairs):

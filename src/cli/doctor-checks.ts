@@ -10,7 +10,7 @@ import { traverseAdvice, untraversable } from '../runtimes/native/host/traverse.
 import { DEFAULT_UID_SPACE } from '../runtimes/native/host/uid-ranges.ts';
 import { planStorage } from '../runtimes/native/layers/btrfs-storage.ts';
 import { configuredElsewhere, readServeRecord } from '../transports/serve-record.ts';
-import { which } from '../util/subprocess.ts';
+import { runSync, which } from '../util/subprocess.ts';
 
 export interface DoctorCheck {
   name: string;
@@ -47,6 +47,25 @@ function binary(name: string, bin: string, pkg: string, required: boolean, why: 
     return p
       ? { ok: true, detail: p }
       : { ok: false, detail: `${bin} not found (${why})`, fix: `${APT} ${pkg}` };
+  });
+}
+
+/** The gvisor runtime's runsc: present, and a release with the checkpoint/restore forks rely on. */
+function runscCheck(): DoctorCheck {
+  return check('runsc (the gvisor runtime)', false, () => {
+    const fix =
+      "run `npm run setup` as root (it installs runsc from Debian's backports, pinned), or on Debian: add the backports suite and `apt-get install -t bookworm-backports runsc`";
+    const bin = process.env.FORKBOX_RUNSC ?? which('runsc');
+    if (!bin)
+      return { ok: false, detail: 'runsc not found: sandboxes with runtime gvisor cannot be made', fix };
+    const version = runSync(bin, ['--version']).split('\n')[0] ?? '';
+    const release = /(\d{8})/.exec(version)?.[1] ?? '0';
+    const ok = release >= '20240729';
+    return {
+      ok,
+      detail: `${bin}: ${version.trim()}${ok ? '' : ' (older than the 2024-07-29 release the gvisor runtime is tested with)'}`,
+      fix,
+    };
   });
 }
 
@@ -152,6 +171,7 @@ export async function runDoctorChecks(opts: { stateDir: string; image?: string }
     })),
   );
   out.push(binary('runc', process.env.FORKBOX_RUNC ?? 'runc', 'runc', true, 'runs the template containers'));
+  out.push(runscCheck());
   out.push(binary('debootstrap', 'debootstrap', 'debootstrap', false, 'builds Debian images'));
   out.push(
     binary('btrfs-progs', 'mkfs.btrfs', 'btrfs-progs', false, 'the btrfs storage driver for O(1) snapshots'),

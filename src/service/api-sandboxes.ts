@@ -1,12 +1,14 @@
 /** The sandbox part of the API for one caller: lifecycle, lineage, snapshots, diff. */
 import { errors, ForkboxError } from '../domain/errors.ts';
 import { isLive } from '../domain/sandbox-state.ts';
-import type { ForkResult, SandboxApi, SystemStatus } from './api.ts';
+import type { SandboxRecord } from '../domain/types.ts';
+import type { ForkResult, SandboxApi, SandboxInfo, SystemStatus } from './api.ts';
 import { replayBrowser } from './browser/browser-fork.ts';
 import { type CallerContext, DEFAULT_TENANT, namespaceFor, namespacesFor } from './caller.ts';
 import { applyProjectOf, diffSandboxRecords } from './diff/diff.ts';
 import type { EngineParts } from './engine-parts.ts';
 import { MERGED_LABEL } from './lineage/lineage.ts';
+import { defaultRuntime, offeredRuntimes } from './sandboxes/runtime-choice.ts';
 import { info } from './sandboxes/sandbox-info.ts';
 import { checkPorts, portInfo } from './sandboxes/sandbox-ports.ts';
 import { SNAPSHOT_LABEL } from './snapshots/snapshots.ts';
@@ -16,6 +18,8 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
   const { store, runtime, snapshots } = p;
   const find = (idOrName: string) => p.find(ctx, idOrName);
   const running = (idOrName: string) => p.running(ctx, idOrName);
+  /** The record as the API shows it: with its live children, its runtime and what that can do. */
+  const withKids = (rec: SandboxRecord): SandboxInfo => info(rec, p.withKids(rec).children, runtime);
   const diffDeps = {
     runtime,
     store,
@@ -31,7 +35,7 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       ...out,
       children: out.children.map((c) => {
         const rec = c.sandbox && store.getSandbox(c.sandbox.id);
-        return rec ? { ...c, sandbox: p.withKids(rec) } : c;
+        return rec ? { ...c, sandbox: withKids(rec) } : c;
       }),
     };
   }
@@ -43,6 +47,11 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
         version: p.version,
         runtime: runtime.name,
         capabilities: runtime.capabilities,
+        // The default first: a create that names none gets it.
+        runtimes: [
+          defaultRuntime(runtime),
+          ...offeredRuntimes(runtime).filter((n) => n !== defaultRuntime(runtime)),
+        ],
         stateDir: p.stateDir,
         sandboxes: counts,
         // A tenant's own templates (each tenant has its own: runtimes name the group they were made for);
@@ -56,9 +65,9 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
     async createSandbox(req, opts) {
       const ports = checkPorts(req.ports);
       const rec = await p.create(ctx, req, undefined, opts);
-      if (ports.length === 0) return p.withKids(rec);
+      if (ports.length === 0) return withKids(rec);
       try {
-        return p.withKids(await p.ports.publishAll(rec, ports));
+        return withKids(await p.ports.publishAll(rec, ports));
       } catch (e) {
         await p.kill(rec, 'its ports could not be published').catch(() => undefined);
         throw e;
@@ -86,12 +95,12 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       const hidden = [SNAPSHOT_LABEL, MERGED_LABEL].filter((l) => !(opts?.labels && l in opts.labels));
       return recs
         .filter((r) => hidden.every((l) => r.labels[l] === undefined))
-        .map((r) => info(r, kids.get(r.id) ?? []));
+        .map((r) => info(r, kids.get(r.id) ?? [], runtime));
     },
 
     async getSandbox(idOrName, opts) {
       const rec = find(idOrName);
-      const out = p.withKids(rec);
+      const out = withKids(rec);
       if (opts?.usage && (rec.state === 'running' || rec.state === 'paused'))
         out.usage = await runtime.usage(rec);
       return out;
@@ -100,7 +109,7 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
     async killSandbox(idOrName, opts) {
       const qualified = opts?.namespace !== undefined && !idOrName.includes('/');
       const rec = find(qualified ? `${namespaceFor(ctx, opts.namespace)}/${idOrName}` : idOrName);
-      return p.withKids(
+      return withKids(
         await (opts?.cascade ? p.killTree(rec, 'killed on request') : p.kill(rec, 'killed on request')),
       );
     },
@@ -119,9 +128,8 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       // The merged parent serves on the winner's host ports; a port only the parent had gets a new one.
       const kept = new Set((out.sandbox.ports ?? []).map((x) => x.port));
       const lost = (parent.ports ?? []).map((x) => x.port).filter((x) => !kept.has(x));
-      if (lost.length === 0) return out;
-      await p.ports.inherit(lost, [parent.id]);
-      return { ...out, sandbox: p.withKids(store.getSandbox(parent.id) ?? parent) };
+      if (lost.length > 0) await p.ports.inherit(lost, [parent.id]);
+      return { ...out, sandbox: withKids(store.getSandbox(parent.id) ?? parent) };
     },
 
     createSnapshot: async (idOrName, opts) => snapshots.create(ctx, running(idOrName), opts?.name),
@@ -154,7 +162,7 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       return p.lifecycle.run(rec.id, async () => {
         const cur = running(rec.id);
         await runtime.pauseSandbox(cur);
-        return p.withKids(store.transitionSandbox(cur.id, 'paused'));
+        return withKids(store.transitionSandbox(cur.id, 'paused'));
       });
     },
 
@@ -162,10 +170,10 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       const rec = find(idOrName);
       return p.lifecycle.run(rec.id, async () => {
         const cur = find(rec.id);
-        if (cur.state === 'running') return p.withKids(cur);
+        if (cur.state === 'running') return withKids(cur);
         if (cur.state !== 'paused') throw errors.sandboxNotRunning(cur.id, cur.state);
         await runtime.resumeSandbox(cur);
-        return p.withKids(store.transitionSandbox(cur.id, 'running'));
+        return withKids(store.transitionSandbox(cur.id, 'running'));
       });
     },
 
@@ -173,7 +181,7 @@ export function sandboxApi(p: EngineParts, ctx: CallerContext): SandboxApi {
       const rec = find(idOrName);
       if (!isLive(rec.state)) throw errors.sandboxNotRunning(rec.id, rec.state);
       const ttl = checkTtl(ttlSeconds) ?? 0;
-      return p.withKids(store.updateSandbox(rec.id, { expiresAt: p.now() + ttl * 1000 }));
+      return withKids(store.updateSandbox(rec.id, { expiresAt: p.now() + ttl * 1000 }));
     },
   };
 }

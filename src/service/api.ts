@@ -6,6 +6,7 @@
 
 import type { Duplex } from 'node:stream';
 import type { BrowserAction, BrowserResult } from '../domain/browser.ts';
+import type { RuntimeName } from '../domain/runtime-id.ts';
 import type { ExecRecord, ImageRecord, Limits, SandboxRecord } from '../domain/types.ts';
 import type {
   ExecOutputChunk,
@@ -73,6 +74,12 @@ export interface CreateSandboxRequest extends SandboxShapeRequest {
    * unique there, and `namespace/name` finds it from anywhere.
    */
   namespace?: string;
+  /**
+   * The runtime that makes it (default: the daemon's, `native`): `native` forks its files and Python REPL
+   * in milliseconds; `gvisor` (runsc) forks carry every running process. `unavailable` when the daemon
+   * has no such runtime (SystemStatus.runtimes lists those it has).
+   */
+  runtime?: RuntimeName;
 }
 
 /** A published port: `port` on the sandbox's loopback answers on the host at `address`. */
@@ -139,6 +146,10 @@ export interface SandboxInfo {
   /** Its published ports (absent: none). */
   ports?: PortInfo[];
   usage?: SandboxUsage;
+  /** The runtime that made it (CreateSandboxRequest.runtime, or its source's for a fork or restore). */
+  runtime: RuntimeName;
+  /** What that runtime can do (SystemStatus.capabilities is the daemon's default runtime's). */
+  capabilities?: RuntimeCapabilities;
 }
 
 export interface ForkRequest extends SandboxShapeRequest {
@@ -195,7 +206,8 @@ export interface ForkResult {
   driver: string;
   durationMs: number;
   /** What the children inherited. */
-  carried: { filesystem: boolean; pythonState: boolean; environment: boolean };
+  /** `processes`: every process of the source runs on in each child (runtimes whose forks carry them). */
+  carried: { filesystem: boolean; pythonState: boolean; processes: boolean; environment: boolean };
   /** What they did not, in words. */
   notCarried: string[];
   children: ForkChildResult[];
@@ -329,6 +341,8 @@ export interface SystemStatus {
   version: string;
   runtime: string;
   capabilities: RuntimeCapabilities;
+  /** The runtimes a create may name (CreateSandboxRequest.runtime); the first is the default. */
+  runtimes: RuntimeName[];
   stateDir: string;
   sandboxes: Record<string, number>;
   templates: number;

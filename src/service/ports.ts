@@ -6,6 +6,7 @@
 import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../domain/errors.ts';
 import type { NetworkPolicy } from '../domain/network.ts';
+import type { RuntimeName } from '../domain/runtime-id.ts';
 import type {
   ExecRecord,
   ExecState,
@@ -215,6 +216,13 @@ export interface RuntimeCapabilities {
   limits: { memory: boolean; pids: boolean; cpu: boolean; disk: boolean };
   /** Network egress is available. */
   network: boolean;
+  /**
+   * A fork or snapshot carries every process of the source (servers, background jobs, the browser), not
+   * only its files and Python REPL. Absent: false.
+   */
+  forkProcesses?: boolean;
+  /** What a sandbox of this runtime cannot do: each such call fails with an error naming the runtime. */
+  unsupported?: string[];
 }
 
 export interface CreateSandboxSpec {
@@ -236,6 +244,8 @@ export interface CreateSandboxSpec {
   network?: NetworkPolicy;
   /** The user's project directory (a checked real path) and where the sandbox sees it. */
   project?: { hostPath: string; mountPath: string };
+  /** Which runtime makes it (RUNTIME_NAMES; default: the daemon's default runtime). */
+  runtime?: RuntimeName;
 }
 
 export interface ForkChildSpec {
@@ -546,6 +556,13 @@ export interface RuntimePorts {
 export interface Runtime {
   readonly name: string;
   readonly capabilities: RuntimeCapabilities;
+  /**
+   * A daemon with several runtimes (runtimes/runtime-router.ts): the runtimes a create may name, each with
+   * what it can do. Absent: only `name`.
+   */
+  readonly runtimes?: Readonly<Partial<Record<RuntimeName, RuntimeCapabilities>>>;
+  /** The runtime that made a sandbox (absent: `name`). */
+  runtimeOf?(rec: SandboxRecord): RuntimeName;
   readonly ports?: RuntimePorts;
 
   /** Where the runtime reports sandboxes that end on their own (the engine subscribes once, at start). */

@@ -2,7 +2,7 @@
  * Semantic validation of API requests against the bounds of domain/limits.ts (the same bounds the MCP
  * and REST schemas are derived from). Transports validate shapes; this validates meaning.
  */
-import { errors } from '../domain/errors.ts';
+import { errors, ForkboxError } from '../domain/errors.ts';
 import {
   AGENT_BOUNDS,
   type Bound,
@@ -13,9 +13,11 @@ import {
   SIZES,
   withinBound,
 } from '../domain/limits.ts';
+import { RUNTIME_NAMES, type RuntimeName } from '../domain/runtime-id.ts';
 import { DEFAULT_LIMITS, type Limits } from '../domain/types.ts';
 import type { CodeRunRequest, CreateSandboxRequest, ExecRequest, TtySize } from './api.ts';
 import { type DiskPolicy, diskLimitsFrom } from './sandboxes/disk-limits.ts';
+import { isRuntimeName } from './sandboxes/runtime-choice.ts';
 
 /** Inline output per stream when a request names none (the agent's default too: domain/limits.ts). */
 export const DEFAULT_OUTPUT_BYTES = AGENT_BOUNDS.defaultOutputBytes;
@@ -71,6 +73,34 @@ export function checkName(name: string): string {
 
 export function checkTtl(ttl: number | undefined): number | undefined {
   return optional(LIMITS.ttlSeconds, ttl);
+}
+
+/** What a daemon without the runtime `name` says to do about it. */
+const RUNTIME_SETUP: Record<RuntimeName, string> = {
+  native:
+    'the native runtime needs root and the host setup: run `npm run setup` as root, then restart the daemon.',
+  gvisor:
+    "the gvisor runtime needs runsc: run `npm run setup` as root (it installs runsc from Debian's backports), then restart the daemon.",
+};
+
+/**
+ * A create's runtime (absent: the daemon's default): one of RUNTIME_NAMES (else invalid_argument) that
+ * this daemon offers (else unavailable, saying what to do).
+ */
+export function checkRuntime(asked: unknown, offered: readonly RuntimeName[]): RuntimeName | undefined {
+  if (asked === undefined) return undefined;
+  if (!isRuntimeName(asked))
+    throw errors.invalid(
+      `runtime '${String(asked).slice(0, 64)}' is not one of ${RUNTIME_NAMES.join(', ')}.`,
+      { runtime: String(asked).slice(0, 64) },
+    );
+  if (!offered.includes(asked))
+    throw new ForkboxError(
+      'unavailable',
+      `this daemon has no ${asked} runtime (it has: ${offered.join(', ') || 'none'}); ${RUNTIME_SETUP[asked]}`,
+      { runtime: asked, runtimes: [...offered] },
+    );
+  return asked;
 }
 
 /** The number of children of a fork or restore (default 1). */

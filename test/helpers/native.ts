@@ -10,6 +10,7 @@ import { type OpenEngineOptions, type OpenedEngine, openEngine } from '../../src
 import type { ImageRecord } from '../../src/domain/types.ts';
 import { mountsUnder } from '../../src/runtimes/native/host/mounts.ts';
 import type { ForkboxApi } from '../../src/service/api.ts';
+import { which } from '../../src/util/subprocess.ts';
 
 export const MAIN_STATE_DIR = process.env.FORKBOX_STATE_DIR ?? '/var/lib/forkbox';
 
@@ -31,6 +32,15 @@ export function nativeUnavailable(): string | null {
   } catch {
     return `the default image is not built in ${MAIN_STATE_DIR}: run 'npm run setup' first`;
   }
+  return null;
+}
+
+/** Why the gvisor runtime cannot be tested here (the native runtime's needs, and runsc), or null. */
+export function gvisorUnavailable(): string | null {
+  const why = nativeUnavailable();
+  if (why) return why;
+  if (!process.env.FORKBOX_RUNSC && !which('runsc'))
+    return "runsc (gVisor) is not installed: run 'npm run setup' (it installs runsc from Debian's backports)";
   return null;
 }
 

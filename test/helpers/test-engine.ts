@@ -13,7 +13,7 @@ import { type CallerContext, createEngine, type Engine, type EngineDeps } from '
 import type { Store } from '../../src/service/ports.ts';
 import { openSqliteStore } from '../../src/storage/sqlite/index.ts';
 import { createFakeImages, type FakeImages } from './fake-images.ts';
-import { createFakeRuntime, type FakeRuntime } from './fake-runtime/index.ts';
+import { createFakeRuntime, type FakeRuntime, type FakeRuntimeOptions } from './fake-runtime/index.ts';
 
 export interface ApiCall {
   method: string;
@@ -65,6 +65,8 @@ export interface TestEngineOptions {
   diskUsage?: EngineDeps['diskUsage'];
   /** The warm pool's size per template (default 0: off). */
   poolSize?: number;
+  /** The runtimes a create may name (default: native only; fake-runtime/index.ts). */
+  runtimes?: FakeRuntimeOptions['runtimes'];
 }
 
 export interface TestEngine {
@@ -160,6 +162,7 @@ export function createTestEngine(opts: TestEngineOptions = {}): TestEngine {
     images,
     ...(opts.forkProcessState === undefined ? {} : { forkProcessState: opts.forkProcessState }),
     ...(opts.revive === undefined ? {} : { revive: opts.revive }),
+    ...(opts.runtimes === undefined ? {} : { runtimes: opts.runtimes }),
   });
   return build(join(dir, 'forkbox.db'), runtime, images, opts);
 }

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Command, CommanderError } from 'commander';
+import { CommanderError } from 'commander';
 import { defaultStateDir } from '../../src/cli/config.ts';
-import type { CliContext } from '../../src/cli/context.ts';
-import { buildProgram } from '../../src/cli/main.ts';
 import { createOutput, exitCodeFor, table } from '../../src/cli/output/output.ts';
 import {
   execExitStatus,
@@ -16,6 +14,7 @@ import {
   parseSizeMb,
 } from '../../src/cli/parse.ts';
 import { ERROR_CODES, ForkboxError } from '../../src/domain/errors.ts';
+import { runCliInProcess } from '../helpers/cli-in-process.ts';
 import { createTestEngine, type RecordedApi } from '../helpers/test-engine.ts';
 
 const MiB = 1024 * 1024;
@@ -123,39 +122,7 @@ describe('cli value parsing', () => {
 });
 
 /** Run the CLI program in-process against the real engine over the fake runtime, capturing output. */
-async function runCli(args: string[], api: RecordedApi = createTestEngine().api) {
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  let code = 0;
-  const io = {
-    stdout: { write: (s: string) => stdout.push(s) },
-    stderr: { write: (s: string) => stderr.push(s) },
-  };
-  const ctx: CliContext = {
-    globals: () => {
-      const o = program.opts<{ stateDir: string; json?: boolean }>();
-      return { stateDir: o.stateDir, json: o.json === true };
-    },
-    out: () => createOutput(ctx.globals().json, io),
-    api: async () => api,
-    setExitCode: (c) => {
-      code = c;
-    },
-  };
-  const program = await buildProgram(ctx);
-  // Subcommands copy the output settings when created: configure every one.
-  const capture = (c: Command) => {
-    c.configureOutput({ writeOut: (s) => stdout.push(s), writeErr: (s) => stderr.push(s) });
-    c.commands.forEach(capture);
-  };
-  capture(program);
-  try {
-    await program.parseAsync(['node', 'forkbox', ...args]);
-  } catch (e) {
-    code = createOutput(false, io).error(e);
-  }
-  return { code, stdout: stdout.join(''), stderr: stderr.join(''), api };
-}
+const runCli = (args: string[], api: RecordedApi = createTestEngine().api) => runCliInProcess(args, api);
 
 describe('cli commands (against the real engine over the fake runtime)', () => {
   it('create passes limits, ttl, env and labels', async () => {

@@ -48,6 +48,13 @@ const ALLOWED: Record<string, readonly string[]> = {
  * the folder's top: the wiring, the ports and shared types, which every folder may import).
  */
 const FOLDER_RULES: Record<string, Record<string, readonly string[]>> = {
+  // The gvisor runtime serves its sandboxes over the native runtime's agent link, host calls and cgroups;
+  // the native runtime knows nothing of it; the router (`.`) knows only the port.
+  runtimes: {
+    native: [],
+    gvisor: ['native'],
+    '.': [],
+  },
   'runtimes/native': {
     host: [],
     cgroups: ['host'],

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { queuedUnlessCancelled } from '../../src/runtimes/native/agent-link/repl-queue.ts';
+import { queuedUnlessCancelled } from '../../src/runtimes/native/agent-link/repl-eval.ts';
 import type { ReplResult } from '../../src/service/ports.ts';
 import { createKeyedQueue } from '../../src/util/keyed-queue.ts';
 

@@ -1,12 +1,17 @@
-/** Options shared by `create` and `run`: image, limits, environment; their create, showing a pull's progress. */
+/**
+ * Options shared by `create` and `run`: image, runtime, limits, environment; their create, showing a
+ * pull's progress.
+ */
 import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
+import { RUNTIME_NAMES, type RuntimeName } from '../../domain/runtime-id.ts';
 import { parseDiskSpec } from '../../domain/sizes.ts';
 import type { CreateSandboxRequest, ForkboxApi, SandboxInfo } from '../../service/api.ts';
 import { collectKeyValue, parseSizeMb } from '../parse.ts';
 
 export interface LimitOptions {
   image?: string;
+  runtime?: RuntimeName;
   memory?: number;
   cpus?: number;
   pids?: number;
@@ -27,11 +32,26 @@ function positive(what: string, integer: boolean) {
   };
 }
 
+function runtimeName(v: string): RuntimeName {
+  const name = RUNTIME_NAMES.find((n) => n === v);
+  if (name === undefined)
+    throw new ForkboxError(
+      'invalid_argument',
+      `--runtime must be ${RUNTIME_NAMES.join(' or ')}, not '${v}'.`,
+    );
+  return name;
+}
+
 export function addLimitOptions(cmd: Command): Command {
   return cmd
     .option(
       '--image <name|ref>',
       'image name, or a registry reference pulled on first use (default: the daemon default)',
+    )
+    .option(
+      '--runtime <name>',
+      'native (default: millisecond forks of files and the Python REPL) or gvisor (runsc: forks carry every running process)',
+      runtimeName,
     )
     .option('--memory <size>', 'memory limit, e.g. 512m, 2g (a bare number is MiB)', parseSizeMb)
     .option('--cpus <n>', 'CPU quota in CPUs, e.g. 0.5, 2', positive('cpus', false))
@@ -55,6 +75,7 @@ export function diskRequest(d: LimitOptions['disk']): Pick<CreateSandboxRequest,
 export function limitsToRequest(o: LimitOptions): CreateSandboxRequest {
   const req: CreateSandboxRequest = {};
   if (o.image !== undefined) req.image = o.image;
+  if (o.runtime !== undefined) req.runtime = o.runtime;
   if (o.memory !== undefined) req.memoryMb = o.memory;
   if (o.cpus !== undefined) req.cpus = o.cpus;
   if (o.pids !== undefined) req.pids = o.pids;

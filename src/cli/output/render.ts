@@ -44,6 +44,7 @@ export function sandboxDetail(s: SandboxInfo): string {
     ['name', s.name],
     ['state', s.state],
     ['image', s.image],
+    ['runtime', s.runtime],
     ['parent', s.parentId ?? '-'],
     ['depth', String(s.depth)],
     ['memory', formatBytes(s.limits.memoryBytes)],

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { ForkboxError } from '../../domain/errors.ts';
 import { LIMITS, PORTS, REGISTRY, SIZES } from '../../domain/limits.ts';
+import { RUNTIME_NAMES } from '../../domain/runtime-id.ts';
 import { MiB } from '../../domain/sizes.ts';
 import type { ExecOutcome, ProgressEvent } from '../../service/api.ts';
 import { DIFF_PAGE_MAX } from '../../service/diff/diff-pages.ts';
@@ -78,6 +79,12 @@ export const createSandboxBody = z.strictObject({
     .min(1)
     .max(2 * SIZES.pathChars)
     .describe('host directory under a project root, as "DIR" or "DIR:/path" (default /work)')
+    .optional(),
+  runtime: z
+    .enum(RUNTIME_NAMES)
+    .describe(
+      "the runtime that makes it (default: the daemon's, native): native forks files and the Python REPL in milliseconds, gvisor (runsc) forks carry every running process; GET /v1/system lists the runtimes this daemon has",
+    )
     .optional(),
 });
 

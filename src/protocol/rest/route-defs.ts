@@ -5,6 +5,7 @@
  */
 import { createRoute, type RouteConfig } from '@hono/zod-openapi';
 import { z } from 'zod';
+import { RUNTIME_NAMES } from '../../domain/runtime-id.ts';
 import {
   browserBody,
   buildImageBody,
@@ -45,6 +46,14 @@ export const errorSchema = z.object({
   }),
 });
 
+const capabilitiesSchema = z.object({
+  forkProcessState: z.boolean().describe("forks carry the Python REPL's memory"),
+  pause: z.boolean(),
+  limits: z.object({ memory: z.boolean(), pids: z.boolean(), cpu: z.boolean(), disk: z.boolean() }),
+  network: z.boolean().describe('network egress is available'),
+  forkProcesses: z.boolean().optional().describe('forks and snapshots carry every running process'),
+  unsupported: z.array(z.string()).optional().describe('calls a sandbox of this runtime refuses'),
+});
 const portInfoSchema = z.object({ port: z.number(), hostPort: z.number(), address: z.string() });
 const limits = z.object({ memoryBytes: z.number(), pids: z.number(), cpus: z.number() });
 export const sandboxInfoSchema = z.object({
@@ -64,6 +73,8 @@ export const sandboxInfoSchema = z.object({
   network: z.string(),
   ports: z.array(z.object({ port: z.number(), hostPort: z.number(), address: z.string() })).optional(),
   usage: z.record(z.string(), z.unknown()).optional(),
+  runtime: z.enum(RUNTIME_NAMES).describe('the runtime that made it'),
+  capabilities: capabilitiesSchema.describe('what that runtime can do').optional(),
 });
 const streamSummary = z.object({
   totalBytes: z.number(),

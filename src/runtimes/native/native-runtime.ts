@@ -18,9 +18,10 @@ import type { AgentConnection } from './agent-link/agent-connection.ts';
 import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS } from './agent-link/agent-timeouts.ts';
 import { createExecOps } from './agent-link/exec-ops.ts';
 import { createExecSpawners } from './agent-link/exec-spawners.ts';
+import { createCgroupTrees } from './agent-link/exec-trees.ts';
 import type { InboxHub } from './agent-link/inbox-hub.ts';
 import { createPortDialer } from './agent-link/port-dialer.ts';
-import { queuedUnlessCancelled } from './agent-link/repl-queue.ts';
+import { queuedUnlessCancelled } from './agent-link/repl-eval.ts';
 import { createSandboxOps } from './agent-link/sandbox-ops.ts';
 import type { Cgroups } from './cgroups/index.ts';
 import type { Templates } from './container/templates.ts';
@@ -163,7 +164,10 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
     return sb.conn;
   }
 
-  const ops = createSandboxOps({ connOf, cgroups, paths });
+  const ops = createSandboxOps({
+    connOf,
+    countOomKills: (rec) => cgroups.oomKills(paths.cgroupOf(rec, rid(rec))),
+  });
   const spawners = createExecSpawners({ cgroups });
   const execOps = createExecOps({
     connOf,
@@ -171,7 +175,7 @@ export function createNativeRuntime(deps: NativeRuntimeDeps): NativeRuntime {
       const sb = live.get(rid(rec));
       return { id: rid(rec), cgroup: sb?.cgroup ?? paths.cgroupOf(rec, rid(rec)), hostPid: sb?.hostPid ?? 0 };
     },
-    cgroups,
+    trees: createCgroupTrees(cgroups),
     spawners,
     oomKills: ops.oomKills,
   });

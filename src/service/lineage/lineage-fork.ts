@@ -9,6 +9,7 @@ import type { Limits, SandboxRecord } from '../../domain/types.ts';
 import type { ForkChildResult, ForkRequest, ForkResult } from '../api.ts';
 import type { ForkOutcome, Runtime, Store } from '../ports.ts';
 import type { DiskPolicy } from '../sandboxes/disk-limits.ts';
+import { capabilitiesOf, runtimeOfSandbox } from '../sandboxes/runtime-choice.ts';
 import { info } from '../sandboxes/sandbox-info.ts';
 import { SNAPSHOT_LABEL } from '../snapshots/snapshot-restore.ts';
 import { checkEnv, checkForkCount, checkLabels, checkName, checkTtl, limitsFrom } from '../validate.ts';
@@ -168,7 +169,11 @@ async function forkChildren(
 }
 
 /** Each child recorded as running or failed, as the runtime's fork left it. */
-function recordOutcomes(store: Store, source: SandboxRecord, outcome: ForkOutcome): ForkChildResult[] {
+function recordOutcomes(
+  { store, runtime }: Pick<ForkDeps, 'store' | 'runtime'>,
+  source: SandboxRecord,
+  outcome: ForkOutcome,
+): ForkChildResult[] {
   return store.atomically(() =>
     outcome.children.map((o) => {
       if (o.ok) {
@@ -180,7 +185,7 @@ function recordOutcomes(store: Store, source: SandboxRecord, outcome: ForkOutcom
           templateId,
           depth: typeof o.handle.runtime.depth === 'number' ? o.handle.runtime.depth : source.depth + 1,
         });
-        return { ok: true, sandbox: info(rec) };
+        return { ok: true, sandbox: info(rec, [], runtime) };
       }
       store.transitionSandbox(o.id, 'failed', { endReason: o.error });
       return { ok: false, error: { code: o.code ?? 'internal', message: o.error } };
@@ -196,11 +201,16 @@ function forkResult(
   results: ForkChildResult[],
   started: number,
 ): ForkResult {
-  const notCarried = [
-    'processes other than the Python REPL (servers and background commands stay in the source only)',
-    'threads of the REPL other than the one that forks',
-    'sockets, pipes and memory maps held by the REPL',
-  ];
+  const caps = capabilitiesOf(deps.runtime, runtimeOfSandbox(deps.runtime, source));
+  // A runtime whose forks carry every process (gvisor: a checkpoint restored per child) leaves out only
+  // what crosses the sandbox's edge.
+  const notCarried = caps.forkProcesses
+    ? ['connections to the host or beyond the sandbox (published-port and agent connections are made anew)']
+    : [
+        'processes other than the Python REPL (servers and background commands stay in the source only)',
+        'threads of the REPL other than the one that forks',
+        'sockets, pipes and memory maps held by the REPL',
+      ];
   if (!outcome.pythonState)
     notCarried.unshift(
       `Python state: the source is ${source.depth + 1} forks deep, at the pid-namespace depth limit, so the children were forked from the template with the source's files only`,
@@ -213,7 +223,8 @@ function forkResult(
     durationMs: deps.now() - started,
     carried: {
       filesystem: true,
-      pythonState: outcome.pythonState && deps.runtime.capabilities.forkProcessState,
+      pythonState: outcome.pythonState && caps.forkProcessState,
+      processes: caps.forkProcesses === true,
       environment: true,
     },
     notCarried,
@@ -236,7 +247,7 @@ export function createForker(deps: ForkDeps) {
     const terms = childTerms(source, req, deps.disk);
     const children = insertChildren(deps, source, terms, names, n, opts);
     const outcome = await forkChildren(deps, source, req, children);
-    const results = recordOutcomes(store, source, outcome);
+    const results = recordOutcomes(deps, source, outcome);
     return forkResult(deps, source, outcome, results, started);
   }
 

@@ -1,16 +1,18 @@
 /** Creating a sandbox: resolve its template config, validate, record it, ask the runtime, settle its state. */
 import { randomBytes } from 'node:crypto';
 import { ForkboxError } from '../../domain/errors.ts';
+import type { RuntimeName } from '../../domain/runtime-id.ts';
 import { isLive } from '../../domain/sandbox-state.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
 import type { CreateOptions, CreateSandboxRequest } from '../api.ts';
 import { type CallerContext, namespaceFor } from '../caller.ts';
 import type { ImageStore, Runtime, Store } from '../ports.ts';
-import { checkEnv, checkLabels, checkName, checkTtl, limitsFrom } from '../validate.ts';
+import { checkEnv, checkLabels, checkName, checkRuntime, checkTtl, limitsFrom } from '../validate.ts';
 import { POOL_TENANT, type WarmPool } from '../warm-pool.ts';
 import type { DiskPolicy } from './disk-limits.ts';
 import { DEFAULT_NETWORK_CAP, type NetworkCap, networkFor } from './network-cap.ts';
 import { resolveProject } from './project-spec.ts';
+import { capabilitiesOf, defaultRuntime, offeredRuntimes } from './runtime-choice.ts';
 import type { TemplateConfigs } from './template-configs.ts';
 
 export type CreateSandbox = (
@@ -41,13 +43,15 @@ export function createSandboxMaker(deps: {
   function newRecord(
     ctx: CallerContext,
     req: CreateSandboxRequest,
-  ): { rec: SandboxRecord; prewarm: string[] } {
+  ): { rec: SandboxRecord; prewarm: string[]; made: RuntimeName } {
     checkLabels(req.labels);
+    // The runtime that will make it: what it can do decides what the create may ask for.
+    const made = checkRuntime(req.runtime, offeredRuntimes(runtime)) ?? defaultRuntime(runtime);
     const network = networkFor(deps.networkCap ?? DEFAULT_NETWORK_CAP, req.network);
-    if (network.mode !== 'none' && !runtime.capabilities.network)
+    if (network.mode !== 'none' && !capabilitiesOf(runtime, made).network)
       throw new ForkboxError(
         'requirement_missing',
-        `the ${runtime.name} runtime has no network egress: create the sandbox with network 'none'.`,
+        `the ${made} runtime has no network egress: create the sandbox with network 'none'.`,
       );
     // The named template config (or 'default') picks the image and the modules it starts with.
     const tpl = deps.templateConfigs.resolve(req);
@@ -88,7 +92,7 @@ export function createSandboxMaker(deps: {
       session: req.persistent === true ? null : (ctx.session ?? null),
       network,
     };
-    return { rec, prewarm: tpl.prewarm };
+    return { rec, prewarm: tpl.prewarm, made };
   }
 
   return async (ctx, asked, lowers, opts) => {
@@ -102,7 +106,7 @@ export function createSandboxMaker(deps: {
       });
       req = { ...req, image: img.name };
     }
-    const { rec, prewarm } = newRecord(ctx, req);
+    const { rec, prewarm, made } = newRecord(ctx, req);
     // Host directories are the host's: only its own socket (CLI, stdio MCP) may ask for one.
     if (req.project !== undefined && ctx.remote === true)
       throw new ForkboxError(
@@ -111,9 +115,10 @@ export function createSandboxMaker(deps: {
       );
     const project =
       req.project === undefined ? undefined : resolveProject(req.project, deps.projectRoots ?? []);
-    // The pool's own refills are never served from it.
+    // The pool's own refills are never served from it, nor a create for another runtime than the
+    // default (pooled sandboxes are the default runtime's).
     const taken =
-      ctx.tenant === POOL_TENANT
+      ctx.tenant === POOL_TENANT || made !== defaultRuntime(runtime)
         ? undefined
         : deps.pool?.()?.take(rec, {
             named: req.name !== undefined,
@@ -134,6 +139,8 @@ export function createSandboxMaker(deps: {
         network: rec.network,
         ...(lowers ? { lowers } : {}),
         ...(project ? { project } : {}),
+        // Always named: the runtime whose capabilities were checked (and the pool's) makes it.
+        runtime: made,
         prewarm,
       });
       const templateId = typeof h.runtime.templateId === 'string' ? h.runtime.templateId : '';

@@ -1,8 +1,10 @@
 /** A sandbox record as the API shows it. */
 import { PORTS } from '../../domain/limits.ts';
 import { formatNetwork } from '../../domain/network.ts';
+import { runtimeKind } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
 import type { PortInfo, SandboxInfo } from '../api.ts';
+import { capabilitiesOf, type RuntimeChoice, runtimeOfSandbox } from './runtime-choice.ts';
 
 /** A published port as the API shows it. */
 export const portInfo = (p: { port: number; hostPort: number }): PortInfo => ({
@@ -11,7 +13,12 @@ export const portInfo = (p: { port: number; hostPort: number }): PortInfo => ({
   address: `${PORTS.publishHost}:${p.hostPort}`,
 });
 
-export function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {
+/**
+ * `runtime`: the daemon's, to say which of its runtimes made the sandbox and what that one can do; without
+ * it, only the name its record holds.
+ */
+export function info(rec: SandboxRecord, children: string[] = [], runtime?: RuntimeChoice): SandboxInfo {
+  const made = runtime ? runtimeOfSandbox(runtime, rec) : runtimeKind(rec);
   return {
     id: rec.id,
     name: rec.name,
@@ -29,5 +36,7 @@ export function info(rec: SandboxRecord, children: string[] = []): SandboxInfo {
     children,
     network: formatNetwork(rec.network),
     ...(rec.ports?.length ? { ports: rec.ports.map(portInfo) } : {}),
+    runtime: made,
+    ...(runtime ? { capabilities: capabilitiesOf(runtime, made) } : {}),
   };
 }

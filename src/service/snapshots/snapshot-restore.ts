@@ -4,8 +4,10 @@
  */
 import { ForkboxError } from '../../domain/errors.ts';
 import { formatNetwork, NETWORK_NONE, type NetworkPolicy } from '../../domain/network.ts';
+import type { RuntimeName } from '../../domain/runtime-id.ts';
 import type { Limits, SandboxRecord, SnapshotRecord } from '../../domain/types.ts';
 import type { CreateSandboxRequest, ForkRequest, ForkResult } from '../api.ts';
+import { defaultRuntime, runtimeOfSandbox } from '../sandboxes/runtime-choice.ts';
 import { info as sandboxInfo } from '../sandboxes/sandbox-info.ts';
 import { checkForkCount } from '../validate.ts';
 import type { SnapshotCaller, SnapshotLookup } from './snapshot-lookup.ts';
@@ -28,6 +30,12 @@ export function createSnapshotRestore(deps: SnapshotDeps, { find, holder }: Snap
   /** A snapshot's network policy: its holder's (a fork of the source); none once that record is gone. */
   function snapNetwork(snap: SnapshotRecord): NetworkPolicy {
     return (snap.holderId ? deps.store.getSandbox(snap.holderId)?.network : undefined) ?? NETWORK_NONE;
+  }
+  /** The runtime its source was made by, when not the default (its holder's, while that record is kept). */
+  function snapRuntime(snap: SnapshotRecord): { runtime?: RuntimeName } {
+    const rec = snap.holderId ? deps.store.getSandbox(snap.holderId) : undefined;
+    const kind = rec ? runtimeOfSandbox(deps.runtime, rec) : undefined;
+    return kind === undefined || kind === defaultRuntime(deps.runtime) ? {} : { runtime: kind };
   }
 
   const { store, runtime, now } = deps;
@@ -80,13 +88,14 @@ export function createSnapshotRestore(deps: SnapshotDeps, { find, holder }: Snap
         ...diskOf(req, snap.limits),
         env: { ...snap.env, ...(req.env ?? {}) },
         network: formatNetwork(snapNetwork(snap)),
+        ...snapRuntime(snap),
         ...(name === undefined ? {} : { name }),
         ...(req.ttlSeconds === undefined ? {} : { ttlSeconds: req.ttlSeconds }),
         ...(req.labels === undefined ? {} : { labels: req.labels }),
       };
       try {
         const rec = await deps.create(ctx, creq, snap.layers);
-        children.push({ ok: true, sandbox: sandboxInfo(rec) });
+        children.push({ ok: true, sandbox: sandboxInfo(rec, [], runtime) });
       } catch (e) {
         const err = e instanceof ForkboxError ? e : new ForkboxError('internal', String(e));
         children.push({ ok: false, error: { code: err.code, message: err.message } });
@@ -98,7 +107,7 @@ export function createSnapshotRestore(deps: SnapshotDeps, { find, holder }: Snap
       snapshotMs: 0,
       driver: 'none',
       durationMs: now() - started,
-      carried: { filesystem: true, pythonState: false, environment: true },
+      carried: { filesystem: true, pythonState: false, processes: false, environment: true },
       notCarried: [
         'Python state: the snapshot no longer holds a live copy of the REPL (the host restarted since it was taken)',
       ],

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { errors, ForkboxError } from '../../../src/domain/errors.ts';
-import { runtimeId } from '../../../src/domain/runtime-id.ts';
+import { type RuntimeName, runtimeId, runtimeKind } from '../../../src/domain/runtime-id.ts';
 import type { ImageRecord, SandboxRecord } from '../../../src/domain/types.ts';
 import type {
   CreateSandboxSpec,
@@ -18,6 +18,7 @@ import type {
   ForkOutcome,
   LayerChain,
   Runtime,
+  RuntimeCapabilities,
   SandboxHandle,
 } from '../../../src/service/ports.ts';
 import { createKeyedQueue } from '../../../src/util/keyed-queue.ts';
@@ -36,6 +37,8 @@ export interface FakeSandbox {
   templateId: string;
   depth: number;
   lowers: string[];
+  /** The runtime it was made by when a create named one (its forks inherit it); absent: native. */
+  kind?: RuntimeName;
   paused: boolean;
   tombstone: boolean;
   /** Set when its PID 1 died (crash): every call fails with sandbox_gone. */
@@ -51,12 +54,22 @@ export interface FakeRuntime extends Runtime {
   /** Programs sandboxes can run, by argv[0]; tests add their own. */
   readonly programs: Map<string, Program>;
   /** Every call the service made, in order (method name and sandbox runtime id). */
-  /** Every runtime call; a create also names the group (tenant) its template must belong to. */
-  readonly calls: { op: string; rid?: string; group?: string }[];
+  /**
+   * Every runtime call; a create also names the group (tenant) its template must belong to, and the
+   * runtime it asked for (CreateSandboxSpec.runtime) when it named one.
+   */
+  readonly calls: FakeRuntimeCall[];
   /** A sandbox's PID 1 dies: running execs fail and every later call says sandbox_gone. */
   crash(rid: string, reason?: string): void;
   /** Make the next createSandbox/forkSandbox child with this name fail with `error`. */
   failNext(name: string, error: string): void;
+}
+
+export interface FakeRuntimeCall {
+  op: string;
+  rid?: string;
+  group?: string;
+  runtime?: RuntimeName;
 }
 
 export interface FakeRuntimeOptions {
@@ -68,19 +81,33 @@ export interface FakeRuntimeOptions {
    * runtime's revival after a reboot). Default off: a crashed sandbox is then lost.
    */
   revive?: boolean;
+  /**
+   * The runtimes a create may name (Runtime.runtimes), each with what differs from the fake's own
+   * capabilities. Default: native only. A sandbox's runtime (runtimeOf) is its record's `runtime.kind`.
+   */
+  runtimes?: Partial<Record<RuntimeName, Partial<RuntimeCapabilities>>>;
 }
 
 export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
   const sandboxes = new Map<string, FakeSandbox>();
   const layers = new Map<string, FakeFs>();
   const programs = builtinPrograms();
-  const calls: { op: string; rid?: string; group?: string }[] = [];
+  const calls: FakeRuntimeCall[] = [];
   const failures = new Map<string, string>();
   const repls = createKeyedQueue();
   let pid = 1000;
   /** Execs started with an id, by runtime id and exec id: what recoverExecs finds after a restart. */
   const byExecId = new Map<string, { handle: ExecHandle; result: ExecResult | null }>();
   const forkState = opts.forkProcessState !== false;
+  const capabilities: RuntimeCapabilities = {
+    forkProcessState: forkState,
+    pause: true,
+    limits: { memory: false, pids: false, cpu: false, disk: false },
+    network: false,
+  };
+  const runtimes: Partial<Record<RuntimeName, RuntimeCapabilities>> = Object.fromEntries(
+    Object.entries(opts.runtimes ?? { native: {} }).map(([n, caps]) => [n, { ...capabilities, ...caps }]),
+  );
 
   function live(rec: SandboxRecord): FakeSandbox {
     const sb = sandboxes.get(runtimeId(rec));
@@ -98,7 +125,13 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
     return {
       id: sb.rid,
       hostPid: sb.hostPid,
-      runtime: { rid: sb.rid, templateId: sb.templateId, depth: sb.depth, lowers: sb.lowers },
+      runtime: {
+        rid: sb.rid,
+        templateId: sb.templateId,
+        depth: sb.depth,
+        lowers: sb.lowers,
+        ...(sb.kind ? { kind: sb.kind } : {}),
+      },
     };
   }
 
@@ -110,6 +143,7 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
       templateId: string;
       depth: number;
       lowers: string[];
+      kind?: RuntimeName | undefined;
       extraEnv: Record<string, string>;
     },
   ): FakeSandbox {
@@ -128,6 +162,7 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
       templateId: from.templateId,
       depth: from.depth,
       lowers: from.lowers,
+      ...(from.kind ? { kind: from.kind } : {}),
       paused: false,
       tombstone: false,
       dead: null,
@@ -151,12 +186,9 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
 
   const runtime: FakeRuntime = {
     name: 'fake',
-    capabilities: {
-      forkProcessState: forkState,
-      pause: true,
-      limits: { memory: false, pids: false, cpu: false, disk: false },
-      network: false,
-    },
+    capabilities,
+    runtimes,
+    runtimeOf: (rec) => runtimeKind(rec),
     sandboxes,
     layers,
     programs,
@@ -194,8 +226,15 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
     ...(opts.revive ? { reviveSandbox } : {}),
 
     async createSandbox(spec: CreateSandboxSpec) {
-      calls.push({ op: 'createSandbox', rid: spec.id, group: spec.group });
+      calls.push({
+        op: 'createSandbox',
+        rid: spec.id,
+        group: spec.group,
+        ...(spec.runtime ? { runtime: spec.runtime } : {}),
+      });
       await Promise.resolve();
+      if (spec.runtime && !runtimes[spec.runtime])
+        throw new ForkboxError('unavailable', `the fake runtime has no ${spec.runtime} runtime.`);
       const image = opts.images?.require(spec.image);
       const lowers = spec.lowers ?? image?.layers ?? [`fake-layer-${spec.image}`];
       const base = spec.lowers?.[0] !== undefined ? layers.get(spec.lowers[0]) : undefined;
@@ -205,6 +244,7 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
         templateId: `tpl-fake-${spec.image}${spec.prewarm.length ? `-${spec.prewarm.join('.')}` : ''}`,
         depth: 0,
         lowers,
+        kind: spec.runtime,
         extraEnv: {},
       });
       for (const m of spec.prewarm) sb.repl.modules.add(m);
@@ -236,6 +276,7 @@ export function createFakeRuntime(opts: FakeRuntimeOptions = {}): FakeRuntime {
               templateId: src.templateId,
               depth: src.depth + 1,
               lowers: src.lowers,
+              kind: src.kind,
               extraEnv: { FORKBOX_PARENT_ID: source.id, FORKBOX_FORK_INDEX: String(c.forkIndex) },
             });
             return { id: c.id, ok: true as const, handle: handleOf(sb) };

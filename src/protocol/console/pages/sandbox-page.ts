@@ -23,6 +23,7 @@ function details(s: SandboxInfo, now: number): Html {
     ['namespace', s.namespace],
     ['state', s.state],
     ['image', s.image],
+    ['runtime', s.runtime],
     ['template', s.labels[TEMPLATE_LABEL] ?? ''],
     ['parent', parent],
     ['age', duration(now - Date.parse(s.createdAt))],

@@ -35,6 +35,7 @@ export const sandboxShape = z.object({
   end_reason: z.string().nullable(),
   persistent: z.boolean(),
   children: z.array(z.string()),
+  runtime: z.string(),
 });
 
 /** sandbox_get's output: the sandbox with its live usage. */
@@ -88,6 +89,7 @@ export function sandboxOut(s: SandboxInfo): SandboxShape {
     end_reason: s.endReason,
     persistent: s.persistent,
     children: s.children,
+    runtime: s.runtime,
   };
   if (s.usage) {
     out.usage = {
@@ -146,6 +148,7 @@ export function execOut(e: ExecRecord): z.input<typeof execShape> {
 export const carriedShape = z.object({
   filesystem: z.boolean(),
   python_state: z.boolean(),
+  processes: z.boolean(),
   environment: z.boolean(),
 });
 export const forkChildShape = z.object({
@@ -160,6 +163,7 @@ export function forkOutcomeOut(r: ForkResult) {
     carried: {
       filesystem: r.carried.filesystem,
       python_state: r.carried.pythonState,
+      processes: r.carried.processes,
       environment: r.carried.environment,
     },
     not_carried: r.notCarried,

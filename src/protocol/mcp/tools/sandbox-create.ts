@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LIMITS, PORTS, SIZES } from '../../../domain/limits.ts';
+import { RUNTIME_NAMES } from '../../../domain/runtime-id.ts';
 import type { CreateSandboxRequest, ProgressEvent } from '../../../service/api.ts';
 import { boundedNumber, nameSchema } from '../../bounds.ts';
 import { envArg, labelsArg } from '../kit/kv-list.ts';
@@ -33,6 +34,12 @@ export const sandboxCreate = defineTool({
       .optional()
       .describe('Host dir at /work, or DIR:/path'),
     ports: z.array(boundedNumber(LIMITS.port)).max(PORTS.perSandbox).optional().describe('Ports to publish'),
+    runtime: z
+      .enum(RUNTIME_NAMES)
+      .optional()
+      .describe(
+        'native (default: millisecond forks of files and the Python REPL) or gvisor (forks carry every running process)',
+      ),
   }),
   output: sandboxShape,
   async run(a, { api, progress }) {
@@ -51,6 +58,7 @@ export const sandboxCreate = defineTool({
     if (a.network !== undefined) req.network = a.network;
     if (a.project !== undefined) req.project = a.project;
     if (a.ports !== undefined) req.ports = a.ports;
+    if (a.runtime !== undefined) req.runtime = a.runtime;
     // The engine ties a non-persistent sandbox to the caller's client session (when there is one).
     if (a.persistent === true) req.persistent = true;
     // An image pulled on first use reports its phases and bytes as progress notifications.

@@ -6,17 +6,18 @@
 import { ForkboxError } from '../../../domain/errors.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
 import type { ExecEvents, ExecHandle, ExecResult, ExecSpec, RecoveredExec } from '../../../service/ports.ts';
-import type { Cgroups } from '../cgroups/index.ts';
 import type { AgentConnection } from './agent-connection.ts';
 import { createOutputRouter, DEFAULT_OUTPUT_BYTES } from './exec-output-router.ts';
-import { type ExecSpawners, execGroup, type SpawnHost, type SpawnSlot, TREE_NAME } from './exec-spawners.ts';
+import type { ExecSpawners, SpawnHost, SpawnSlot } from './exec-spawners.ts';
+import { type ExecTrees, TREE_NAME } from './exec-trees.ts';
 import { StreamCollector } from './output.ts';
 
 export interface ExecOpsDeps {
   connOf(rec: SandboxRecord): Promise<AgentConnection>;
   /** The live sandbox behind a record: its cgroup and PID 1. */
   hostOf(rec: SandboxRecord): SpawnHost;
-  cgroups: Cgroups;
+  /** What counts and ends an exec's process tree (native: its exec group, exec-trees.ts). */
+  trees: ExecTrees;
   spawners: ExecSpawners;
   /** OOM kills in the sandbox so far (an exec killed by SIGKILL checks whether it was the OOM killer). */
   oomKills(rec: SandboxRecord): Promise<number>;
@@ -40,7 +41,7 @@ function execArgs(spec: ExecSpec, slot: SpawnSlot): Record<string, unknown> {
     ...(spec.execId ? { output_id: spec.execId, tag: spec.execId } : {}),
     mode: spec.mode ?? 'head',
     ...(spec.tty ? { tty: { rows: spec.tty.rows, cols: spec.tty.cols } } : {}),
-    spawner: slot.spawner,
+    ...(slot.spawner === null ? {} : { spawner: slot.spawner }),
     tree: slot.tree,
   };
 }
@@ -81,7 +82,7 @@ export interface ExecOps {
 }
 
 export function createExecOps(deps: ExecOpsDeps): ExecOps {
-  const trees = createTrees(deps.cgroups);
+  const { trees } = deps;
 
   /** Send the exec request; once more with a fresh slot when the agent's spawner changed meanwhile. */
   async function send(
@@ -233,7 +234,7 @@ export function createExecOps(deps: ExecOpsDeps): ExecOps {
 
     async execTreeSize(rec: SandboxRecord, tree: string): Promise<number> {
       if (!TREE_NAME.test(tree)) return 0;
-      return (await trees.procs(deps.hostOf(rec).cgroup, tree)).length;
+      return trees.count(deps.hostOf(rec).cgroup, tree);
     },
 
     async recoverExecs(rec: SandboxRecord, running: string[], keep: string[]): Promise<RecoveredExec[]> {
@@ -268,54 +269,11 @@ export function createExecOps(deps: ExecOpsDeps): ExecOps {
         out.push({ id, result: keptResult(res, leftovers, tree) });
       }
       // Every other exec group: execs that were running (they end for real now), or the old spawner's.
-      for (const name of await deps.cgroups.children(`${host.cgroup}/work`).catch(() => [] as string[])) {
+      for (const name of await trees.names(host.cgroup).catch(() => [] as string[])) {
         if (TREE_NAME.test(name) && !kept.has(name))
           await trees.kill(host.cgroup, name).catch(() => undefined);
       }
       return out;
     },
   };
-}
-
-/** Counting and ending what runs in exec groups. */
-function createTrees(cgroups: Cgroups) {
-  /** Processes in an exec's group, but the spawner (which shares it until it moves on). */
-  async function procs(cgroup: string, tree: string, spawnerHostPid = 0): Promise<number[]> {
-    const all = await cgroups.procs(execGroup(cgroup, tree)).catch(() => [] as number[]);
-    return all.filter((p) => p !== spawnerHostPid);
-  }
-
-  /** End whatever runs in an exec's group; returns how many processes were still there. */
-  async function kill(cgroup: string, tree: string, slot?: SpawnSlot): Promise<number> {
-    // The spawner must be out first: a freeze or kill of the group would take it too.
-    await slot?.left;
-    const g = execGroup(cgroup, tree);
-    const n = (await procs(cgroup, tree)).length;
-    try {
-      await cgroups.killAll(g);
-    } catch (e) {
-      // The sandbox (and with it the group) went away meanwhile: nothing is left to kill.
-      if (await cgroups.exists(g)) throw e;
-    }
-    await cgroups.destroy(g).catch(() => undefined);
-    return n;
-  }
-
-  /** After the main process ended: how many of its processes still run (the group goes when none do). */
-  async function settle(cgroup: string, tree: string, killAll: boolean, slot?: SpawnSlot): Promise<number> {
-    if (killAll) {
-      await kill(cgroup, tree, slot);
-      return 0;
-    }
-    const left = (await procs(cgroup, tree, slot?.spawnerHostPid)).length;
-    if (left === 0) {
-      void (async () => {
-        await slot?.left;
-        await cgroups.destroy(execGroup(cgroup, tree)).catch(() => undefined);
-      })();
-    }
-    return left;
-  }
-
-  return { procs, kill, settle };
 }

@@ -24,12 +24,15 @@ export const execGroup = (sandboxCgroup: string, tree: string): string => `${san
 /** Names the runtime gives exec groups (anything else under `work` is not an exec's). */
 export const TREE_NAME = /^x-[0-9a-f]{12}$/;
 
-const newTree = () => `x-${randomBytes(6).toString('hex')}`;
+export const newTree = (): string => `x-${randomBytes(6).toString('hex')}`;
 
 /** What an exec gets: the spawner to name in its request and the group the command will be born in. */
 export interface SpawnSlot {
-  /** The spawner's pid in the sandbox (the exec request's `spawner`: the agent refuses if it changed). */
-  spawner: number;
+  /**
+   * The spawner's pid in the sandbox (the exec request's `spawner`: the agent refuses if it changed); null:
+   * the agent's own spawner, whichever it is (a runtime that places no spawner).
+   */
+  spawner: number | null;
   /** Host pid of the spawner: not one of the command's processes, though it shares its group a while. */
   spawnerHostPid: number;
   tree: string;

@@ -1,5 +1,4 @@
 /** REPL and file operations of native sandboxes, carried over the agent connection (execs: exec-ops.ts). */
-import { runtimeId } from '../../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../../domain/types.ts';
 import type {
   FileEntry,
@@ -10,16 +9,14 @@ import type {
   ReplResult,
   Runtime,
 } from '../../../service/ports.ts';
-import type { Cgroups } from '../cgroups/index.ts';
-import type { NativePaths } from '../host/paths.ts';
 import type { AgentConnection } from './agent-connection.ts';
 import { readFileOver, writeFileOver } from './file-transfer.ts';
 import { replEvalOver } from './repl-eval.ts';
 
 interface Deps {
   connOf(rec: SandboxRecord): Promise<AgentConnection>;
-  cgroups: Cgroups;
-  paths: NativePaths;
+  /** OOM kills counted for the sandbox so far (native: its memory cgroup's; it may throw). */
+  countOomKills(rec: SandboxRecord): Promise<number>;
 }
 
 const num = (v: unknown, d = 0): number => (typeof v === 'number' ? v : d);
@@ -39,14 +36,14 @@ export interface SandboxOps
     | 'mkdir'
     | 'moveFile'
   > {
-  /** OOM kills the sandbox's cgroup has counted so far (0 when it cannot be read). */
+  /** OOM kills counted for the sandbox so far (0 when they cannot be read). */
   oomKills(rec: SandboxRecord): Promise<number>;
 }
 
 export function createSandboxOps(deps: Deps): SandboxOps {
   const oomKills = async (rec: SandboxRecord): Promise<number> => {
     try {
-      return await deps.cgroups.oomKills(deps.paths.cgroupOf(rec, runtimeId(rec)));
+      return await deps.countOomKills(rec);
     } catch {
       return 0;
     }

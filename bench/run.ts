@@ -17,6 +17,7 @@ import { diskQuota } from './disk-quota.ts';
 import { egressBench } from './egress.ts';
 import { execRoundTrip } from './exec-roundtrip.ts';
 import { forkBench } from './fork.ts';
+import { gvisorBench } from './gvisor.ts';
 import { imageCreate } from './image-create.ts';
 import { imagePull } from './image-pull.ts';
 import type { BenchContext, Benchmark } from './lib/context.ts';
@@ -42,6 +43,7 @@ const BENCHMARKS: Benchmark[] = [
   createMany,
   memoryPerSandbox,
   forkBench,
+  gvisorBench,
   diskQuota,
   retentionBench,
   mcpOverhead,

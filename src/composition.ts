@@ -678,6 +678,11 @@ export async function openEngine(opts: OpenEngineOptions): Promise<OpenedEngine>
     const parts = await openHostParts(opts, sys, host, store, opened);
     const { runtime: native, nat } = nativeRuntime(opts, sys, host, store, parts);
     const gvisor = gvisorRuntime(opts, sys, parts);
+    if (opts.defaultRuntime === 'gvisor' && !gvisor)
+      throw new ForkboxError(
+        'requirement_missing',
+        "the default runtime is gvisor but runsc is not installed: run `npm run setup` as root (it installs runsc from Debian's backports), or serve without --runtime gvisor.",
+      );
     const runtime = createRuntimeRouter({
       native,
       ...(gvisor ? { gvisor } : {}),

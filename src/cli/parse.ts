@@ -3,6 +3,7 @@
 import { parseDuration } from '../domain/durations.ts';
 import { ForkboxError } from '../domain/errors.ts';
 import { describeBound, LIMITS, withinBound } from '../domain/limits.ts';
+import { RUNTIME_NAMES, type RuntimeName } from '../domain/runtime-id.ts';
 import { parseSize } from '../domain/sizes.ts';
 
 export { parseSize } from '../domain/sizes.ts';
@@ -29,6 +30,17 @@ export function parsePoolSize(text: string): number {
       `--pool '${text.slice(0, 20)}' must be ${describeBound(LIMITS.pool)} (0 = no pool).`,
     );
   return n;
+}
+
+/** `--runtime`: one of RUNTIME_NAMES. */
+export function parseRuntimeName(v: string): RuntimeName {
+  const name = RUNTIME_NAMES.find((n) => n === v);
+  if (name === undefined)
+    throw new ForkboxError(
+      'invalid_argument',
+      `--runtime must be ${RUNTIME_NAMES.join(' or ')}, not '${v.slice(0, 20)}'.`,
+    );
+  return name;
 }
 
 /** A port number, 1 to 65535 (the engine checks the range again). */

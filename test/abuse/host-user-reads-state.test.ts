@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ForkboxApi } from '../../src/service/api.ts';
 import { readMountInfo } from '../../src/util/mountinfo.ts';
-import { token } from '../helpers/attacks.ts';
+import { PROBE_PRELUDE, token } from '../helpers/attacks.ts';
 import { type NativeFixture, nativeUnavailable, openNative } from '../helpers/native.ts';
 
 const skip =
@@ -31,15 +31,8 @@ const skip =
 const SECRET = token('SECRET');
 
 // As nobody: every way in, each answered "ok" (and what it got) or the errno name.
-const PROBE = `
-import errno, json, os, socket, subprocess, sys
+const PROBE = `${PROBE_PRELUDE}
 state, sid, tid, cgroups = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-out = {}
-def attempt(name, fn):
-    try:
-        out[name] = "ok:" + str(fn())[:200]
-    except OSError as e:
-        out[name] = errno.errorcode.get(e.errno, str(e.errno))
 read = lambda p: open(p).read()
 for p in ("sandboxes/%s/upper/tmp/secret.txt" % sid, "btrfs/sandboxes/%s/upper/tmp/secret.txt" % sid):
     attempt("read " + p, lambda p=p: read(os.path.join(state, p)))

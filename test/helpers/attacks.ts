@@ -231,3 +231,17 @@ export function capMask(status: string, which: 'CapBnd' | 'CapEff' | 'CapPrm' | 
   assert.ok(hex, `no ${which} line in ${status.slice(0, 300)}`);
   return BigInt(`0x${hex}`);
 }
+
+/**
+ * The start of a Python probe run as a host user: `attempt(name, fn)` records "ok:<what fn returned>" or
+ * the errno's name in `out`, which the probe prints as JSON at its end.
+ */
+export const PROBE_PRELUDE = `
+import errno, json, os, socket, subprocess, sys
+out = {}
+def attempt(name, fn):
+    try:
+        out[name] = "ok:" + str(fn())[:200]
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+`;

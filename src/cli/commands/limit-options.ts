@@ -4,10 +4,10 @@
  */
 import type { Command } from 'commander';
 import { ForkboxError } from '../../domain/errors.ts';
-import { RUNTIME_NAMES, type RuntimeName } from '../../domain/runtime-id.ts';
+import type { RuntimeName } from '../../domain/runtime-id.ts';
 import { parseDiskSpec } from '../../domain/sizes.ts';
 import type { CreateSandboxRequest, ForkboxApi, SandboxInfo } from '../../service/api.ts';
-import { collectKeyValue, parseSizeMb } from '../parse.ts';
+import { collectKeyValue, parseRuntimeName, parseSizeMb } from '../parse.ts';
 
 export interface LimitOptions {
   image?: string;
@@ -32,16 +32,6 @@ function positive(what: string, integer: boolean) {
   };
 }
 
-function runtimeName(v: string): RuntimeName {
-  const name = RUNTIME_NAMES.find((n) => n === v);
-  if (name === undefined)
-    throw new ForkboxError(
-      'invalid_argument',
-      `--runtime must be ${RUNTIME_NAMES.join(' or ')}, not '${v}'.`,
-    );
-  return name;
-}
-
 export function addLimitOptions(cmd: Command): Command {
   return cmd
     .option(
@@ -51,7 +41,7 @@ export function addLimitOptions(cmd: Command): Command {
     .option(
       '--runtime <name>',
       'native (default: millisecond forks of files and the Python REPL) or gvisor (runsc: forks carry every running process)',
-      runtimeName,
+      parseRuntimeName,
     )
     .option('--memory <size>', 'memory limit, e.g. 512m, 2g (a bare number is MiB)', parseSizeMb)
     .option('--cpus <n>', 'CPU quota in CPUs, e.g. 0.5, 2', positive('cpus', false))

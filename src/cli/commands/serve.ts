@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { ForkboxError } from '../../domain/errors.ts';
+import type { RuntimeName } from '../../domain/runtime-id.ts';
 import type { DiskSpec } from '../../domain/sizes.ts';
 import { DEFAULT_TOOLSET, selectTools } from '../../protocol/mcp/toolsets.ts';
 import { createGroupApp } from '../../protocol/rest/group-app.ts';
@@ -38,6 +39,7 @@ import { parseDuration } from '../parse.ts';
 const DRAIN_MS = 30_000;
 
 interface ServeFlags extends OidcFlags {
+  runtime?: RuntimeName;
   listen?: string;
   tokenFile?: string;
   maxConcurrency?: string;
@@ -170,6 +172,7 @@ export function register(program: Command, ctx: CliContext): void {
       ...(o.imageAllow ? { imageAllow: o.imageAllow } : {}),
       ...(o.retention === undefined ? {} : { retentionSeconds: parseRetention(o.retention) }),
       ...(o.pool === undefined ? {} : { poolSize: o.pool }),
+      ...(o.runtime === undefined ? {} : { defaultRuntime: o.runtime }),
     });
     // Who serves this state dir (it holds the lock now), and whether an operator configured it
     // (transports/serve-record.ts): written before any door opens, so whoever reaches it can read it.

@@ -5,7 +5,7 @@ import { DEFAULT_MAX_CONCURRENCY } from '../../protocol/http/limits.ts';
 import { DEFAULT_TOOLSET, TOOLSETS } from '../../protocol/mcp/toolsets.ts';
 import { DEFAULT_GROUP_SOCKET } from '../../transports/group-socket.ts';
 import { DEFAULT_LISTEN } from '../../transports/http-server.ts';
-import { parsePoolSize } from '../parse.ts';
+import { parsePoolSize, parseRuntimeName } from '../parse.ts';
 
 /** A repeatable option whose values may also be comma-separated. */
 export const collect = (v: string, prev: string[] = []) => [...prev, ...v.split(',').filter((s) => s !== '')];
@@ -75,6 +75,11 @@ export function addServeOptions(cmd: Command): Command {
     .option(
       '--network-allow <entries>',
       'names, *.suffix wildcards and CIDRs (comma-separated) that every allow list must stay within (default: any)',
+    )
+    .option(
+      '--runtime <name>',
+      'the runtime of sandboxes whose create names none: native (default) or gvisor (needs runsc; `forkbox doctor` checks it)',
+      parseRuntimeName,
     )
     .option(
       '--pool <n>',

@@ -4,7 +4,6 @@
  * a holder; the server creates the sandbox lazily on first use and re-creates it if it was killed.
  */
 import { isForkboxError } from '../../domain/errors.ts';
-import type { RuntimeName } from '../../domain/runtime-id.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 
 export interface DefaultSandbox {
@@ -54,15 +53,7 @@ const USABLE = new Set(['running', 'paused', 'creating']);
 export function createSandboxResolver(
   api: ForkboxApi,
   defaults: DefaultSandbox,
-  opts: { preferRuntime?: RuntimeName } = {},
 ): (arg: string | undefined) => Promise<string> {
-  /** The preferred runtime when this daemon offers it, else none (the daemon's default). */
-  async function runtime(): Promise<{ runtime?: RuntimeName }> {
-    const want = opts.preferRuntime;
-    if (want === undefined) return {};
-    return (await api.status()).runtimes.includes(want) ? { runtime: want } : {};
-  }
-
   async function usable(id: string): Promise<boolean> {
     try {
       return USABLE.has((await api.getSandbox(id)).state);
@@ -91,7 +82,7 @@ export function createSandboxResolver(
         }
       }
     }
-    const sb = await api.createSandbox({ labels, ...(await runtime()) });
+    const sb = await api.createSandbox({ labels });
     defaults.set(sb.id);
     return sb.id;
   }

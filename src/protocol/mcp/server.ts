@@ -6,14 +6,12 @@
 
 import { McpServer } from '@modelcontextprotocol/server';
 import { ForkboxError } from '../../domain/errors.ts';
-import type { RuntimeName } from '../../domain/runtime-id.ts';
 import type { ForkboxApi } from '../../service/api.ts';
 import type { ConformanceFixtures } from './conformance/conformance-fixtures.ts';
 import { createSandboxResolver, type DefaultSandbox } from './default-sandbox.ts';
 import { DEFAULT_MCP_OUTPUT_BYTES } from './kit/exec-args.ts';
 import type { ToolLog } from './kit/tool-kit.ts';
 import type { RunnerOptions } from './kit/tool-runner.ts';
-import type { Toolset } from './toolset.ts';
 import { selectTools, selectToolsets } from './toolsets.ts';
 
 export { createDefaultSandbox, type DefaultSandbox } from './default-sandbox.ts';
@@ -66,7 +64,7 @@ export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer
     api: opts.api,
     // Only toolsets with a default sandbox may ever make one; the others name theirs in every call.
     sandbox: sets.some((s) => s.session === 'default-sandbox')
-      ? createSandboxResolver(opts.api, opts.defaults, preferredRuntime(sets))
+      ? createSandboxResolver(opts.api, opts.defaults)
       : explicitSandbox,
     outputBytes: opts.outputBytes ?? DEFAULT_MCP_OUTPUT_BYTES,
     log,
@@ -78,10 +76,4 @@ export function createForkboxMcpServer(opts: ForkboxMcpServerOptions): McpServer
   for (const s of sets) s.registerExtras?.(server);
   opts.fixtures?.register(server);
   return server;
-}
-
-/** The runtime a served toolset's default sandbox asks for (Podflare's: gvisor, whose forks carry processes). */
-function preferredRuntime(sets: readonly Toolset[]): { preferRuntime?: RuntimeName } {
-  const want = sets.find((s) => s.session === 'default-sandbox' && s.preferRuntime)?.preferRuntime;
-  return want ? { preferRuntime: want } : {};
 }

@@ -5,9 +5,7 @@
  * system's language — its tool names, argument names and defaults, result shapes and error convention —
  * as thin adapters over the same ForkboxApi (compat-tool.ts). The registry is toolsets.ts.
  */
-
 import type { McpServer } from '@modelcontextprotocol/server';
-import type { RuntimeName } from '../../domain/runtime-id.ts';
 import type { ToolDef } from './kit/tool-kit.ts';
 import { type RunnerOptions, registerTool, type ToolBase } from './kit/tool-runner.ts';
 
@@ -32,11 +30,6 @@ export interface Toolset {
   /** One line for `--help` and docs/TOOLSETS.md. */
   summary: string;
   session: SessionModel;
-  /**
-   * The runtime its default sandbox is made with when the daemon offers it (else the daemon's default):
-   * a system whose forks carry running processes asks for the runtime that can.
-   */
-  preferRuntime?: RuntimeName;
   /** The server's instructions for this toolset (absent: none, as the system had none). */
   instructions?: string;
   tools: readonly ToolsetTool[];

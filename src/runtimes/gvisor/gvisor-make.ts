@@ -22,6 +22,8 @@ export interface PrepareInput {
   /** The image's python3 (the agent's interpreter). */
   python: string;
   env: Record<string, string>;
+  /** A pulled image's config: the default working directory and user of commands. */
+  execDefaults?: { cwd: string | null; user: string | null } | undefined;
   limits: Limits;
 }
 
@@ -80,6 +82,7 @@ export function createGvisorMaker(deps: GvisorMakerDeps): GvisorMaker {
       inboxDir: paths.inbox(id),
       agentArgs: [input.python, '-I', '/.forkbox/bin/agent.py'],
       env: input.env,
+      execDefaults: input.execDefaults,
       limits: input.limits,
       cgroupsPath: `/${sb.cgroup}`,
       hostname: id.slice(0, 63),

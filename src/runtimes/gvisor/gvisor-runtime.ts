@@ -152,6 +152,7 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
       layers: spec.lowers ?? image.layers,
       python,
       env: { ...image.env, ...spec.env },
+      ...(image.config ? { execDefaults: { cwd: image.config.workingDir, user: image.config.user } } : {}),
       limits: spec.limits,
     });
     live.set(sb.id, sb);
@@ -174,7 +175,7 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
     if (children.some((c) => c.network && c.network.mode !== 'none')) throw unsupported('network allow/open');
     return replLocks.run(src.id, async () => {
       const t0 = performance.now();
-      const ck = await fork.checkpoint(src, source.id);
+      const ck = await checkpointEvenPaused(src, source.id);
       try {
         const python = pythonOf(source);
         const base = { layers: src.layers, python };
@@ -186,8 +187,7 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
           if (o?.ok && sb) {
             outcomes[i] = { id: child.id, ok: true, handle: handleOf(sb, python) };
             if (child.held) {
-              await deps.runsc.pause(sb.id);
-              sb.paused = true;
+              await pause(sb);
             }
           }
         }
@@ -206,6 +206,41 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
         rmSync(ck.image, { recursive: true, force: true });
       }
     });
+  }
+
+  /** Pause (idempotent: runsc refuses to pause a paused container, which it may have left so itself). */
+  async function pause(sb: GvisorSandbox): Promise<void> {
+    sb.paused = true;
+    if ((await deps.runsc.state(sb.id))?.status === 'paused') return;
+    try {
+      await deps.runsc.pause(sb.id);
+    } catch (e) {
+      sb.paused = (await deps.runsc.state(sb.id))?.status === 'paused';
+      if (!sb.paused) throw e;
+    }
+  }
+
+  async function resume(sb: GvisorSandbox): Promise<void> {
+    if ((await deps.runsc.state(sb.id))?.status !== 'paused') {
+      sb.paused = false;
+      return;
+    }
+    await deps.runsc.resume(sb.id);
+    sb.paused = false;
+  }
+
+  /**
+   * A paused source (a snapshot's holder) runs for the moment its agent needs to let go of its connection
+   * and the checkpoint takes, then is paused again: its processes move on by that much.
+   */
+  async function checkpointEvenPaused(src: GvisorSandbox, id: string) {
+    if (!src.paused) return fork.checkpoint(src, id);
+    await resume(src);
+    try {
+      return await fork.checkpoint(src, id);
+    } finally {
+      await pause(src);
+    }
   }
 
   async function killSandbox(rec: SandboxRecord): Promise<void> {
@@ -246,21 +281,8 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
     createSandbox,
     forkSandbox,
     killSandbox,
-    async pauseSandbox(rec) {
-      const sb = sandboxOf(rec);
-      sb.paused = true;
-      try {
-        await deps.runsc.pause(sb.id);
-      } catch (e) {
-        sb.paused = false;
-        throw e;
-      }
-    },
-    async resumeSandbox(rec) {
-      const sb = sandboxOf(rec);
-      await deps.runsc.resume(sb.id);
-      sb.paused = false;
-    },
+    pauseSandbox: (rec) => pause(sandboxOf(rec)),
+    resumeSandbox: (rec) => resume(sandboxOf(rec)),
     async usage(rec) {
       const st = await deps.cgroups.stats(sandboxOf(rec).cgroup);
       return {

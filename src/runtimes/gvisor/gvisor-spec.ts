@@ -4,8 +4,9 @@
  * and the inbox (its control socket) as the only host paths it sees, and the sandbox's limits on its
  * sentry's host cgroup.
  */
-import { agentBoundsEnv } from '../../domain/limits.ts';
+
 import type { Limits } from '../../domain/types.ts';
+import { agentEnv } from '../native/container/oci-spec.ts';
 
 export interface GvisorSpecInput {
   sandboxId: string;
@@ -16,6 +17,8 @@ export interface GvisorSpecInput {
   /** PID 1's argv (the agent on the image's python3). */
   agentArgs: string[];
   env: Record<string, string>;
+  /** A pulled image's config: the default working directory and user of commands. */
+  execDefaults?: { cwd: string | null; user: string | null } | undefined;
   limits: Limits;
   /** The sentry's host cgroup (relative to each controller's root). */
   cgroupsPath: string;
@@ -34,17 +37,13 @@ const bind = (destination: string, source: string, mode: 'ro' | 'rw') => ({
 });
 
 export function gvisorOciSpec(input: GvisorSpecInput): Record<string, unknown> {
-  const env = {
-    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-    HOME: '/root',
-    LANG: 'C.UTF-8',
-    ...input.env,
-    FORKBOX_ROLE: 'sandbox',
-    FORKBOX_SANDBOX_ID: input.sandboxId,
-    FORKBOX_NONCE: input.nonce,
-    FORKBOX_CTL_SOCKET: '/.forkbox/inbox/ctl.sock',
-    FORKBOX_BOUNDS: agentBoundsEnv(),
-  };
+  const env = agentEnv({
+    env: input.env,
+    role: 'sandbox',
+    id: input.sandboxId,
+    execDefaults: input.execDefaults,
+    extra: { FORKBOX_NONCE: input.nonce },
+  });
   const { limits } = input;
   return {
     ociVersion: '1.0.2',
@@ -52,7 +51,7 @@ export function gvisorOciSpec(input: GvisorSpecInput): Record<string, unknown> {
       terminal: false,
       user: { uid: 0, gid: 0 },
       args: input.agentArgs,
-      env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      env,
       cwd: '/',
       noNewPrivileges: true,
     },

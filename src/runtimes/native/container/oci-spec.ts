@@ -49,22 +49,42 @@ const CAPS = [
   'CAP_AUDIT_WRITE',
 ];
 
-export function templateOciSpec(input: TemplateSpecInput): Record<string, unknown> {
+/**
+ * The environment of an agent that is PID 1 (a template's, or a gvisor sandbox's): the image's, then what
+ * the agent reads once and never passes on to commands (agent.py's INTERNAL_ENV, execs.py).
+ */
+export function agentEnv(input: {
+  env: Record<string, string>;
+  role: 'template' | 'sandbox';
+  id: string;
+  execDefaults?: { cwd: string | null; user: string | null } | undefined;
+  extra?: Record<string, string>;
+}): string[] {
   const env = {
     PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
     HOME: '/root',
     LANG: 'C.UTF-8',
     ...input.env,
-    FORKBOX_ROLE: 'template',
-    FORKBOX_SANDBOX_ID: input.templateId,
+    FORKBOX_ROLE: input.role,
+    FORKBOX_SANDBOX_ID: input.id,
     FORKBOX_CTL_SOCKET: '/.forkbox/inbox/ctl.sock',
-    FORKBOX_PREWARM: input.prewarm.join(','),
+    ...input.extra,
     // The bounds the agent enforces (src/agent/bounds.py): the host's own, never numbers of the agent's.
     FORKBOX_BOUNDS: agentBoundsEnv(),
-    // Read once by the agent (execs.py) and never passed on to commands.
     ...(input.execDefaults?.cwd ? { FORKBOX_EXEC_CWD: input.execDefaults.cwd } : {}),
     ...(input.execDefaults?.user ? { FORKBOX_EXEC_USER: input.execDefaults.user } : {}),
   };
+  return Object.entries(env).map(([k, v]) => `${k}=${v}`);
+}
+
+export function templateOciSpec(input: TemplateSpecInput): Record<string, unknown> {
+  const env = agentEnv({
+    env: input.env,
+    role: 'template',
+    id: input.templateId,
+    execDefaults: input.execDefaults,
+    extra: { FORKBOX_PREWARM: input.prewarm.join(',') },
+  });
   const idMap = [{ containerID: 0, hostID: input.uidRange.hostStart, size: input.uidRange.size }];
   return {
     ociVersion: '1.0.2',
@@ -72,7 +92,7 @@ export function templateOciSpec(input: TemplateSpecInput): Record<string, unknow
       terminal: false,
       user: { uid: 0, gid: 0 },
       args: input.agentArgs,
-      env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      env,
       cwd: '/',
       capabilities: { bounding: CAPS, effective: CAPS, permitted: CAPS, inheritable: [], ambient: [] },
       // No rlimits: runc sets them from the host with prlimit(2), which a host root without

@@ -7,10 +7,7 @@ import { HINTS } from '../../kit/tool-kit.ts';
 import { podflareErrorText } from './errors.ts';
 import { sandboxIdArg } from './shapes.ts';
 
-/**
- * A fork of the session sandbox (files and Python REPL state; and every running process where the session
- * sandbox is a gvisor one, as it is wherever runsc is installed): the children's ids.
- */
+/** A fork of the session sandbox (files, Python REPL state; not other processes): the children's ids. */
 export const fork = compatTool(
   {
     name: 'fork',

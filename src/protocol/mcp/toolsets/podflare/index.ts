@@ -18,8 +18,5 @@ export const podflareToolset: Toolset = {
   name: 'podflare',
   summary: "Podflare's tools (run_python, fork, diff, merge_into, …) on one sandbox per session",
   session: 'default-sandbox',
-  // Podflare's page: "each child inherits the parent's Python REPL state, filesystem, and running
-  // processes". gvisor's forks carry every process: its session sandbox is one wherever runsc is.
-  preferRuntime: 'gvisor',
   tools: [runPython, runBash, fork, diff, mergeInto, upload, download],
 };

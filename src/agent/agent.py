@@ -310,7 +310,10 @@ class Agent:
     def _on_conn_close(self, conn, reason):
         if self.conn is conn:
             AGENT_LOG.detach()
-        log("host connection lost (%s); reconnecting" % reason, "warn")
+        if self.hold.held:
+            log("host connection closed for a checkpoint; reconnecting once woken")
+        else:
+            log("host connection lost (%s); reconnecting" % reason, "warn")
         for ex in conn.execs.values():
             ex.conn = None  # keeps running; later output is discarded, its result kept (exec.results)
         conn.execs = {}

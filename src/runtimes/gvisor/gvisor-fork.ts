@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { ForkboxError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import type { ForkChildOutcome, ForkChildSpec } from '../../service/ports.ts';
+import { deadline } from '../native/host/deadline.ts';
 import type { GvisorLink, GvisorSandbox } from './gvisor-link.ts';
 import type { GvisorMaker, PrepareInput } from './gvisor-make.ts';
 import type { GvisorPaths } from './gvisor-paths.ts';
@@ -89,18 +90,9 @@ export function createGvisorFork(deps: GvisorForkDeps): GvisorFork {
     try {
       const closed = new Promise<void>((resolve) => conn.on('close', () => resolve()));
       await conn.request('hold', { max_ms: HOLD_MS }, { timeoutMs: 10_000 });
-      await Promise.race([
-        closed,
-        new Promise<void>((_, reject) =>
-          setTimeout(
-            () =>
-              reject(
-                new ForkboxError('timeout', `sandbox ${sourceId}'s agent did not let go of its connection`),
-              ),
-            10_000,
-          ),
-        ),
-      ]);
+      await deadline<void>(10_000, `sandbox ${sourceId}'s agent letting go of its connection`, (resolve) => {
+        void closed.then(resolve);
+      });
       const t0 = performance.now();
       await runsc.checkpoint(source.id, image);
       const pauseMs = performance.now() - t0;
@@ -136,9 +128,13 @@ export function createGvisorFork(deps: GvisorForkDeps): GvisorFork {
       };
       writeFileSync(join(paths.inbox(child.id), 'identity.json'), JSON.stringify(identity), { mode: 0o600 });
       await runsc.restore(child.id, paths.bundle(child.id), image, paths.log(child.id));
-      sb.hostPid = (await runsc.state(child.id))?.pid ?? 0;
+      // Woken at once; its host pid is read while it says hello.
       await runsc.kill(child.id, 'USR2');
-      await link.waitConnected(sb, CHILD_HELLO_MS, `restored sandbox ${child.id}'s agent`);
+      const [st] = await Promise.all([
+        runsc.state(child.id),
+        link.waitConnected(sb, CHILD_HELLO_MS, `restored sandbox ${child.id}'s agent`),
+      ]);
+      sb.hostPid = st?.pid ?? 0;
       return {
         sb,
         outcome: { id: child.id, ok: true, handle: { id: child.id, hostPid: sb.hostPid, runtime: {} } },

@@ -31,6 +31,8 @@ export interface GvisorMaker {
   prepare(input: PrepareInput): Promise<GvisorSandbox>;
   /** Stops the container (if any), unmounts its root, closes its socket, removes its directories. */
   release(sb: GvisorSandbox): Promise<void>;
+  /** The same for a sandbox no live one holds (a crash's, or one a failed kill left), and its checkpoint. */
+  removeLeftover(id: string): Promise<void>;
 }
 
 export interface GvisorMakerDeps {
@@ -105,5 +107,14 @@ export function createGvisorMaker(deps: GvisorMakerDeps): GvisorMaker {
     rmSync(paths.sandbox(sb.id), { recursive: true, force: true });
   }
 
-  return { prepare, release };
+  async function removeLeftover(id: string): Promise<void> {
+    await deps.runsc.delete(id).catch(() => undefined);
+    deps.rootfs.unmount(paths.rootfs(id));
+    deps.hub.close(id);
+    await deps.cgroups.destroy(`${deps.cgroupParent}/${id}`).catch(() => undefined);
+    rmSync(paths.sandbox(id), { recursive: true, force: true });
+    rmSync(paths.checkpoint(id), { recursive: true, force: true });
+  }
+
+  return { prepare, release, removeLeftover };
 }

@@ -9,16 +9,7 @@ import { errors, ForkboxError } from '../../domain/errors.ts';
 import type { Logger } from '../../domain/logger.ts';
 import { runtimeId as rid } from '../../domain/runtime-id.ts';
 import type { SandboxRecord } from '../../domain/types.ts';
-import type {
-  CreateSandboxSpec,
-  ForkChildSpec,
-  ForkOutcome,
-  ImageStore,
-  Runtime,
-  RuntimeCapabilities,
-  RuntimeEvents,
-  SandboxHandle,
-} from '../../service/ports.ts';
+import type { ImageStore, Runtime, RuntimeEvents, SandboxHandle } from '../../service/ports.ts';
 import { createKeyedQueue } from '../../util/keyed-queue.ts';
 import type { AgentConnection } from '../native/agent-link/agent-connection.ts';
 import { type AgentTimeouts, DEFAULT_AGENT_TIMEOUTS } from '../native/agent-link/agent-timeouts.ts';
@@ -28,34 +19,17 @@ import { queuedUnlessCancelled } from '../native/agent-link/repl-eval.ts';
 import { createSandboxOps } from '../native/agent-link/sandbox-ops.ts';
 import type { Cgroups } from '../native/cgroups/index.ts';
 import type { Sys } from '../native/host/sys.ts';
+import { GVISOR_CAPABILITIES, unsupported } from './gvisor-capabilities.ts';
+import { createGvisorCreate } from './gvisor-create.ts';
 import { createAgentSpawners, createAgentTrees } from './gvisor-execs.ts';
 import { createGvisorFork } from './gvisor-fork.ts';
+import { createGvisorForks } from './gvisor-forks.ts';
 import { createGvisorLink, type GvisorSandbox } from './gvisor-link.ts';
 import { createGvisorMaker } from './gvisor-make.ts';
 import type { GvisorPaths } from './gvisor-paths.ts';
+import { createGvisorPausing } from './gvisor-pause.ts';
 import { createGvisorRootfs } from './gvisor-rootfs.ts';
 import type { Runsc } from './runsc.ts';
-
-/** How long a new sandbox's agent may take to greet the host (a sentry starting, then python3). */
-const CREATE_HELLO_MS = 30_000;
-
-export const GVISOR_CAPABILITIES: RuntimeCapabilities = {
-  forkProcessState: true,
-  forkProcesses: true,
-  pause: true,
-  limits: { memory: true, pids: false, cpu: true, disk: false },
-  network: false,
-  unsupported: [
-    'network allow/open (gvisor sandboxes have loopback only)',
-    'published ports',
-    'disk limits (writes are held in the sandbox memory, bounded by its memory limit)',
-    'pids limits',
-    'diff and projects',
-    'the browser',
-    'recovery after a daemon restart',
-    'images without python3',
-  ],
-};
 
 export interface GvisorRuntimeDeps {
   runsc: Runsc;
@@ -72,13 +46,6 @@ export interface GvisorRuntimeDeps {
 }
 
 export type GvisorRuntime = Runtime;
-
-const unsupported = (what: string) =>
-  new ForkboxError(
-    'invalid_argument',
-    `the gvisor runtime does not support ${what} yet; create the sandbox with runtime native for it.`,
-    { runtime: 'gvisor' },
-  );
 
 export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
   const live = new Map<string, GvisorSandbox>();
@@ -138,110 +105,23 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
     return sb;
   }
 
-  async function createSandbox(spec: CreateSandboxSpec): Promise<SandboxHandle> {
-    if (spec.network && spec.network.mode !== 'none') throw unsupported(`network '${spec.network.mode}'`);
-    if (spec.project) throw unsupported('projects');
-    const image = deps.images.require(spec.image);
-    if (!image.python)
-      throw unsupported(
-        `image '${spec.image}', which has no python3 (the agent runs on the image's python3)`,
-      );
-    const python = image.python;
-    const sb = await maker.prepare({
-      id: spec.id,
-      layers: spec.lowers ?? image.layers,
-      python,
-      env: { ...image.env, ...spec.env },
-      ...(image.config ? { execDefaults: { cwd: image.config.workingDir, user: image.config.user } } : {}),
-      limits: spec.limits,
-    });
-    live.set(sb.id, sb);
-    try {
-      await deps.runsc.run(sb.id, deps.paths.bundle(sb.id), deps.paths.log(sb.id));
-      sb.hostPid = (await deps.runsc.state(sb.id))?.pid ?? 0;
-      const conn = await link.waitConnected(sb, CREATE_HELLO_MS, `new sandbox ${sb.id}'s agent`);
-      await conn.request('ping', {}, { timeoutMs: 10_000 });
-      return handleOf(sb, python);
-    } catch (e) {
-      live.delete(sb.id);
-      await maker.release(sb);
-      throw e;
-    }
-  }
+  const createSandbox = createGvisorCreate({ ...deps, maker, link, live, handleOf });
 
-  /** Every child of `source` restored from one checkpoint of it (a snapshot's holder is kept paused). */
-  async function forkSandbox(source: SandboxRecord, children: ForkChildSpec[]): Promise<ForkOutcome> {
-    const src = sandboxOf(source);
+  const pausing = createGvisorPausing({ runsc: deps.runsc, fork });
+  const forks = createGvisorForks({
+    fork,
+    pausing,
+    live,
+    queue: replLocks,
+    sandboxOf,
+    handleOf,
+    pythonOf,
+    log: deps.log,
+  });
+  const forkSandbox: Runtime['forkSandbox'] = async (source, children) => {
     if (children.some((c) => c.network && c.network.mode !== 'none')) throw unsupported('network allow/open');
-    return replLocks.run(src.id, async () => {
-      const t0 = performance.now();
-      const ck = await checkpointEvenPaused(src, source.id);
-      try {
-        const python = pythonOf(source);
-        const base = { layers: src.layers, python };
-        const { sandboxes, outcomes } = await fork.restoreAll(ck.image, children, source.id, base);
-        for (const sb of sandboxes) live.set(sb.id, sb);
-        for (const [i, child] of children.entries()) {
-          const o = outcomes[i];
-          const sb = sandboxes.find((x) => x.id === child.id);
-          if (o?.ok && sb) {
-            outcomes[i] = { id: child.id, ok: true, handle: handleOf(sb, python) };
-            if (child.held) {
-              await pause(sb);
-            }
-          }
-        }
-        deps.log.info(
-          { sandbox: source.id, children: children.length, ms: Math.round(performance.now() - t0) },
-          'gvisor fork',
-        );
-        return {
-          pauseMs: ck.pauseMs,
-          snapshotMs: ck.pauseMs,
-          driver: 'gvisor-checkpoint',
-          pythonState: true,
-          children: outcomes,
-        };
-      } finally {
-        rmSync(ck.image, { recursive: true, force: true });
-      }
-    });
-  }
-
-  /** Pause (idempotent: runsc refuses to pause a paused container, which it may have left so itself). */
-  async function pause(sb: GvisorSandbox): Promise<void> {
-    sb.paused = true;
-    if ((await deps.runsc.state(sb.id))?.status === 'paused') return;
-    try {
-      await deps.runsc.pause(sb.id);
-    } catch (e) {
-      sb.paused = (await deps.runsc.state(sb.id))?.status === 'paused';
-      if (!sb.paused) throw e;
-    }
-  }
-
-  async function resume(sb: GvisorSandbox): Promise<void> {
-    if ((await deps.runsc.state(sb.id))?.status !== 'paused') {
-      sb.paused = false;
-      return;
-    }
-    await deps.runsc.resume(sb.id);
-    sb.paused = false;
-  }
-
-  /**
-   * A paused source (a snapshot's holder) runs for the moment its agent needs to let go of its connection
-   * and the checkpoint takes, then is paused again: its processes move on by that much.
-   */
-  async function checkpointEvenPaused(src: GvisorSandbox, id: string) {
-    if (!src.paused) return fork.checkpoint(src, id);
-    await resume(src);
-    try {
-      return await fork.checkpoint(src, id);
-    } finally {
-      await pause(src);
-    }
-  }
+    return forks(source, children);
+  };
 
   async function killSandbox(rec: SandboxRecord): Promise<void> {
     const sb = live.get(rid(rec));
@@ -249,16 +129,6 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
     live.delete(sb.id);
     await maker.release(sb);
     rmSync(deps.paths.checkpoint(sb.id), { recursive: true, force: true });
-  }
-
-  /** A container and its host side that no live sandbox holds (a crash's, or one a failed kill left). */
-  async function removeLeftover(id: string): Promise<void> {
-    await deps.runsc.delete(id).catch(() => undefined);
-    rootfs.unmount(deps.paths.rootfs(id));
-    deps.hub.close(id);
-    await deps.cgroups.destroy(`${deps.cgroupParent}/${id}`).catch(() => undefined);
-    rmSync(deps.paths.sandbox(id), { recursive: true, force: true });
-    rmSync(deps.paths.checkpoint(id), { recursive: true, force: true });
   }
 
   const notHere = (what: string) => async (): Promise<never> => {
@@ -275,14 +145,14 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
       // A gvisor sandbox does not outlive its daemon's runtime state yet: every recorded one is lost, and
       // every container left under this state dir's runsc root (a crash's) is removed with its host side.
       const ids = new Set([...recs.map((r) => rid(r)), ...(await deps.runsc.list().catch(() => []))]);
-      for (const id of ids) await removeLeftover(id);
+      for (const id of ids) await maker.removeLeftover(id);
       return { lost: recs.map((r) => r.id) };
     },
     createSandbox,
     forkSandbox,
     killSandbox,
-    pauseSandbox: (rec) => pause(sandboxOf(rec)),
-    resumeSandbox: (rec) => resume(sandboxOf(rec)),
+    pauseSandbox: (rec) => pausing.pause(sandboxOf(rec)),
+    resumeSandbox: (rec) => pausing.resume(sandboxOf(rec)),
     async usage(rec) {
       const st = await deps.cgroups.stats(sandboxOf(rec).cgroup);
       return {
@@ -316,7 +186,7 @@ export function createGvisorRuntime(deps: GvisorRuntimeDeps): GvisorRuntime {
         }
       }
       if (opts.killSandboxes) {
-        for (const id of await deps.runsc.list().catch(() => [])) await removeLeftover(id);
+        for (const id of await deps.runsc.list().catch(() => [])) await maker.removeLeftover(id);
         rmSync(deps.paths.checkpoints, { recursive: true, force: true });
       }
     },
